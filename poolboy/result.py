@@ -1,0 +1,60 @@
+"""The reconcile contract shared by every domain reconciler and the engine that runs them.
+
+Modelled on controller-runtime: ``reconcile(key) -> Result`` reads current state, converges, and says whether
+it is done, wants to run again at a given time, or failed. Errors are split the way users experience them:
+a :class:`PermanentError` is something the user must fix (it is written to status and re-checked slowly),
+a :class:`TransientError` is the API or the network and is retried with backoff.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a reconcile asks of the engine once it has converged as far as it can.
+
+    ``requeue_at``: run this key again at that instant (a lifespan end, a start, a time-dependent template);
+    the engine records it in the due-index, never as a Celery countdown.
+    ``enqueue``: other keys whose reconcilers must look again (a handle change enqueues its claim and pool),
+    because an object's status has exactly one writer: its own reconciler.
+    """
+
+    requeue_at: datetime | None = None
+    enqueue: tuple[str, ...] = field(default_factory=tuple)
+
+    @staticmethod
+    def done(*enqueue: str) -> Result:
+        return Result(enqueue=tuple(enqueue))
+
+    def merge(self, other: Result) -> Result:
+        """Combine two results: the earlier deadline wins, enqueued keys are unioned in order."""
+        times = [t for t in (self.requeue_at, other.requeue_at) if t is not None]
+        keys = tuple(dict.fromkeys(self.enqueue + other.enqueue))
+        return Result(requeue_at=min(times) if times else None, enqueue=keys)
+
+
+class PermanentError(Exception):
+    """A user-fixable problem: bad spec, missing provider, invalid template, missing API.
+
+    The reconciler has already written it to the object's status as a condition with ``reason`` and
+    ``message`` and emitted an Event; the engine only re-checks it slowly (``recheck_after`` seconds) or when
+    the object or its provider changes. Never retried in a hot loop.
+    """
+
+    def __init__(self, reason: str, message: str, recheck_after: float = 300.0, enqueue: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+        self.recheck_after = recheck_after
+        self.enqueue = enqueue
+
+
+class TransientError(Exception):
+    """The API server, the network or Redis failed; retry with backoff (``retry_after`` when the server said)."""
+
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after

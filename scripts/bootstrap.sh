@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Idempotent set-up for a fresh Debian/Ubuntu machine with Python 3.11+:
+#   - a virtualenv in .venv with the pinned dependencies (re-installed only when the pins change),
+#   - redis-server and kubectl from the distribution's packages when they are missing.
+# Prints a clear message and exits non-zero when something cannot be installed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf '[setup] %s\n' "$*" >&2; }
+die() { printf '[setup] ERROR: %s\n' "$*" >&2; exit 1; }
+
+PYTHON="${PYTHON:-python3}"
+"$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null \
+  || die "Python 3.11 or newer is required (tried '$PYTHON'). Install python3.11 and python3.11-venv, or set PYTHON=..."
+
+apt_install() {
+  # apt_install <binary> <package> [<package> ...]: install the first package that provides <binary>.
+  local binary="$1"; shift
+  command -v "$binary" >/dev/null 2>&1 && return 0
+  if [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null 2>&1; then
+    die "'$binary' is missing and I cannot install it without root. Install one of: $*"
+  fi
+  local SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  if [ ! -f /tmp/.poolboy-apt-updated ]; then
+    say "apt-get update"; $SUDO apt-get update -qq >/dev/null && touch /tmp/.poolboy-apt-updated || true
+  fi
+  for pkg in "$@"; do
+    say "installing $pkg (for $binary)"
+    if DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$pkg" >/dev/null 2>&1 \
+       && command -v "$binary" >/dev/null 2>&1; then
+      return 0
+    fi
+  done
+  die "could not install '$binary' (tried packages: $*). Install it by hand and run again."
+}
+
+apt_install redis-server redis-server
+apt_install kubectl kubectl kubernetes-client
+
+if [ ! -x .venv/bin/python ]; then
+  say "creating virtualenv .venv"
+  "$PYTHON" -m venv .venv || die "python venv failed; on Debian install python3-venv"
+fi
+stamp=".venv/.requirements.sha256"
+want="$(cat requirements.txt requirements-dev.txt pyproject.toml | sha256sum | cut -d' ' -f1)"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  say "installing pinned dependencies"
+  .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null 2>&1 || true
+  .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-dev.txt 2>&1 \
+    | grep -v '^WARNING: Location' >&2 || true
+  .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps -e . 2>&1 \
+    | grep -v '^WARNING: Location' >&2 || true
+  .venv/bin/python -c 'import celery, kubernetes, jinja2, aiohttp, redis' \
+    || die "dependency installation failed; see the pip output above"
+  echo "$want" > "$stamp"
+fi

@@ -1,0 +1,1 @@
+"""Process-level entry points: the ``poolboy`` CLI and the ``poolboy dev`` local stack supervisor."""

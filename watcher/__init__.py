@@ -1,0 +1,1 @@
+"""The watcher: list-then-watch every Poolboy kind and managed resource kind, turning events into gate adds."""
