@@ -1,0 +1,90 @@
+"""All configuration, read once from the environment into one typed object.
+
+Every process (watcher, worker, beat, ``poolboy dev``) builds its :class:`Settings` with
+:meth:`Settings.from_env`; ``poolboy dev`` passes its own environment to every child so they agree.
+Intervals are in seconds and can be set down to a few seconds for tests.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from poolboy import DEFAULT_DOMAIN
+
+
+def _env(name: str, default: Any, cast: type) -> Any:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    if cast is bool:
+        return raw.strip().lower() in ("1", "true", "yes", "on")
+    return cast(raw)
+
+
+@dataclass(frozen=True)
+class Settings:
+    #: operator domain D: API group, and prefix of every label, annotation and finalizer
+    domain: str = DEFAULT_DOMAIN
+    #: namespace of providers, handles, pools and scalings
+    operator_namespace: str = "poolboy"
+    #: Redis URL for the Celery broker, the work gate and the due-index
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    #: periodic re-reconcile of every object of a kind (upstream defaults 60, 60, 10)
+    manage_claims_interval: float = 60.0
+    manage_handles_interval: float = 60.0
+    manage_pools_interval: float = 10.0
+    #: full resync from the API: the safety net that rebuilds Redis state
+    resync_interval: float = 600.0
+    #: how often beat moves due keys from the due-index into the gate
+    sweep_due_interval: float = 1.0
+    #: slow re-check of a permanent (user-fixable) error
+    permanent_error_recheck: float = 300.0
+    #: gate lease on a running key, renewed every lease/3 by a heartbeat
+    gate_lease_seconds: float = 30.0
+    #: timeout of every Kubernetes API call
+    api_timeout: float = 30.0
+    #: Kubernetes Lease used to elect the active watcher
+    watcher_lease_name: str = "poolboy-watcher"
+    watcher_lease_seconds: float = 15.0
+    #: port of the Prometheus metrics endpoint (0 disables it)
+    metrics_port: int = 0
+    #: names of environment variables, kept for documentation and ``poolboy dev``
+    env_names: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> Settings:
+        """Build settings from ``POOLBOY_<FIELD>`` variables (e.g. ``POOLBOY_MANAGE_CLAIMS_INTERVAL=5``).
+
+        ``POOLBOY_NAMESPACE`` is accepted for ``operator_namespace`` and ``REDIS_URL`` for ``redis_url``, the
+        names users of upstream Poolboy and of Celery expect.
+        """
+        aliases = {"operator_namespace": "POOLBOY_NAMESPACE", "redis_url": "POOLBOY_REDIS_URL"}
+        values: dict[str, Any] = {}
+        names: dict[str, str] = {}
+        for f in fields(cls):
+            if f.name == "env_names":
+                continue
+            env_name = aliases.get(f.name, "POOLBOY_" + f.name.upper())
+            names[f.name] = env_name
+            cast = type(f.default)
+            values[f.name] = _env(env_name, f.default, cast)
+        if "POOLBOY_REDIS_URL" not in os.environ and os.environ.get("REDIS_URL"):
+            values["redis_url"] = os.environ["REDIS_URL"]
+        values.update(overrides)
+        return cls(**values, env_names=names)
+
+    # --- names derived from the domain -----------------------------------------------------------------------
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.domain}/v1"
+
+    @property
+    def finalizer(self) -> str:
+        return self.domain
+
+    def label(self, suffix: str) -> str:
+        """``D/<suffix>``: every Poolboy label, annotation and finalizer key is prefixed by the domain."""
+        return f"{self.domain}/{suffix}"
