@@ -17,7 +17,7 @@ def wait_for(condition: Callable[[], Any], timeout: float = 10.0, interval: floa
             value = condition()
             if value:
                 return value
-        except Exception as error:  # noqa: BLE001 - reported if the deadline passes
+        except Exception as error:
             last_error = error
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {message}; last error: {last_error!r}")

@@ -1,0 +1,33 @@
+"""What one reconcile runs with: the API client, the settings, and the single ``now`` of this run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from poolboy.settings import Settings
+
+if TYPE_CHECKING:  # the wrapper imports the kubernetes client; the domain only needs its type
+    from poolboy.kube import KubeClient
+
+
+def utcnow() -> datetime:
+    """Now in UTC, truncated to whole seconds (spec §1: one now per reconcile, whole seconds)."""
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+@dataclass
+class Context:
+    """Passed to every domain reconciler as ``reconcile(ctx, namespace, name) -> Result``.
+
+    ``now`` is taken once when the context is made, so every value computed in one reconcile agrees
+    (e.g. ``end - start == default`` exactly).
+    """
+
+    kube: KubeClient
+    settings: Settings
+    now: datetime = field(default_factory=utcnow)
+
+    def label(self, suffix: str) -> str:
+        return self.settings.label(suffix)
