@@ -1,8 +1,9 @@
 """``poolboy dev``: the whole system on one machine, for trying Poolboy and for end-to-end tests.
 
-Today it starts devcluster with the CRDs loaded, writes a kubeconfig and creates the operator namespace; the
-engine components are added as they land. It prints one line containing ``ready`` once everything is up and
-stops every child cleanly on SIGINT/SIGTERM.
+Starts devcluster (or uses the current kubeconfig context), its own ``redis-server`` (or ``--redis-url``), the
+watcher, ``--workers`` worker processes, beat and Flower; installs the CRDs; creates the operator namespace;
+writes ``--kubeconfig``; prints one line containing ``ready`` when every component is up; stops every child
+cleanly on SIGINT/SIGTERM. ``--demo`` applies ``examples/`` and shows the claim become Ready.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import threading
 from pathlib import Path
 
 DEFAULT_KUBECONFIG = ".poolboy-dev/kubeconfig"
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,22 +23,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"where to write the kubeconfig for kubectl (default {DEFAULT_KUBECONFIG})")
     parser.add_argument("--namespace", default=os.environ.get("POOLBOY_NAMESPACE", "poolboy"),
                         help="operator namespace (default: $POOLBOY_NAMESPACE or 'poolboy')")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    parser.add_argument("--concurrency", type=int, default=2, help="pool size of each worker (default 2)")
+    parser.add_argument("--redis-url", default=None, help="use this Redis instead of starting redis-server")
+    parser.add_argument("--use-current-context", action="store_true",
+                        help="use the cluster of the current kubeconfig context instead of starting devcluster")
+    parser.add_argument("--flower-port", type=int, default=5555, help="Flower port on 127.0.0.1 (0 disables)")
+    parser.add_argument("--log-dir", default=".poolboy-dev/logs", help="component logs (default .poolboy-dev/logs)")
+    parser.add_argument("--demo", action="store_true",
+                        help="apply examples/ (provider, pool, claim) and show the claim become Ready")
 
 
 def run(args: argparse.Namespace) -> int:
-    from devcluster.testing import DEFAULT_CRDS, DevCluster
+    from stack.local import LocalStack, StackOptions
 
-    kubeconfig = Path(args.kubeconfig).resolve()
-    kubeconfig.parent.mkdir(parents=True, exist_ok=True)
+    options = StackOptions(
+        workers=args.workers, concurrency=args.concurrency, namespace=args.namespace,
+        kubeconfig=None if args.use_current_context else Path(args.kubeconfig).resolve(),
+        redis_url=args.redis_url, use_current_context=args.use_current_context,
+        flower_port=args.flower_port or None, log_dir=Path(args.log_dir).resolve(),
+    )
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    with DevCluster(crds=[DEFAULT_CRDS], kubeconfig=kubeconfig) as cluster:
-        cluster.request("POST", "/api/v1/namespaces",
-                        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": args.namespace}})
-        print(f"poolboy dev ready: API server {cluster.url}", flush=True)
-        print(f"  export KUBECONFIG={kubeconfig}", flush=True)
-        print("  kubectl get crds; kubectl api-resources --api-group=poolboy.gpte.redhat.com", flush=True)
+    with LocalStack(options) as stack:
+        print(f"poolboy dev ready: API {stack.api_url or 'current context'}, Redis {stack.redis_url}, "
+              f"{args.workers} worker(s), logs in {stack.log_dir}", flush=True)
+        print(f"  export KUBECONFIG={stack.kubeconfig}", flush=True)
+        if args.flower_port:
+            print(f"  Flower: http://127.0.0.1:{args.flower_port}/", flush=True)
+        if args.demo:
+            from stack.demo import run_demo
+
+            run_demo(stack, EXAMPLES, stop)
+        else:
+            print("  kubectl apply -f examples/   # then: kubectl get resourceclaims -A", flush=True)
         print("Press Ctrl-C to stop.", flush=True)
-        stop.wait()
+        while not stop.wait(1.0):
+            dead = [c for c in stack.children if not c.alive]
+            if dead:
+                print(f"{dead[0].name} exited unexpectedly:\n{dead[0].tail()}", flush=True)
+                return 1
     return 0

@@ -1,0 +1,204 @@
+"""The whole system on one machine: devcluster, Redis, watcher, workers, beat and (optionally) Flower.
+
+``LocalStack`` is what ``poolboy dev`` runs, what the end-to-end tests start, and what the benchmarks measure,
+so all three exercise exactly the same processes. Every component is a real subprocess launched through the
+``poolboy`` CLI with one shared environment.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from stack.processes import Child
+
+DEFAULT_QUEUES = "claims,handles,pools,providers,scalings,periodic"
+
+
+@dataclass
+class StackOptions:
+    workers: int = 1
+    concurrency: int = 2
+    namespace: str = "poolboy"
+    kubeconfig: Path | None = None
+    redis_url: str | None = None
+    use_current_context: bool = False
+    flower_port: int | None = None
+    log_dir: Path | None = None
+    #: extra POOLBOY_* (or any) environment for every component, e.g. short intervals in tests
+    env: dict[str, str] = field(default_factory=dict)
+    ready_timeout: float = 60.0
+
+
+class LocalStack:
+    """``with LocalStack(StackOptions(workers=2)) as stack: stack.kubeconfig, stack.redis_url``."""
+
+    def __init__(self, options: StackOptions | None = None) -> None:
+        self.options = options or StackOptions()
+        self._tmp = tempfile.TemporaryDirectory(prefix="poolboy-stack-")
+        self.log_dir = Path(self.options.log_dir or self._tmp.name)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.cluster = None
+        self.redis = None
+        self.children: list[Child] = []
+        self.kubeconfig: Path = Path(self.options.kubeconfig or Path(self._tmp.name) / "kubeconfig")
+        self.redis_url: str = ""
+        self.api_url: str = ""
+        self.env: dict[str, str] = {}
+
+    # --- lifecycle -----------------------------------------------------------------------------------------
+
+    def start(self) -> LocalStack:
+        try:
+            self._start_api()
+            self._start_redis()
+            self.env = self._component_env()
+            self._ensure_namespace()
+            self._start_components()
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        for child in reversed(self.children):
+            child.stop()
+        self.children.clear()
+        if self.redis is not None:
+            self.redis.stop()
+            self.redis = None
+        if self.cluster is not None:
+            self.cluster.stop()
+            self.cluster = None
+
+    def __enter__(self) -> LocalStack:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+        self._tmp.cleanup()
+
+    # --- parts ---------------------------------------------------------------------------------------------
+
+    def _domain(self) -> str:
+        from poolboy import DEFAULT_DOMAIN
+
+        return self.options.env.get("POOLBOY_DOMAIN") or os.environ.get("POOLBOY_DOMAIN") or DEFAULT_DOMAIN
+
+    def _crd_dir(self) -> Path:
+        """CRDs for the configured domain (the files in helm/crds are rendered for the default one)."""
+        from stack.crds import write_crds
+
+        directory = Path(self._tmp.name) / "crds"
+        write_crds(self._domain(), directory)
+        return directory
+
+    def _start_api(self) -> None:
+        if self.options.use_current_context:
+            self.kubeconfig = Path(os.environ.get("KUBECONFIG", Path.home() / ".kube" / "config"))
+            self._apply_crds()
+            return
+        from devcluster.testing import DevCluster
+
+        self.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
+        self.cluster = DevCluster(crds=[self._crd_dir()], kubeconfig=self.kubeconfig,
+                                  log_path=self.log_dir / "devcluster.log").start()
+        self.api_url = self.cluster.url
+
+    def _apply_crds(self) -> None:
+        """Install or update the CRDs in an existing cluster (``--use-current-context``)."""
+        from poolboy.kube import AlreadyExists, KubeClient
+        from stack.crds import load_crds
+
+        kube = KubeClient.from_settings(kubeconfig=str(self.kubeconfig))
+        for crd in load_crds(self._domain()):
+            try:
+                kube.create(crd)
+            except AlreadyExists:
+                live = kube.get(crd["apiVersion"], crd["kind"], crd["metadata"]["name"])
+                crd["metadata"]["resourceVersion"] = live["metadata"]["resourceVersion"]
+                kube.replace(crd)
+
+    def _start_redis(self) -> None:
+        if self.options.redis_url:
+            self.redis_url = self.options.redis_url
+            return
+        from workers.testing import RedisServer
+
+        self.redis = RedisServer().start()
+        self.redis_url = self.redis.url
+
+    def _component_env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update({
+            "KUBECONFIG": str(self.kubeconfig),
+            "POOLBOY_REDIS_URL": self.redis_url,
+            "POOLBOY_NAMESPACE": self.options.namespace,
+            "POOLBOY_DOMAIN": self._domain(),
+            "PYTHONUNBUFFERED": "1",
+        })
+        env.update(self.options.env)
+        return env
+
+    def _ensure_namespace(self) -> None:
+        from poolboy.kube import AlreadyExists, KubeClient
+
+        kube = KubeClient.from_settings(kubeconfig=str(self.kubeconfig))
+        try:
+            kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.options.namespace}})
+        except AlreadyExists:
+            pass
+
+    def _start_components(self) -> None:
+        def add(name: str, *argv: str) -> None:
+            self.children.append(Child(name, argv, self.env, self.log_dir).start())
+
+        add("watcher", "watcher")
+        for index in range(self.options.workers):
+            add(f"worker-{index}", "worker", "--queues", DEFAULT_QUEUES,
+                "--concurrency", str(self.options.concurrency), "--hostname", f"worker{index}@%h")
+        add("beat", "beat")
+        if self.options.flower_port:
+            add("flower", "flower", "--port", str(self.options.flower_port), "--address", "127.0.0.1")
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.options.ready_timeout
+        while time.monotonic() < deadline:
+            dead = [c for c in self.children if not c.alive]
+            if dead:
+                raise RuntimeError(f"{dead[0].name} exited during start-up:\n{dead[0].tail()}")
+            if self._workers_answering() >= self.options.workers and self._flower_answering():
+                return
+            time.sleep(0.2)
+        raise RuntimeError("the stack did not become ready in time; logs in " + str(self.log_dir))
+
+    def _workers_answering(self) -> int:
+        from celery import Celery
+
+        probe = Celery(broker=self.redis_url)
+        try:
+            return len(probe.control.ping(timeout=0.5) or [])
+        finally:
+            probe.close()
+
+    def _flower_answering(self) -> bool:
+        if not self.options.flower_port:
+            return True
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.options.flower_port}/healthcheck", timeout=1):
+                return True
+        except OSError:
+            return False
+
+    # --- conveniences --------------------------------------------------------------------------------------
+
+    def child(self, name: str) -> Child:
+        return next(c for c in self.children if c.name == name)
+
+    def logs(self) -> str:
+        return "\n".join(f"===== {c.name}\n{c.tail()}" for c in self.children)
