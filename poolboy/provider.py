@@ -1,0 +1,359 @@
+"""ResourceProvider wrapper: typed access to the spec and the provider-side rendering rules (spec §2.1, §3.3, §3.7).
+
+Both reconcilers (claim and handle) need the same answers from a provider — "what is the resource list for
+these parameter values", "what is the final definition", "what are the lifespan limits" — so they live here,
+once, instead of being re-derived in each reconciler. The wrapper reads nothing from a cache: ``Provider.get``
+goes to the API every time, because a reconcile must see the provider as it is now (spec §3.1).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from poolboy import timeutil
+from poolboy.result import PermanentError
+
+if TYPE_CHECKING:
+    from poolboy.context import Context
+    from poolboy.lifespan import Limits
+
+
+def _templating() -> Any:
+    """Imported on use so that this module (and ``ProviderNotFound``) imports even where templating is unused."""
+    from poolboy import templating
+
+    return templating
+
+KIND = "ResourceProvider"
+
+
+class ProviderNotFound(PermanentError):
+    """A claim, handle, pool or link names a provider that does not exist in the operator namespace."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__("ProviderNotFound", f"ResourceProvider {name} not found")
+        self.name = name
+
+
+class ProviderTemplateError(PermanentError):
+    """A provider template (default, override, definition, link values) failed to render: the admin must fix it."""
+
+    def __init__(self, provider: str, what: str, error: Exception) -> None:
+        super().__init__("TemplateError", f"ResourceProvider {provider} {what} failed to render: {error}")
+
+
+def _wrap(obj: Mapping[str, Any] | None) -> Any:
+    return _templating().wrap_object(obj) if obj is not None else None
+
+
+class Provider:
+    """A ResourceProvider as returned by the API, plus the rules that only depend on it."""
+
+    def __init__(self, obj: dict[str, Any]) -> None:
+        self.obj = obj
+
+    # --- lookup --------------------------------------------------------------------------------------------
+
+    @classmethod
+    def get(cls, ctx: Context, name: str) -> Provider:
+        """Fresh read from the operator namespace; ``ProviderNotFound`` (permanent) when absent."""
+        obj = ctx.kube.get_or_none(ctx.settings.api_version, KIND, name, ctx.settings.operator_namespace)
+        if obj is None:
+            raise ProviderNotFound(name)
+        return cls(obj)
+
+    @classmethod
+    def get_or_none(cls, ctx: Context, name: str) -> Provider | None:
+        try:
+            return cls.get(ctx, name)
+        except ProviderNotFound:
+            return None
+
+    @classmethod
+    def list_all(cls, ctx: Context) -> list[Provider]:
+        """Every provider, from the API (matching must consider all providers, spec §3.2)."""
+        items = ctx.kube.list(ctx.settings.api_version, KIND, ctx.settings.operator_namespace)
+        return sorted((cls(item) for item in items), key=lambda p: p.name)
+
+    # --- identity ------------------------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self.obj["metadata"]["name"]
+
+    @property
+    def namespace(self) -> str:
+        return self.obj["metadata"].get("namespace", "")
+
+    @property
+    def ref(self) -> dict[str, str]:
+        """Full reference ``{apiVersion, kind, name, namespace}`` (spec §1)."""
+        return {"apiVersion": self.obj.get("apiVersion", ""), "kind": KIND, "name": self.name,
+                "namespace": self.namespace}
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        return self.obj.get("spec") or {}
+
+    def __repr__(self) -> str:
+        return f"Provider({self.name!r})"
+
+    # --- spec fields ---------------------------------------------------------------------------------------
+
+    @property
+    def template_enable(self) -> bool:
+        return bool((self.spec.get("template") or {}).get("enable"))
+
+    @property
+    def approval_required(self) -> bool:
+        return bool((self.spec.get("approval") or {}).get("required"))
+
+    @property
+    def approval_pending_message(self) -> str:
+        return (self.spec.get("approval") or {}).get("pendingMessage") or "Approval pending."
+
+    @property
+    def disable_creation(self) -> bool:
+        return bool(self.spec.get("disableCreation"))
+
+    @property
+    def default(self) -> dict[str, Any] | None:
+        return self.spec.get("default")
+
+    @property
+    def override(self) -> dict[str, Any] | None:
+        return self.spec.get("override")
+
+    @property
+    def match(self) -> dict[str, Any] | None:
+        return self.spec.get("match")
+
+    @property
+    def match_ignore(self) -> list[str]:
+        return list(self.spec.get("matchIgnore") or [])
+
+    @property
+    def update_filters(self) -> list[dict[str, Any]]:
+        return list(self.spec.get("updateFilters") or [])
+
+    @property
+    def parameters(self) -> list[dict[str, Any]]:
+        return list(self.spec.get("parameters") or [])
+
+    @property
+    def vars(self) -> dict[str, Any]:
+        return dict(self.spec.get("vars") or {})
+
+    @property
+    def resource_name(self) -> str:
+        return self.spec.get("resourceName") or self.name
+
+    @property
+    def resource_requires_claim(self) -> bool:
+        return bool(self.spec.get("resourceRequiresClaim"))
+
+    @property
+    def health_check(self) -> str | None:
+        return self.spec.get("healthCheck") or None
+
+    @property
+    def readiness_check(self) -> str | None:
+        return self.spec.get("readinessCheck") or None
+
+    @property
+    def status_summary_template(self) -> Any:
+        return self.spec.get("statusSummaryTemplate")
+
+    @property
+    def linked_resource_providers(self) -> list[dict[str, Any]]:
+        return list(self.spec.get("linkedResourceProviders") or [])
+
+    @property
+    def template_definition(self) -> dict[str, Any] | None:
+        return (self.spec.get("template") or {}).get("definition")
+
+    @property
+    def has_template_definition(self) -> bool:
+        """Spec §3.3: a provider with neither ``override`` nor ``template.definition`` is a pure linker."""
+        return self.override is not None or self.template_definition is not None
+
+    @property
+    def resource_claim_labels(self) -> dict[str, str]:
+        return dict(self.spec.get("resourceClaimLabels") or {})
+
+    @property
+    def resource_claim_annotations(self) -> dict[str, str]:
+        return dict(self.spec.get("resourceClaimAnnotations") or {})
+
+    @property
+    def lifespan(self) -> dict[str, Any]:
+        return dict(self.spec.get("lifespan") or {})
+
+    @property
+    def unclaimed(self) -> str | None:
+        return self.lifespan.get("unclaimed") or None
+
+    @property
+    def validation(self) -> dict[str, Any]:
+        return dict(self.spec.get("validation") or {})
+
+    # --- template variables --------------------------------------------------------------------------------
+
+    def template_vars(self, handle: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Provider ``vars`` overlaid by the handle's ``spec.vars`` (spec §4.3)."""
+        result = self.vars
+        if handle is not None:
+            result.update((handle.get("spec") or {}).get("vars") or {})
+        return result
+
+    def _base_variables(self, resource_claim: Mapping[str, Any] | None,
+                        resource_handle: Mapping[str, Any] | None) -> dict[str, Any]:
+        return {"resource_claim": _wrap(resource_claim), "resource_handle": _wrap(resource_handle),
+                "resource_provider": _wrap(self.obj)}
+
+    def _render(self, what: str, template: Any, variables: dict[str, Any], template_vars: dict[str, Any]) -> Any:
+        try:
+            return _templating().render(template, variables, template_vars)
+        except _templating().TemplateError as error:
+            raise ProviderTemplateError(self.name, what, error) from error
+
+    # --- parameters ----------------------------------------------------------------------------------------
+
+    def effective_parameter_values(self, parameter_values: Mapping[str, Any] | None, *,
+                                   resource_claim: Mapping[str, Any] | None = None,
+                                   resource_handle: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Given values, then each missing parameter's default (template, value, schema default; spec §3.5).
+
+        Extra keys are kept: values passed to a linked provider are not validated (spec §3.7).
+        """
+        values = dict(parameter_values or {})
+        for parameter in self.parameters:
+            name = parameter.get("name")
+            if not name or name in values:
+                continue
+            default = parameter.get("default") or {}
+            if default.get("template") is not None:
+                variables = {**values, **self._base_variables(resource_claim, resource_handle)}
+                values[name] = self._render(f"parameter {name} default", default["template"], variables,
+                                            self.template_vars(resource_handle))
+            elif "value" in default:
+                values[name] = copy.deepcopy(default["value"])
+            elif "default" in ((parameter.get("validation") or {}).get("openAPIV3Schema") or {}):
+                values[name] = copy.deepcopy(parameter["validation"]["openAPIV3Schema"]["default"])
+        return values
+
+    # --- rendering -----------------------------------------------------------------------------------------
+
+    def render_default(self, ctx: Context, *, resource_claim: Mapping[str, Any] | None, resource_index: int,
+                       resource_name: str | None) -> dict[str, Any]:
+        """The fill-only ``default`` template for claim initialisation (spec §3.3), rendered if enabled."""
+        default = copy.deepcopy(self.default or {})
+        if not self.template_enable:
+            return default
+        variables = {**self._base_variables(resource_claim, None), "resource_index": resource_index,
+                     "resource_name": resource_name}
+        variables.pop("resource_handle")
+        return self._render("default", default, variables, self.template_vars())
+
+    def definition(self, ctx: Context, parameter_values: Mapping[str, Any] | None, *,
+                   resource_claim: Mapping[str, Any] | None = None,
+                   resource_handle: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+        """``template.definition`` rendered with the parameter values, vars and objects (spec §3.3, §4.4)."""
+        if self.template_definition is None:
+            return None
+        values = self.effective_parameter_values(parameter_values, resource_claim=resource_claim,
+                                                 resource_handle=resource_handle)
+        variables = {**values, **self._base_variables(resource_claim, resource_handle)}
+        return self._render("template.definition", copy.deepcopy(self.template_definition), variables,
+                            self.template_vars(resource_handle))
+
+    def resource_list(self, ctx: Context, parameter_values: Mapping[str, Any] | None, *,
+                      resource_claim: Mapping[str, Any] | None = None,
+                      resource_handle: Mapping[str, Any] | None = None,
+                      resource_name: str | None = None, _depth: int = 0) -> list[dict[str, Any]]:
+        """The provider's resources, dependencies first (spec §3.7): ``[{name, provider, template?}]``.
+
+        ``resource_name`` names this provider's own entry (a link's ``resourceName``); default: ``resourceName``
+        or the provider name.
+        """
+        if _depth > 20:
+            raise PermanentError("LinkCycle", f"ResourceProvider {self.name}: linkedResourceProviders nest too deep"
+                                 " (a cycle?)")
+        values = self.effective_parameter_values(parameter_values, resource_claim=resource_claim,
+                                                 resource_handle=resource_handle)
+        result: list[dict[str, Any]] = []
+        for link in self.linked_resource_providers:
+            base = {**values, "resource_claim": _wrap(resource_claim), "resource_handle": _wrap(resource_handle)}
+            when = link.get("when")
+            if when:
+                try:
+                    included = _templating().check(when, {**base, "resource_provider": _wrap(link)},
+                                                self.template_vars(resource_handle))
+                except _templating().TemplateError as error:
+                    raise ProviderTemplateError(self.name, f"link {link.get('name')} when", error) from error
+                if not included:
+                    continue
+            linked = Provider.get(ctx, link["name"])
+            linked_values = self._render(f"link {linked.name} parameterValues",
+                                         copy.deepcopy(link.get("parameterValues") or {}), base,
+                                         self.template_vars(resource_handle))
+            result.extend(linked.resource_list(ctx, linked_values, resource_claim=resource_claim,
+                                               resource_handle=resource_handle,
+                                               resource_name=link.get("resourceName") or linked.name,
+                                               _depth=_depth + 1))
+        if self.has_template_definition:
+            entry: dict[str, Any] = {"name": resource_name or self.resource_name, "provider": self.ref}
+            template = self.definition(ctx, values, resource_claim=resource_claim, resource_handle=resource_handle)
+            if template is not None:
+                entry["template"] = template
+            result.append(entry)
+        return result
+
+    def render_override(self, ctx: Context, variables: dict[str, Any],
+                        template_vars: dict[str, Any] | None = None) -> dict[str, Any]:
+        """``override``, rendered with the §4.4 override variables when ``template.enable``; else literal."""
+        override = copy.deepcopy(self.override or {})
+        if not self.template_enable:
+            return override
+        return self._render("override", override, variables,
+                            self.template_vars() if template_vars is None else template_vars)
+
+    # --- lifespan ------------------------------------------------------------------------------------------
+
+    def _lifespan_value(self, key: str, variables: dict[str, Any], template_vars: dict[str, Any]) -> timedelta | None:
+        raw = self.lifespan.get(key)
+        if raw in (None, ""):
+            return None
+        value: Any = raw
+        if self.template_enable and isinstance(raw, str) and _templating().has_template(raw):
+            try:
+                value = _templating().render_string(raw, variables, template_vars)
+            except _templating().TemplateError as error:
+                raise PermanentError("InvalidLifespan", f"ResourceProvider {self.name} lifespan.{key}: {error}") \
+                    from error
+        if value in (None, ""):
+            return None
+        try:
+            return timeutil.parse_interval(str(value).strip())
+        except (ValueError, TypeError) as error:
+            raise PermanentError("InvalidLifespan", f"ResourceProvider {self.name} lifespan.{key} {value!r} is not"
+                                 f" a valid interval: {error}") from error
+
+    def lifespan_limits(self, ctx: Context, *, resource_claim: Mapping[str, Any] | None,
+                        resource_handle: Mapping[str, Any] | None = None,
+                        vars: dict[str, Any] | None = None) -> Limits:
+        """Evaluated ``lifespan.default/maximum/relativeMaximum`` (spec §3.16); unparsable → ``InvalidLifespan``."""
+        variables: dict[str, Any] = {"resource_claim": _wrap(resource_claim)}
+        if resource_handle is not None:
+            variables["resource_handle"] = _wrap(resource_handle)
+        template_vars = self.template_vars(resource_handle) if vars is None else vars
+        from poolboy.lifespan import Limits
+
+        return Limits(
+            default=self._lifespan_value("default", variables, template_vars),
+            maximum=self._lifespan_value("maximum", variables, template_vars),
+            relative_maximum=self._lifespan_value("relativeMaximum", variables, template_vars),
+        )
