@@ -7,6 +7,7 @@ so all three exercise exactly the same processes. Every component is a real subp
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import time
@@ -149,10 +150,8 @@ class LocalStack:
         from poolboy.kube import AlreadyExists, KubeClient
 
         kube = KubeClient.from_settings(kubeconfig=str(self.kubeconfig))
-        try:
+        with contextlib.suppress(AlreadyExists):
             kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.options.namespace}})
-        except AlreadyExists:
-            pass
 
     def _start_components(self) -> None:
         def add(name: str, *argv: str) -> None:
