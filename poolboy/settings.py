@@ -43,6 +43,20 @@ class Settings:
     permanent_error_recheck: float = 300.0
     #: gate lease on a running key, renewed every lease/3 by a heartbeat
     gate_lease_seconds: float = 30.0
+    #: a pending gate mark expires after this long (must exceed the worst queue wait)
+    gate_pending_ttl: float = 900.0
+    #: a queued pending mark older than this with no run active is presumed lost and re-published
+    gate_stale_seconds: float = 300.0
+    #: most due keys (and expired leases) moved into the gate per sweep tick
+    sweep_due_batch: int = 1000
+    #: reconcile task time limits (prefork pool): soft raises inside the task, hard kills the child
+    reconcile_soft_time_limit: float = 120.0
+    reconcile_time_limit: float = 150.0
+    #: Redis transport visibility timeout: above every countdown; also the recovery time of a hard-killed worker's
+    #: reserved messages (the gate's lease reaper recovers the running key much sooner)
+    visibility_timeout: float = 1800.0
+    #: cap of the transient-error backoff
+    retry_backoff_max: float = 300.0
     #: timeout of every Kubernetes API call
     api_timeout: float = 30.0
     #: Kubernetes Lease used to elect the active watcher
