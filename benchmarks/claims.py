@@ -28,10 +28,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import psutil  # noqa: E402
-from kubernetes import client, config, watch  # noqa: E402
+import psutil
+from kubernetes import client, config, watch
 
-from stack.local import LocalStack, StackOptions  # noqa: E402
+from stack.local import LocalStack, StackOptions
 
 D = "poolboy.gpte.redhat.com"
 OPERATOR_NS = "poolboy"
@@ -215,7 +215,7 @@ class Bench:
                     clock.observe(event["object"])
                     if stop.is_set():
                         break
-            except Exception:  # noqa: BLE001 - a broken watch is re-opened; the list repeats every object
+            except Exception:
                 time.sleep(0.1)
             finally:
                 stream.stop()
