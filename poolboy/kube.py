@@ -435,8 +435,11 @@ class KubeClient:
 
     def watch(self, api_version: str, kind: str, namespace: str | None = None, *, resource_version: str | None = None,
               label_selector: str | None = None, timeout_seconds: int = 300,
-              allow_bookmarks: bool = True) -> Iterator[dict]:
+              allow_bookmarks: bool = True, on_stream: Callable[[Any], None] | None = None) -> Iterator[dict]:
         """Yield raw watch events ``{"type", "object"}`` until the server ends the stream.
+
+        ``on_stream`` receives the open urllib3 response, so another thread can interrupt a quiet stream with
+        ``response.shutdown()`` (how an informer stops at once when its watcher loses leadership).
 
         The server closes the stream after ``timeout_seconds``; the socket read timeout is a little longer so a
         silent, dead connection is noticed too. 410 (as HTTP status or as an ERROR event) raises :class:`Gone`.
@@ -452,6 +455,8 @@ class KubeClient:
         timeout = (self.timeout, timeout_seconds + self.timeout)
         response = self._send("GET", info.path(namespace), query=query, timeout=timeout)
         raw = response.response
+        if on_stream is not None:
+            on_stream(raw)
         try:
             for line in _lines(raw):
                 event = orjson.loads(line)

@@ -14,6 +14,7 @@ import sys
 #: sub-command -> (module with ``add_arguments(parser)`` and ``run(args) -> int``, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "dev": ("stack.dev", "run the whole system locally (devcluster, Redis, watcher, workers, beat, Flower)"),
+    "watcher": ("stack.watcher", "list-then-watch Poolboy kinds and managed resources; every event adds a work key"),
 }
 
 

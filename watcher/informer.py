@@ -1,0 +1,193 @@
+"""One list-then-watch loop for one (apiVersion, kind, namespace, label selector).
+
+The loop lists (so objects that existed before the watch are not missed), hands every listed object to the
+callback, then watches from the list's resourceVersion with bookmarks. A stream that ends normally (the server's
+``timeoutSeconds``) is resumed from the last seen resourceVersion; 410 Gone, a network error or any other failure
+leads to a fresh list, after a jittered exponential backoff for errors. A callback that fails on one event is logged
+and the loop goes on: one bad object must never blind the watcher to all the others.
+
+The informer keeps only the *metadata* of the objects it has seen (not a full cache), so that an object deleted
+while the watch was down is still reported, as a synthetic ``DELETED`` event, after the re-list.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from poolboy.kube import ApiError, Gone, KubeClient
+from watcher import metrics
+
+log = logging.getLogger(__name__)
+
+#: ``callback(event_type, obj)``; event_type is ADDED / MODIFIED / DELETED from the watch, or LISTED on a (re)list
+EventCallback = Callable[[str, dict], None]
+
+LISTED = "LISTED"
+
+
+@dataclass
+class Backoff:
+    """Exponential backoff with full jitter (what the notes recommend for the watcher's reconnect loop)."""
+
+    base: float = 0.2
+    cap: float = 30.0
+    failures: int = 0
+
+    def next_delay(self) -> float:
+        self.failures += 1
+        return random.uniform(0, min(self.cap, self.base * (2 ** min(self.failures, 20))))
+
+    def reset(self) -> None:
+        self.failures = 0
+
+
+@dataclass
+class Informer:
+    kube: KubeClient
+    api_version: str
+    kind: str
+    callback: EventCallback
+    namespace: str | None = None
+    label_selector: str | None = None
+    watch_timeout: int = 300
+    backoff: Backoff = field(default_factory=Backoff)
+
+    def __post_init__(self) -> None:
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        #: (namespace, name) -> metadata-only copy of the last version seen; for deletions missed while down
+        self._seen: dict[tuple[str, str], dict] = {}
+        self.resource_version: str = ""
+        self.synced = threading.Event()
+        self._stream = None  # the open watch response, so stop() can interrupt a quiet stream
+
+    @property
+    def name(self) -> str:
+        where = self.namespace or "*"
+        return f"{self.kind}.{self.api_version}@{where}" + (f"[{self.label_selector}]" if self.label_selector else "")
+
+    # --- lifecycle -------------------------------------------------------------------------------------------
+
+    def start(self) -> Informer:
+        self._thread = threading.Thread(target=self.run, name=f"informer {self.name}", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Ask the loop to stop; it notices at the next event, bookmark or stream end (and at once when idle)."""
+        self._stop.set()
+        stream = self._stream
+        if stream is not None:
+            try:
+                stream.shutdown()
+            except Exception:  # already closed, or an urllib3 without shutdown(): the stream times out instead
+                log.debug("%s: could not interrupt the watch stream", self.name, exc_info=True)
+
+    def join(self, timeout: float | None = None) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
+    # --- the loop --------------------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        need_list = True
+        while not self._stop.is_set():
+            try:
+                if need_list:
+                    self._list()
+                    need_list = False
+                self._watch()
+                self.backoff.reset()
+            except Gone:
+                log.info("%s: resourceVersion %s too old (410), re-listing", self.name, self.resource_version)
+                metrics.WATCH_GONE.labels(self.kind).inc()
+                metrics.WATCH_RESTARTS.labels(self.kind, "gone").inc()
+                need_list = True
+            except ApiError as error:
+                if self._stop.is_set():
+                    return
+                delay = self.backoff.next_delay()
+                log.warning("%s: %s; re-listing in %.1fs", self.name, error, delay)
+                metrics.WATCH_RESTARTS.labels(self.kind, "error").inc()
+                need_list = True
+                self._stop.wait(delay)
+            except Exception:
+                if self._stop.is_set():
+                    return
+                delay = self.backoff.next_delay()
+                log.exception("%s: unexpected failure; re-listing in %.1fs", self.name, delay)
+                metrics.WATCH_RESTARTS.labels(self.kind, "error").inc()
+                need_list = True
+                self._stop.wait(delay)
+
+    def _list(self) -> None:
+        items, version = self.kube.list_with_version(self.api_version, self.kind, self.namespace,
+                                                     label_selector=self.label_selector)
+        current: dict[tuple[str, str], dict] = {}
+        for obj in items:
+            if self._stop.is_set():
+                return
+            current[_ident(obj)] = _meta_only(obj)
+            self._deliver(LISTED, obj)
+        for ident, gone in list(self._seen.items()):
+            if ident not in current:  # deleted while we were not watching
+                self._deliver("DELETED", gone)
+        self._seen = current
+        self.resource_version = version
+        self.synced.set()
+
+    def _watch(self) -> None:
+        for event in self.kube.watch(self.api_version, self.kind, self.namespace,
+                                     resource_version=self.resource_version, label_selector=self.label_selector,
+                                     timeout_seconds=self.watch_timeout, on_stream=self._set_stream):
+            obj = event.get("object") or {}
+            version = (obj.get("metadata") or {}).get("resourceVersion")
+            if version:
+                self.resource_version = version
+            kind = event.get("type")
+            if kind != "BOOKMARK":
+                obj.setdefault("apiVersion", self.api_version)
+                obj.setdefault("kind", self.kind)
+                if kind == "DELETED":
+                    self._seen.pop(_ident(obj), None)
+                else:
+                    self._seen[_ident(obj)] = _meta_only(obj)
+                self._deliver(kind or "UNKNOWN", obj)
+            if self._stop.is_set():
+                return
+        metrics.WATCH_RESTARTS.labels(self.kind, "timeout").inc()
+
+    def _set_stream(self, stream: object) -> None:
+        self._stream = stream
+        if self._stop.is_set():  # stop() ran between the request and now
+            self.stop()
+
+    def _deliver(self, event_type: str, obj: dict) -> None:
+        if self._stop.is_set():  # a stopped informer (e.g. after losing leadership) must not enqueue anything
+            return
+        metrics.EVENTS.labels(self.kind, event_type).inc()
+        try:
+            self.callback(event_type, obj)
+        except Exception:
+            metadata = obj.get("metadata") or {}
+            log.exception("%s: handling %s of %s/%s failed; continuing", self.name, event_type,
+                          metadata.get("namespace"), metadata.get("name"))
+
+
+def _ident(obj: dict) -> tuple[str, str]:
+    metadata = obj.get("metadata") or {}
+    return metadata.get("namespace") or "", metadata.get("name") or ""
+
+
+def _meta_only(obj: dict) -> dict:
+    metadata = obj.get("metadata") or {}
+    keep = {k: metadata[k] for k in ("name", "namespace", "uid", "annotations", "labels") if k in metadata}
+    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": keep}

@@ -1,0 +1,152 @@
+"""The watcher process: informers for the Poolboy kinds and for managed resources, behind a leader lease.
+
+Every event — spec, metadata or status-only — becomes ``sink(key)``; a (re)list hands over every key again, so a
+restarted watcher loses nothing. The watcher holds no domain logic: what a key means is the workers' business.
+The sink is pluggable so tests can record keys; ``poolboy watcher`` wires it to the gate's Enqueuer.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Callable
+
+from poolboy import keys
+from poolboy.kube import KubeClient
+from poolboy.settings import Settings
+from watcher import mapping, metrics
+from watcher.informer import Backoff, Informer
+from watcher.leader import LeaderElector
+from watcher.managed import ManagedResources
+
+log = logging.getLogger(__name__)
+
+Sink = Callable[[str], None]
+
+#: Poolboy kinds, and whether each is watched in all namespaces (claims) or only the operator namespace
+POOLBOY_KINDS: tuple[tuple[str, bool], ...] = (
+    (keys.KINDS[keys.CLAIM], True),
+    (keys.KINDS[keys.HANDLE], False),
+    (keys.KINDS[keys.POOL], False),
+    (keys.KINDS[keys.PROVIDER], False),
+    (keys.KINDS[keys.SCALING], False),
+)
+
+
+def default_identity() -> str:
+    return f"{os.environ.get('HOSTNAME') or socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+class Watcher:
+    def __init__(self, settings: Settings, kube: KubeClient, sink: Sink, *, identity: str | None = None,
+                 leader_election: bool = True, watch_timeout: int = 300) -> None:
+        self.settings = settings
+        self.kube = kube
+        self.sink = sink
+        self.identity = identity or default_identity()
+        self.leader_election = leader_election
+        self.watch_timeout = watch_timeout
+        self.label_selector = f"!{settings.label('ignore')}"
+        self._informers: list[Informer] = []
+        self._managed: ManagedResources | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._elector: LeaderElector | None = None
+
+    # --- lifecycle -------------------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Block until :meth:`stop`: campaign for the lease (or just watch, without election)."""
+        if not self.leader_election:
+            self.start_watching()
+            self._stop.wait()
+            self.stop_watching()
+            return
+        self._elector = LeaderElector(
+            self.kube, self.settings.operator_namespace, self.settings.watcher_lease_name, self.identity,
+            lease_seconds=self.settings.watcher_lease_seconds,
+            on_started=self.start_watching, on_stopped=self.stop_watching,
+        )
+        if self._stop.is_set():
+            return
+        self._elector.run()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._elector is not None:
+            self._elector.stop()
+
+    @property
+    def is_leader(self) -> bool:
+        return self._elector.is_leader if self._elector is not None else bool(self._informers)
+
+    def start_watching(self) -> None:
+        with self._lock:
+            if self._informers:
+                return
+            self._managed = ManagedResources(self.kube, self._on_managed_event, watch_timeout=self.watch_timeout)
+            for kind, all_namespaces in POOLBOY_KINDS:
+                self._informers.append(Informer(
+                    kube=self.kube, api_version=self.settings.api_version, kind=kind,
+                    namespace=None if all_namespaces else self.settings.operator_namespace,
+                    label_selector=self.label_selector, callback=self._on_poolboy_event,
+                    watch_timeout=self.watch_timeout, backoff=Backoff(),
+                ).start())
+            metrics.INFORMERS.labels("poolboy").set(len(self._informers))
+            metrics.LEADER.set(1)
+        log.info("%s: watching", self.identity)
+
+    def stop_watching(self) -> None:
+        with self._lock:
+            informers, self._informers = self._informers, []
+            managed, self._managed = self._managed, None
+            metrics.INFORMERS.labels("poolboy").set(0)
+            metrics.LEADER.set(0)
+        for informer in informers:
+            informer.stop()
+        if managed is not None:
+            managed.stop_all()
+        log.info("%s: stopped watching", self.identity)
+
+    # --- events ----------------------------------------------------------------------------------------------
+
+    def _on_poolboy_event(self, event_type: str, obj: dict) -> None:
+        if obj.get("kind") == keys.KINDS[keys.HANDLE]:
+            managed = self._managed
+            if managed is not None:
+                managed.on_handle_event(event_type, obj)
+        key = mapping.poolboy_key(obj, self.settings)
+        if key is not None:
+            self._emit(key)
+
+    def _on_managed_event(self, event_type: str, obj: dict) -> None:
+        key = mapping.managed_key(obj, self.settings)
+        if key is not None:
+            self._emit(key)
+
+    def _emit(self, key: str) -> None:
+        """Hand a key to the sink, retrying while it fails (e.g. Redis down): dropping it would lose the change.
+
+        Blocking here stalls only this informer's stream; if that lasts, the API server ends the watch and the
+        re-list afterwards delivers the current state anyway.
+        """
+        backoff = Backoff(base=0.1, cap=5.0)
+        while True:
+            try:
+                self.sink(key)
+                metrics.KEYS.labels(key.split("/", 1)[0]).inc()
+                return
+            except Exception as error:
+                metrics.SINK_ERRORS.inc()
+                if self._stop.is_set() or not self._watching():
+                    log.warning("dropping %s after sink failure while stopping: %s", key, error)
+                    return
+                delay = backoff.next_delay()
+                log.warning("sink failed for %s (%s); retrying in %.1fs", key, error, delay)
+                self._stop.wait(delay)
+
+    def _watching(self) -> bool:
+        return bool(self._informers)
