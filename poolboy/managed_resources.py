@@ -1,0 +1,173 @@
+"""Managed resources of a handle: naming, Poolboy annotations, reference stickiness, create / filtered update
+(spec §3.12).
+
+Updates go through ``updateFilters``: the JSON-patch diff from the live object to the desired definition is
+filtered op by op, so Poolboy never reverts fields that others own unless the provider allows it. Poolboy's own
+``D/resource-*`` annotations are always allowed, which keeps ownership metadata correct.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from poolboy import jsonpatch, kube
+from poolboy.result import PermanentError
+
+if TYPE_CHECKING:
+    from poolboy.context import Context
+
+log = logging.getLogger(__name__)
+
+
+def handle_guid(handle: Mapping[str, Any]) -> str:
+    """Handle name minus its ``generateName`` prefix, else minus ``guid-``, else its last 5 characters."""
+    metadata = handle["metadata"]
+    name: str = metadata["name"]
+    prefix = metadata.get("generateName")
+    if prefix and name.startswith(prefix) and len(name) > len(prefix):
+        return name[len(prefix):]
+    if name.startswith("guid-") and len(name) > 5:
+        return name[5:]
+    return name[-5:]
+
+
+def apply_name(definition: dict[str, Any], index: int, guid: str) -> None:
+    """A name from the template/override is kept; else ``generateName`` (default ``guid<index>-``) + guid."""
+    metadata = definition.setdefault("metadata", {})
+    if metadata.get("name"):
+        return
+    prefix = metadata.pop("generateName", None) or f"guid{index}-"
+    metadata["name"] = prefix + guid
+
+
+def reference_of(definition: Mapping[str, Any]) -> dict[str, str]:
+    metadata = definition.get("metadata") or {}
+    reference = {"apiVersion": definition["apiVersion"], "kind": definition["kind"], "name": metadata["name"]}
+    if metadata.get("namespace"):
+        reference["namespace"] = metadata["namespace"]
+    return reference
+
+
+def enforce_reference(definition: dict[str, Any], reference: Mapping[str, Any] | None, index: int) -> None:
+    """Stickiness: a recorded reference fixes name and namespace; a changed apiVersion/kind is refused."""
+    if not reference:
+        return
+    old = f"{reference.get('apiVersion')} {reference.get('kind')}"
+    new = f"{definition.get('apiVersion')} {definition.get('kind')}"
+    if old != new:
+        raise PermanentError("ReferenceChange", f"Resource {index} reference would change from {old} "
+                             f"{reference.get('name')} to {new}")
+    metadata = definition.setdefault("metadata", {})
+    metadata["name"] = reference["name"]
+    if reference.get("namespace"):
+        metadata["namespace"] = reference["namespace"]
+    else:
+        metadata.pop("namespace", None)
+
+
+def poolboy_annotations(ctx: Context, handle: Mapping[str, Any], provider_name: str, index: int,
+                        requester_annotations: Mapping[str, str]) -> dict[str, str]:
+    """The ``D/resource-*`` annotations every managed resource carries (spec §3.12)."""
+    metadata = handle["metadata"]
+    spec = handle.get("spec") or {}
+    result = {
+        ctx.label("resource-provider-name"): provider_name,
+        ctx.label("resource-provider-namespace"): ctx.settings.operator_namespace,
+        ctx.label("resource-handle-name"): metadata["name"],
+        ctx.label("resource-handle-namespace"): metadata["namespace"],
+        ctx.label("resource-handle-uid"): metadata["uid"],
+        ctx.label("resource-index"): str(index),
+    }
+    claim = spec.get("resourceClaim")
+    if claim:
+        result[ctx.label("resource-claim-name")] = claim["name"]
+        result[ctx.label("resource-claim-namespace")] = claim["namespace"]
+    pool = spec.get("resourcePool")
+    if pool:
+        result[ctx.label("resource-pool-name")] = pool["name"]
+        result[ctx.label("resource-pool-namespace")] = pool.get("namespace") or metadata["namespace"]
+    result.update(requester_annotations)
+    return result
+
+
+def apply_metadata(definition: dict[str, Any], annotations: Mapping[str, str], handle: Mapping[str, Any]) -> None:
+    spec = handle.get("spec") or {}
+    metadata = definition.setdefault("metadata", {})
+    merged = dict(metadata.get("annotations") or {})
+    merged.update(annotations)
+    merged.update(spec.get("resourceAnnotations") or {})
+    metadata["annotations"] = merged
+    if spec.get("resourceLabels"):
+        metadata["labels"] = {**(metadata.get("labels") or {}), **spec["resourceLabels"]}
+
+
+def always_allowed_pattern(domain: str) -> str:
+    """``^/metadata/annotations/D~1resource-.*$`` with D regex-escaped."""
+    return "^/metadata/annotations/" + re.escape(jsonpatch.escape_pointer(domain + "/resource-")) + ".*$"
+
+
+def check_api(ctx: Context, api_version: str, kind: str) -> None:
+    """Discovery of any kind; a missing API is a permanent error that names the real group/version."""
+    try:
+        ctx.kube.resource_info(api_version, kind)
+    except kube.ApiMissing as error:
+        raise PermanentError("ApiMissing", f"API {api_version} (kind {kind}) is not available: {error.message}") \
+            from error
+
+
+def update_ops(live: Mapping[str, Any], desired: Mapping[str, Any], update_filters: list[dict[str, Any]],
+               domain: str) -> list[dict[str, Any]]:
+    """Filtered JSON-patch ops from live to desired (empty when nothing may change)."""
+    live_metadata = live.get("metadata") or {}
+    base = copy.deepcopy(dict(live))
+    base.setdefault("metadata", {}).setdefault("annotations", {})
+    try:
+        ops = jsonpatch.filter_ops(jsonpatch.diff(base, dict(desired)), update_filters,
+                                   always_allowed=[always_allowed_pattern(domain)])
+    except ValueError as error:
+        raise PermanentError("InvalidUpdateFilter", f"updateFilters: {error}") from error
+    if ops and "annotations" not in live_metadata and any(op["path"].startswith("/metadata/annotations/")
+                                                          for op in ops):
+        ops.insert(0, {"op": "add", "path": "/metadata/annotations", "value": {}})
+    return ops
+
+
+def create_or_update(ctx: Context, desired: dict[str, Any], update_filters: list[dict[str, Any]],
+                     live: dict[str, Any] | None) -> dict[str, Any]:
+    """Create the resource if absent (409 = exists → update), else patch what the filters allow; returns live."""
+    metadata = desired["metadata"]
+    for _ in range(5):
+        if live is None:
+            try:
+                return ctx.kube.create(desired)
+            except kube.AlreadyExists:
+                live = ctx.kube.get_or_none(desired["apiVersion"], desired["kind"], metadata["name"],
+                                            metadata.get("namespace"))
+                continue
+        ops = update_ops(live, desired, update_filters, ctx.settings.domain)
+        if not ops:
+            return live
+        precondition = {"op": "test", "path": "/metadata/resourceVersion",
+                        "value": live["metadata"]["resourceVersion"]}
+        try:
+            return ctx.kube.patch_json(desired["apiVersion"], desired["kind"], metadata["name"],
+                                       metadata.get("namespace"), [precondition, *ops])
+        except (kube.Invalid, kube.Conflict, kube.NotFound) as error:
+            log.debug("update of %s/%s raced (%s); re-reading", desired["kind"], metadata["name"], error)
+            live = ctx.kube.get_or_none(desired["apiVersion"], desired["kind"], metadata["name"],
+                                        metadata.get("namespace"))
+    raise kube.Conflict(409, "Conflict", f"{desired['kind']} {metadata['name']} kept changing during update")
+
+
+def read_live(ctx: Context, reference: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if not reference or not reference.get("name"):
+        return None
+    try:
+        return ctx.kube.get_or_none(reference["apiVersion"], reference["kind"], reference["name"],
+                                    reference.get("namespace"))
+    except kube.ApiMissing:
+        return None
