@@ -1,0 +1,131 @@
+"""Binding a claim to an existing handle (spec §3.8): find, rank, and conditionally bind.
+
+The API server is the arbiter (DESIGN invariant 3). Candidates are listed from the API (never from a cache that
+might be empty), and the bind is ONE JSON patch whose first op tests the handle's ``resourceVersion`` as seen when
+listing. A concurrent bind, update or delete makes the test fail (422), or the handle is gone (404); either way
+the loser moves on to the next candidate, so a handle is never bound to two claims.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from poolboy import kube as kube_errors
+from poolboy import timeutil
+
+if TYPE_CHECKING:
+    from poolboy.context import Context
+
+log = logging.getLogger(__name__)
+
+HANDLE_KIND = "ResourceHandle"
+CLAIM_KIND = "ResourceClaim"
+
+
+def claim_ref(ctx: Context, claim: Mapping[str, Any]) -> dict[str, str]:
+    metadata = claim["metadata"]
+    return {"apiVersion": ctx.settings.api_version, "kind": CLAIM_KIND, "name": metadata["name"],
+            "namespace": metadata["namespace"]}
+
+
+def is_deleting(obj: Mapping[str, Any]) -> bool:
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def bound_to(handle: Mapping[str, Any], claim: Mapping[str, Any]) -> bool:
+    """True when ``handle.spec.resourceClaim`` names this claim."""
+    ref = (handle.get("spec") or {}).get("resourceClaim") or {}
+    metadata = claim["metadata"]
+    return ref.get("name") == metadata["name"] and ref.get("namespace") == metadata["namespace"]
+
+
+def find_bound_handle(ctx: Context, claim: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A live handle already bound to this claim (adopted instead of binding or creating another).
+
+    The handle named in ``status.resourceHandle`` is re-read first; otherwise the label query finds a handle whose
+    bind or create succeeded but whose claim status write did not. Deleting handles are never reused.
+    """
+    api_version = ctx.settings.api_version
+    namespace = ctx.settings.operator_namespace
+    recorded = ((claim.get("status") or {}).get("resourceHandle") or {}).get("name")
+    if recorded:
+        handle = ctx.kube.get_or_none(api_version, HANDLE_KIND, recorded, namespace)
+        if handle is not None and bound_to(handle, claim) and not is_deleting(handle):
+            return handle
+    metadata = claim["metadata"]
+    selector = (f"{ctx.label('resource-claim-name')}={metadata['name']},"
+                f"{ctx.label('resource-claim-namespace')}={metadata['namespace']}")
+    live = [h for h in ctx.kube.list(api_version, HANDLE_KIND, namespace, label_selector=selector)
+            if bound_to(h, claim) and not is_deleting(h)]
+    live.sort(key=lambda h: (h["metadata"].get("creationTimestamp") or "", h["metadata"]["name"]))
+    return live[0] if live else None
+
+
+def list_unbound(ctx: Context, claim: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Unbound, non-deleting handles in the operator namespace, restricted to the claim's pool if it names one."""
+    selector = "!" + ctx.label("resource-claim-name")
+    pool = ((claim.get("metadata") or {}).get("annotations") or {}).get(ctx.label("resource-pool-name"))
+    if pool:
+        selector += f",{ctx.label('resource-pool-name')}={pool}"
+    handles = ctx.kube.list(ctx.settings.api_version, HANDLE_KIND, ctx.settings.operator_namespace,
+                            label_selector=selector)
+    return [h for h in handles if not (h.get("spec") or {}).get("resourceClaim") and not is_deleting(h)]
+
+
+def bind_ops(ctx: Context, claim: Mapping[str, Any], handle: Mapping[str, Any], *,
+             provider_spec: dict[str, Any] | None, claim_resources: list[dict[str, Any]],
+             lifespan_end: datetime | None) -> list[dict[str, Any]]:
+    """The JSON patch that binds ``handle`` to ``claim``; its first op tests the resourceVersion seen when listing.
+
+    ``provider_spec`` is ``{name, parameterValues}`` (effective values) for a provider-mode claim, else ``None`` —
+    then a ``spec.provider`` from a provider pool is removed. ``claim_resources`` gives names (and providers of
+    entries beyond the handle's, which are appended).
+    """
+    metadata = handle["metadata"]
+    spec = handle.get("spec") or {}
+    labels = dict(metadata.get("labels") or {})
+    labels[ctx.label("resource-claim-name")] = claim["metadata"]["name"]
+    labels[ctx.label("resource-claim-namespace")] = claim["metadata"]["namespace"]
+    ops: list[dict[str, Any]] = [
+        {"op": "test", "path": "/metadata/resourceVersion", "value": metadata["resourceVersion"]},
+        {"op": "add", "path": "/metadata/labels", "value": labels},
+        {"op": "add", "path": "/spec/resourceClaim", "value": claim_ref(ctx, claim)},
+    ]
+    if provider_spec is not None:
+        ops.append({"op": "add", "path": "/spec/provider", "value": copy.deepcopy(provider_spec)})
+    elif "provider" in spec:
+        ops.append({"op": "remove", "path": "/spec/provider"})
+    resources = [copy.deepcopy(r) for r in spec.get("resources") or []]
+    for index, claim_resource in enumerate(claim_resources):
+        name = claim_resource.get("name")
+        if index < len(resources):
+            if name:
+                resources[index]["name"] = name
+        else:
+            extra = {"provider": copy.deepcopy(claim_resource.get("provider"))}
+            if name:
+                extra["name"] = name
+            resources.append(extra)
+    if resources != (spec.get("resources") or []):
+        ops.append({"op": "add", "path": "/spec/resources", "value": resources})
+    if lifespan_end is not None:
+        end = timeutil.format_timestamp(lifespan_end)
+        if "lifespan" in spec:
+            ops.append({"op": "add", "path": "/spec/lifespan/end", "value": end})
+        else:
+            ops.append({"op": "add", "path": "/spec/lifespan", "value": {"end": end}})
+    return ops
+
+
+def try_bind(ctx: Context, handle: Mapping[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Apply the bind patch; ``None`` when another writer won (422 failed test, 409, 404): try the next one."""
+    try:
+        return ctx.kube.patch_json(ctx.settings.api_version, HANDLE_KIND, handle["metadata"]["name"],
+                                   ctx.settings.operator_namespace, ops)
+    except (kube_errors.Invalid, kube_errors.Conflict, kube_errors.NotFound) as error:
+        log.info("bind of handle %s lost a race (%s); trying the next candidate", handle["metadata"]["name"], error)
+        return None

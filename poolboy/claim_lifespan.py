@@ -1,0 +1,106 @@
+"""Claim-side lifespan decisions (spec §3.9, §3.10, §3.11, §3.16).
+
+After bind, the handle's ``spec.lifespan`` strings are the authority (a pool handle carries its pool's or its
+provider's; a created handle its provider's). They may be templates, so they are rendered on every reconcile with
+``resource_claim``/``resource_handle`` and the template vars; the arithmetic itself lives in
+:mod:`poolboy.lifespan`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from poolboy import lifespan, templating, timeutil
+from poolboy.result import PermanentError
+
+
+def _evaluate(raw: Any, key: str, variables: dict[str, Any], template_vars: dict[str, Any]) -> timedelta | None:
+    if raw in (None, ""):
+        return None
+    value = raw
+    if isinstance(raw, str) and templating.has_template(raw):
+        try:
+            value = templating.render_string(raw, variables, template_vars)
+        except Exception as error:
+            raise PermanentError("InvalidLifespan", f"ResourceHandle lifespan.{key}: {error}") from error
+    if value in (None, ""):
+        return None
+    try:
+        return timeutil.parse_interval(str(value).strip())
+    except ValueError as error:
+        raise PermanentError("InvalidLifespan", f"ResourceHandle lifespan.{key} {value!r} is not a valid interval: "
+                             f"{error}") from error
+
+
+def handle_limits(handle: Mapping[str, Any], claim: Mapping[str, Any] | None,
+                  template_vars: dict[str, Any] | None = None) -> lifespan.Limits:
+    """Evaluated ``default/maximum/relativeMaximum`` of a handle's ``spec.lifespan``."""
+    raw = (handle.get("spec") or {}).get("lifespan") or {}
+    variables = {"resource_claim": templating.wrap_object(claim) if claim is not None else None,
+                 "resource_handle": templating.wrap_object(handle)}
+    tv = template_vars or {}
+    return lifespan.Limits(
+        default=_evaluate(raw.get("default"), "default", variables, tv),
+        maximum=_evaluate(raw.get("maximum"), "maximum", variables, tv),
+        relative_maximum=_evaluate(raw.get("relativeMaximum"), "relativeMaximum", variables, tv),
+    )
+
+
+def parse_optional(value: Any) -> datetime | None:
+    if value in (None, ""):
+        return None
+    try:
+        return timeutil.parse_timestamp(value)
+    except ValueError:
+        return None
+
+
+def claim_start(claim: Mapping[str, Any]) -> datetime | None:
+    """status.lifespan.start, else spec.lifespan.start, else creationTimestamp (§3.16)."""
+    status_lifespan = (claim.get("status") or {}).get("lifespan") or {}
+    spec_lifespan = (claim.get("spec") or {}).get("lifespan") or {}
+    for value in (status_lifespan.get("start"), spec_lifespan.get("start"),
+                  (claim.get("metadata") or {}).get("creationTimestamp")):
+        parsed = parse_optional(value)
+        if parsed is not None:
+            return parsed
+    return None
+
+
+def maximum_end(claim: Mapping[str, Any], limits: lifespan.Limits, now: datetime) -> datetime | None:
+    """The latest end the claim may have: (firstReady or start) + maximum, and now + relativeMaximum."""
+    first_ready = parse_optional(((claim.get("status") or {}).get("lifespan") or {}).get("firstReady"))
+    start = claim_start(claim) or now
+    return lifespan.maximum_end(start, first_ready, limits, now)
+
+
+def clamp_requested_end(requested: datetime, maximum: datetime | None) -> datetime:
+    """A requested end beyond the maximum end is clamped (§3.10); inside the limits it applies exactly."""
+    if maximum is not None and requested > maximum:
+        return maximum
+    return requested
+
+
+def status_lifespan(current: Mapping[str, Any] | None, handle: Mapping[str, Any], limits: lifespan.Limits,
+                    *, start: datetime | None = None) -> dict[str, Any]:
+    """``status.lifespan`` mirrored from the handle: end, evaluated maximum/relativeMaximum (single unit).
+
+    ``start`` is given at bind/create (the bind time); otherwise the recorded start is kept. Empty values are left
+    out: the status schema rejects null.
+    """
+    result = dict(current or {})
+    if start is not None:
+        result["start"] = timeutil.format_timestamp(start)
+    end = ((handle.get("spec") or {}).get("lifespan") or {}).get("end")
+    if end:
+        result["end"] = end
+    else:
+        result.pop("end", None)
+    for key, value in (("maximum", limits.maximum), ("relativeMaximum", limits.relative_maximum)):
+        if value is not None and value.total_seconds() >= 0:
+            result[key] = timeutil.format_single_unit(value)
+        else:
+            result.pop(key, None)
+    return result

@@ -1,0 +1,127 @@
+"""Handle → claim status mirroring (spec §3.11, §3.13) as pure functions over JSON documents.
+
+The claim reconciler reads the handle and the live managed resources fresh and calls these to compute the
+claim's desired status; it then writes the status once, with a precondition, only when it changed. Keeping the
+computation pure is what makes "a converged object generates no writes" easy to test.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+_MIRRORED_KEYS = ("reference", "healthy", "ready", "waitingFor")
+
+
+def prune_state(resource: dict[str, Any], domain: str) -> dict[str, Any]:
+    """A live resource as stored in ``status.resources[i].state``.
+
+    Removed: ``D/…`` annotations (Poolboy's bookkeeping), ``metadata.generation``, ``metadata.managedFields`` and
+    ``status.diffBase`` — the last two can be large and would bloat the claim status. ``resourceVersion`` stays:
+    it is how a newer observation is told from a stale one.
+    """
+    state = copy.deepcopy(resource)
+    metadata = state.get("metadata") or {}
+    metadata.pop("generation", None)
+    metadata.pop("managedFields", None)
+    annotations = metadata.get("annotations")
+    if isinstance(annotations, dict):
+        prefix = domain + "/"
+        for key in [k for k in annotations if k.startswith(prefix)]:
+            del annotations[key]
+        if not annotations:
+            metadata.pop("annotations")
+    status = state.get("status")
+    if isinstance(status, dict):
+        status.pop("diffBase", None)
+    return state
+
+
+def _rv(state: dict[str, Any] | None) -> int | None:
+    try:
+        return int(((state or {}).get("metadata") or {}).get("resourceVersion"))
+    except (TypeError, ValueError):
+        return None
+
+
+def newest_state(stored: dict[str, Any] | None, observed: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The newer of two observations of one resource; never go back to an older copy (§5).
+
+    resourceVersions are compared as integers when both are numeric and describe the same object (same uid);
+    a different uid means the resource was recreated, and the fresh observation wins.
+    """
+    if observed is None:
+        return stored
+    if stored is None:
+        return observed
+    stored_uid = (stored.get("metadata") or {}).get("uid")
+    observed_uid = (observed.get("metadata") or {}).get("uid")
+    if stored_uid and observed_uid and stored_uid != observed_uid:
+        return observed
+    stored_rv, observed_rv = _rv(stored), _rv(observed)
+    if stored_rv is not None and observed_rv is not None and stored_rv > observed_rv:
+        return stored
+    return observed
+
+
+def mirror_resources(claim_resources: list[dict[str, Any]] | None, handle: dict[str, Any],
+                     states: dict[int, dict[str, Any] | None]) -> list[dict[str, Any]]:
+    """Merge handle ``spec/status.resources`` into the claim's ``status.resources``.
+
+    The claim keeps its own ``name`` and ``validationError``; ``reference``/``healthy``/``ready``/``waitingFor`` and
+    ``provider`` come from the handle (keys removed when the handle has none). When the handle has more resources,
+    entries are appended, never replaced. ``states[i]`` is the pruned live resource (or ``None`` if unseen).
+    """
+    result = [copy.deepcopy(r) for r in (claim_resources or [])]
+    handle_spec_resources = (handle.get("spec") or {}).get("resources") or []
+    handle_status_resources = (handle.get("status") or {}).get("resources") or []
+    count = max(len(handle_spec_resources), len(handle_status_resources))
+    for index in range(count):
+        while len(result) <= index:
+            result.append({})
+        entry = result[index]
+        spec_entry = handle_spec_resources[index] if index < len(handle_spec_resources) else {}
+        status_entry = handle_status_resources[index] if index < len(handle_status_resources) else {}
+        if spec_entry.get("provider"):
+            entry["provider"] = copy.deepcopy(spec_entry["provider"])
+        if "name" not in entry:
+            name = spec_entry.get("name") or status_entry.get("name")
+            if name:
+                entry["name"] = name
+        for key in _MIRRORED_KEYS:
+            if status_entry.get(key) is not None:
+                entry[key] = copy.deepcopy(status_entry[key])
+            else:
+                entry.pop(key, None)
+        state = newest_state(entry.get("state"), states.get(index))
+        if state is not None:
+            entry["state"] = state
+    return result
+
+
+def copy_aggregates(status: dict[str, Any], handle: dict[str, Any]) -> None:
+    """``healthy``, ``ready`` and ``summary`` copied from the handle, removed when absent there (no nulls)."""
+    handle_status = handle.get("status") or {}
+    for key in ("healthy", "ready", "summary"):
+        if handle_status.get(key) is not None:
+            status[key] = copy.deepcopy(handle_status[key])
+        else:
+            status.pop(key, None)
+
+
+def ready_condition(handle_status: dict[str, Any]) -> tuple[bool | None, str, str]:
+    ready = handle_status.get("ready")
+    if ready is True:
+        return True, "ResourcesReady", "All resources are ready."
+    if ready is False:
+        return False, "Provisioning", "Resources are not ready yet."
+    return None, "Provisioning", "Readiness of the resources is not known yet."
+
+
+def healthy_condition(handle_status: dict[str, Any]) -> tuple[bool | None, str, str]:
+    healthy = handle_status.get("healthy")
+    if healthy is True:
+        return True, "ResourcesHealthy", "All resources are healthy."
+    if healthy is False:
+        return False, "ResourcesUnhealthy", "At least one resource is unhealthy."
+    return None, "HealthUnknown", "Health of the resources is not known yet."

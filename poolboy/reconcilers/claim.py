@@ -1,0 +1,698 @@
+"""ResourceClaim reconciler: select providers, initialise, approve, validate, bind or create a handle, propagate
+the claim into the handle, and mirror the handle (and the live managed resources) into the claim's status.
+
+Level-based (DESIGN invariant 2): every run reads the claim, its providers, its handle and the managed resources
+fresh, computes the desired claim status, and writes it once, with the claim's resourceVersion as precondition,
+only when it changed. A Conflict anywhere re-runs the whole computation from fresh reads
+(:func:`poolboy.kube.retry_on_conflict`), which is safe because every step is idempotent. Events are emitted only
+after the status write succeeded, so a retried run does not repeat them.
+
+The claim's status has one writer: this module. The handle's spec may be written here (bind, propagation), its
+status never; cross-object effects are ``enqueue``d keys.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import logging
+from datetime import datetime, timedelta
+from typing import Any
+
+from poolboy import (
+    binding,
+    claim_lifespan,
+    claim_parameters,
+    claim_status,
+    claim_validation,
+    handle_factory,
+    keys,
+    matching,
+    schema,
+    templating,
+    timeutil,
+)
+from poolboy import conditions as cond
+from poolboy import kube as kube_errors
+from poolboy import lifespan as lifespan_rules
+from poolboy.context import Context
+from poolboy.merge import deep_merge
+from poolboy.provider import Provider, ProviderNotFound
+from poolboy.result import PermanentError, Result
+
+log = logging.getLogger(__name__)
+
+CLAIM_KIND = "ResourceClaim"
+HANDLE_KIND = "ResourceHandle"
+
+
+def reconcile(ctx: Context, namespace: str, name: str) -> Result:
+    """Converge one claim; see the module docstring. Conflicts re-run from fresh reads."""
+    return kube_errors.retry_on_conflict(lambda: _reconcile_once(ctx, namespace, name))
+
+
+def _reconcile_once(ctx: Context, namespace: str, name: str) -> Result:
+    claim = ctx.kube.get_or_none(ctx.settings.api_version, CLAIM_KIND, name, namespace)
+    if claim is None or ctx.label("ignore") in ((claim["metadata"].get("labels")) or {}):
+        return Result()
+    if binding.is_deleting(claim):
+        return _finalize(ctx, claim)
+    claim = _ensure_finalizer(ctx, claim)
+
+    requested_start = claim_lifespan.parse_optional(((claim.get("spec") or {}).get("lifespan") or {}).get("start"))
+    if requested_start is not None and requested_start > ctx.now:
+        return Result(requeue_at=requested_start)  # nothing at all before the start (§3.16)
+
+    handle_ref = (claim.get("status") or {}).get("resourceHandle") or {}
+    if handle_ref.get("detached"):
+        return _detached(ctx, claim)
+
+    run = _ClaimRun(ctx, claim)
+    try:
+        return run.process()
+    except PermanentError as error:
+        run.fail(error)
+        raise
+
+
+# --- deletion, finalizer, detached --------------------------------------------------------------------------------
+
+
+def _is_ours(ctx: Context, finalizer: str) -> bool:
+    domain = ctx.settings.finalizer
+    if finalizer in (domain, f"{domain}/handler"):
+        return True
+    prefix = f"{domain}/handler-"
+    return finalizer.startswith(prefix) and finalizer[len(prefix):].isdigit()
+
+
+def _finalize(ctx: Context, claim: dict[str, Any]) -> Result:
+    """Claim deleted (§3.17): delete its handle unless detached (404 fine), then remove our finalizers."""
+    metadata = claim["metadata"]
+    handle_ref = (claim.get("status") or {}).get("resourceHandle") or {}
+    enqueue: list[str] = []
+    if not handle_ref.get("detached"):
+        names = {handle_ref["name"]} if handle_ref.get("name") else set()
+        selector = (f"{ctx.label('resource-claim-name')}={metadata['name']},"
+                    f"{ctx.label('resource-claim-namespace')}={metadata['namespace']}")
+        for handle in ctx.kube.list(ctx.settings.api_version, HANDLE_KIND, ctx.settings.operator_namespace,
+                                    label_selector=selector):
+            if binding.bound_to(handle, claim):
+                names.add(handle["metadata"]["name"])
+        if not names:
+            log.info("claim %s/%s deleted before binding", metadata["namespace"], metadata["name"])
+        for handle_name in sorted(names):
+            ctx.kube.delete_if_exists(ctx.settings.api_version, HANDLE_KIND, handle_name,
+                                      ctx.settings.operator_namespace)
+            enqueue.append(keys.make(keys.HANDLE, ctx.settings.operator_namespace, handle_name))
+    finalizers = metadata.get("finalizers") or []
+    remaining = [f for f in finalizers if not _is_ours(ctx, f)]
+    if remaining != finalizers:
+        with contextlib.suppress(kube_errors.NotFound):
+            ctx.kube.patch_merge(ctx.settings.api_version, CLAIM_KIND, metadata["name"], metadata["namespace"],
+                                 {"metadata": {"finalizers": remaining}},
+                                 resource_version=metadata["resourceVersion"])
+    return Result(enqueue=tuple(enqueue))
+
+
+def _ensure_finalizer(ctx: Context, claim: dict[str, Any]) -> dict[str, Any]:
+    metadata = claim["metadata"]
+    finalizers = metadata.get("finalizers") or []
+    if ctx.settings.finalizer in finalizers:
+        return claim
+    return ctx.kube.patch_merge(ctx.settings.api_version, CLAIM_KIND, metadata["name"], metadata["namespace"],
+                                {"metadata": {"finalizers": [*finalizers, ctx.settings.finalizer]}},
+                                resource_version=metadata["resourceVersion"])
+
+
+def _detached(ctx: Context, claim: dict[str, Any]) -> Result:
+    """A detached claim only expires: deleted once ``status.lifespan.end`` has passed (§3.15)."""
+    end = claim_lifespan.parse_optional(((claim.get("status") or {}).get("lifespan") or {}).get("end"))
+    if end is None:
+        return Result()
+    if end > ctx.now:
+        return Result(requeue_at=end)
+    metadata = claim["metadata"]
+    ctx.kube.emit_event(claim, "Expired", f"Detached claim lifespan ended at {timeutil.format_timestamp(end)}")
+    ctx.kube.delete_if_exists(ctx.settings.api_version, CLAIM_KIND, metadata["name"], metadata["namespace"])
+    return Result()
+
+
+# --- one run over a live claim ------------------------------------------------------------------------------------
+
+
+class _ClaimRun:
+    """The state of one reconcile: the claim as last written, the desired status, events to emit after writing."""
+
+    def __init__(self, ctx: Context, claim: dict[str, Any]) -> None:
+        self.ctx = ctx
+        self.claim = claim
+        self.status: dict[str, Any] = copy.deepcopy(claim.get("status") or {})
+        self.events: list[tuple[str, str, str, str | None]] = []
+        self.enqueue: list[str] = []
+        self.requeue: list[datetime] = []
+        self.provider: Provider | None = None  # provider mode
+        self.providers: list[Provider] = []  # one per resource (resources mode)
+        self._resource_list: list[dict[str, Any]] | None = None
+        self._bound_now = False  # bound or created in this run: no LifespanChange event for the initial end
+
+    # -- helpers --
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        return self.claim["metadata"]
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        return self.claim.get("spec") or {}
+
+    @property
+    def provider_mode(self) -> bool:
+        return self.provider is not None
+
+    def _condition(self, type_: str, status: bool | None, reason: str, message: str) -> None:
+        self.status["conditions"] = cond.set_condition(self.status.get("conditions"), type_, status, reason, message,
+                                                       self.ctx.now, self.meta.get("generation"))
+
+    def _event(self, reason: str, message: str, type_: str = "Normal", action: str | None = None) -> None:
+        self.events.append((reason, message, type_, action))
+
+    def _patch_claim(self, patch: dict[str, Any]) -> None:
+        """Metadata/spec write with the claim's resourceVersion as precondition; keeps the run's copy current."""
+        self.claim = self.ctx.kube.patch_merge(self.ctx.settings.api_version, CLAIM_KIND, self.meta["name"],
+                                               self.meta["namespace"], patch,
+                                               resource_version=self.meta["resourceVersion"])
+
+    def write_status(self) -> None:
+        """Write the status only when it changed (a converged claim produces no write), then emit events."""
+        if self.status != (self.claim.get("status") or {}):
+            body = copy.deepcopy(self.claim)
+            body["status"] = self.status
+            self.claim = self.ctx.kube.replace_status(body)
+        for reason, message, type_, action in self.events:
+            self.ctx.kube.emit_event(self.claim, reason, message, type=type_, action=action)
+        self.events.clear()
+
+    def fail(self, error: PermanentError) -> None:
+        """Record a user-fixable error: Synced=False condition, status fields, an Event when the message changed."""
+        previous = cond.get_condition(self.claim.get("status", {}).get("conditions"), "Synced") or {}
+        self._condition("Synced", False, error.reason, error.message)
+        if previous.get("message") != error.message or previous.get("reason") != error.reason:
+            self._event(error.reason, error.message, "Warning")
+        self.write_status()
+        error.recheck_after = self.ctx.settings.permanent_error_recheck
+
+    def result(self) -> Result:
+        future = [t for t in self.requeue if t > self.ctx.now]
+        return Result(requeue_at=min(future) if future else None, enqueue=tuple(dict.fromkeys(self.enqueue)))
+
+    # -- the steps, in order --
+
+    def process(self) -> Result:
+        self.select_providers()
+        self.initialise()
+        if self.provider_mode:
+            if not self.approved():
+                self.write_status()
+                return self.result()
+            self.evaluate_parameters()
+        else:
+            self.validate_resources()
+
+        handle = binding.find_bound_handle(self.ctx, self.claim)
+        recorded = (self.status.get("resourceHandle") or {}).get("name")
+        if handle is None and recorded:
+            # The bound handle is gone or deleting: its deletion cascades to this claim; never rebind (§3.8).
+            self._condition("Bound", False, "HandleDeleted", f"ResourceHandle {recorded} was deleted.")
+            self._condition("Synced", True, "Synced", "")
+            self.write_status()
+            return self.result()
+        if handle is None:
+            handle = self.bind_or_create()
+            if handle is None:
+                self.write_status()
+                return self.result()
+        elif not recorded:
+            self.record_binding(handle, "Bound", f"Adopted ResourceHandle {handle['metadata']['name']}")
+
+        limits = self.handle_limits(handle)
+        self.first_ready(handle, limits)
+        handle = self.propagate(handle, limits)
+        self.mirror(handle, limits)
+        if self.auto_delete_or_detach(handle):
+            return Result()
+        self.conclude(handle)
+        self.write_status()
+        return self.result()
+
+    # §3.2 provider selection
+
+    def select_providers(self) -> None:
+        has_provider = "provider" in self.spec and self.spec.get("provider") is not None
+        has_resources = "resources" in self.spec and self.spec.get("resources") is not None
+        if has_provider == has_resources:
+            raise PermanentError("InvalidSpec", "Exactly one of spec.provider and spec.resources must be given.")
+        if has_provider:
+            name = (self.spec["provider"] or {}).get("name")
+            recorded = (self.status.get("provider") or {}).get("name")
+            if recorded and name != recorded:
+                raise PermanentError("InvalidSpec", f"spec.provider is immutable: {recorded} cannot be changed to "
+                                                    f"{name}.")
+            self.provider = Provider.get(self.ctx, name)
+            self.status.setdefault("provider", {})["name"] = name
+            self.apply_claim_metadata()
+            return
+        all_providers: list[Provider] | None = None
+        for index, resource in enumerate(self.spec.get("resources") or []):
+            provider_name = (resource.get("provider") or {}).get("name")
+            if provider_name:
+                self.providers.append(Provider.get(self.ctx, provider_name))
+                continue
+            if all_providers is None:
+                all_providers = Provider.list_all(self.ctx)
+            matches = matching.select_providers(resource.get("template") or {}, all_providers)
+            if len(matches) != 1:
+                what = "no ResourceProvider matches" if not matches else \
+                    "more than one ResourceProvider matches (" + ", ".join(_names(matches)) + ")"
+                raise PermanentError("NoProviderMatch" if not matches else "AmbiguousProviderMatch",
+                                     f"spec.resources[{index}]: {what} the template.")
+            self.providers.append(_as_provider(matches[0], all_providers))
+        resources = [copy.deepcopy(r) for r in self.status.get("resources") or []]
+        for index, provider in enumerate(self.providers):
+            while len(resources) <= index:
+                resources.append({})
+            claim_name = (self.spec["resources"][index] or {}).get("name")
+            if claim_name:
+                resources[index]["name"] = claim_name
+            resources[index]["provider"] = provider.ref
+        self.status["resources"] = resources
+
+    def apply_claim_metadata(self) -> None:
+        """Provider mode: the provider's ``resourceClaimLabels/Annotations`` on the claim (§3.2)."""
+        assert self.provider is not None
+        patch: dict[str, Any] = {}
+        for key, wanted in (("labels", self.provider.resource_claim_labels),
+                            ("annotations", self.provider.resource_claim_annotations)):
+            current = self.meta.get(key) or {}
+            changed = {k: v for k, v in wanted.items() if current.get(k) != v}
+            if changed:
+                patch[key] = changed
+        if patch:
+            self._patch_claim({"metadata": patch})
+
+    # §3.3 initialisation
+
+    def initialise(self) -> None:
+        annotation = self.ctx.label("resource-claim-init-timestamp")
+        if annotation in (self.meta.get("annotations") or {}):
+            return
+        patch: dict[str, Any] = {"metadata": {"annotations": {annotation: timeutil.format_timestamp(self.ctx.now)}}}
+        if not self.provider_mode:
+            resources = []
+            for index, (resource, provider) in enumerate(zip(self.spec.get("resources") or [], self.providers,
+                                                             strict=False)):
+                entry = copy.deepcopy(resource)
+                entry["provider"] = provider.ref
+                template = copy.deepcopy(entry.get("template") or {})
+                default = provider.render_default(self.ctx, resource_claim=self.claim, resource_index=index,
+                                                  resource_name=resource.get("name"))
+                template = deep_merge(template, default or {}, overwrite=False)
+                resource_schema = provider.validation.get("openAPIV3Schema")
+                if resource_schema:
+                    template = deep_merge(template, schema.defaults_from_schema(resource_schema) or {},
+                                          overwrite=False)
+                entry["template"] = template
+                resources.append(entry)
+            patch["spec"] = {"resources": resources}
+        self._patch_claim(patch)
+
+    # §3.6 approval
+
+    def approved(self) -> bool:
+        assert self.provider is not None
+        if not self.provider.approval_required or (self.status.get("resourceHandle") or {}).get("name"):
+            return True
+        approval = self.status.get("approval") or {}
+        if not approval.get("state"):
+            self.status["approval"] = {"state": "pending", "message": self.provider.approval_pending_message}
+            approval = self.status["approval"]
+        if approval.get("state") == "approved":
+            return True
+        state = approval.get("state")
+        reason = "ApprovalRejected" if state == "rejected" else "ApprovalPending"
+        self._condition("Synced", False, reason, approval.get("message") or f"Approval {state}.")
+        self._condition("Bound", False, reason, "Waiting for approval.")
+        return False
+
+    # §3.5 parameters
+
+    def _context_variables(self, provider: Provider | None, handle: dict[str, Any] | None) -> dict[str, Any]:
+        return {"resource_claim": templating.wrap_object(self.claim),
+                "resource_handle": templating.wrap_object(handle) if handle is not None else None,
+                "resource_provider": templating.wrap_object(provider.obj) if provider is not None else None}
+
+    def _known_handle(self) -> dict[str, Any] | None:
+        name = (self.status.get("resourceHandle") or {}).get("name")
+        if not name:
+            return None
+        return self.ctx.kube.get_or_none(self.ctx.settings.api_version, HANDLE_KIND, name,
+                                         self.ctx.settings.operator_namespace)
+
+    def evaluate_parameters(self) -> None:
+        assert self.provider is not None
+        handle = self._known_handle()
+        provider_status = self.status.setdefault("provider", {"name": self.provider.name})
+        outcome = claim_parameters.evaluate(
+            self.provider.parameters, (self.spec.get("provider") or {}).get("parameterValues"),
+            provider_status.get("parameterValues"),
+            context_variables=self._context_variables(self.provider, handle),
+            template_vars=self.provider.template_vars(handle))
+        if outcome.errors:
+            if provider_status.get("validationErrors") != outcome.errors:
+                provider_status["validationErrors"] = outcome.errors
+            raise PermanentError("ValidationFailed", "; ".join(outcome.errors))
+        provider_status.pop("validationErrors", None)
+        provider_status["parameterValues"] = outcome.values
+        if "resources" not in self.status:
+            self.status["resources"] = [{"name": r["name"], "provider": r["provider"]}
+                                        for r in self.resource_list()]
+
+    def resource_list(self) -> list[dict[str, Any]]:
+        assert self.provider is not None
+        if self._resource_list is None:
+            values = (self.status.get("provider") or {}).get("parameterValues") or {}
+            self._resource_list = self.provider.resource_list(self.ctx, values, resource_claim=self.claim)
+        return self._resource_list
+
+    # §3.4 validation
+
+    def validate_resources(self) -> None:
+        handle = self._known_handle()
+        failed: list[str] = []
+        for index, (resource, provider) in enumerate(zip(self.spec.get("resources") or [], self.providers,
+                                                         strict=False)):
+            message = claim_validation.validate_template(
+                resource.get("template"), provider.validation,
+                context_variables=self._context_variables(provider, handle),
+                template_vars=provider.template_vars(handle))
+            entry = self.status["resources"][index]
+            if message:
+                entry["validationError"] = message
+                failed.append(f"spec.resources[{index}]: {message}")
+            else:
+                entry.pop("validationError", None)
+        if failed:
+            raise PermanentError("ValidationFailed", "; ".join(failed))
+
+    # §3.8 / §3.9 bind or create
+
+    def _provider_spec(self) -> dict[str, Any] | None:
+        if not self.provider_mode:
+            return None
+        return {"name": self.provider.name,  # type: ignore[union-attr]
+                "parameterValues": copy.deepcopy((self.status.get("provider") or {}).get("parameterValues") or {})}
+
+    def _claim_resources(self) -> list[dict[str, Any]]:
+        """The claim's resources as the handle should have them: names, full provider refs, templates."""
+        if self.provider_mode:
+            return copy.deepcopy(self.resource_list())
+        result = []
+        for resource, provider in zip(self.spec.get("resources") or [], self.providers, strict=False):
+            entry: dict[str, Any] = {"provider": provider.ref}
+            if resource.get("name"):
+                entry["name"] = resource["name"]
+            if resource.get("template") is not None:
+                entry["template"] = copy.deepcopy(resource["template"])
+            result.append(entry)
+        return result
+
+    def _all_providers(self) -> list[Provider]:
+        return [self.provider] if self.provider is not None else self.providers
+
+    def bind_or_create(self) -> dict[str, Any] | None:
+        claim_resources = self._claim_resources()
+        candidates = binding.list_unbound(self.ctx, self.claim)
+        if candidates:
+            providers = _providers_by_name(self.ctx, candidates, self._all_providers())
+            ranked = matching.rank_candidates(self.claim, candidates, providers, self.ctx.now,
+                                              domain=self.ctx.settings.domain, claim_resources=claim_resources)
+            for candidate in ranked:
+                handle = self._bind(candidate, claim_resources)
+                if handle is not None:
+                    return handle
+        if self.spec.get("disableCreation") or any(p.disable_creation for p in self._all_providers()):
+            self._condition("Bound", False, "NoMatchingHandle", "No matching unbound ResourceHandle; handle creation"
+                                                                " is disabled.")
+            self._condition("Synced", True, "Synced", "")
+            self.requeue.append(self.ctx.now + timedelta(seconds=self.ctx.settings.manage_claims_interval))
+            return None
+        return self._create(claim_resources)
+
+    def _bind(self, candidate: dict[str, Any], claim_resources: list[dict[str, Any]]) -> dict[str, Any] | None:
+        end = None
+        raw_default = ((candidate.get("spec") or {}).get("lifespan") or {}).get("default")
+        if raw_default:
+            limits = claim_lifespan.handle_limits(candidate, self.claim, self._template_vars(candidate))
+            if limits.default is not None:
+                end = self.ctx.now + limits.default
+        ops = binding.bind_ops(self.ctx, self.claim, candidate, provider_spec=self._provider_spec(),
+                               claim_resources=claim_resources, lifespan_end=end)
+        handle = binding.try_bind(self.ctx, candidate, ops)
+        if handle is None:
+            return None
+        pool = (handle["metadata"].get("labels") or {}).get(self.ctx.label("resource-pool-name"))
+        if pool:
+            self.enqueue.append(keys.make(keys.POOL, self.ctx.settings.operator_namespace, pool))
+        self.record_binding(handle, "Bound", f"Bound ResourceHandle {handle['metadata']['name']}")
+        return handle
+
+    def _create(self, claim_resources: list[dict[str, Any]]) -> dict[str, Any]:
+        providers = self._all_providers()
+        limit_list = [p.lifespan_limits(self.ctx, resource_claim=self.claim) for p in providers]
+        limits = limit_list[0] if len(limit_list) == 1 else lifespan_rules.combine_limits(limit_list)
+        requested = claim_lifespan.parse_optional((self.spec.get("lifespan") or {}).get("end"))
+        spec_lifespan: dict[str, Any] = {}
+        if limits.default is not None:
+            spec_lifespan["default"] = timeutil.format_interval(limits.default)
+        if self.provider_mode:
+            raw = self.provider.lifespan  # type: ignore[union-attr]
+            for key in ("maximum", "relativeMaximum"):
+                if raw.get(key):
+                    spec_lifespan[key] = raw[key]
+        else:
+            if limits.maximum is not None:
+                spec_lifespan["maximum"] = timeutil.format_interval(limits.maximum)
+            if limits.relative_maximum is not None:
+                spec_lifespan["relativeMaximum"] = timeutil.format_interval(limits.relative_maximum)
+        end = lifespan_rules.new_handle_end(requested, limits, self.ctx.now, self.ctx.now)
+        if end is not None:
+            spec_lifespan["end"] = timeutil.format_timestamp(end)
+        handle, created = handle_factory.create_or_adopt(self.ctx, self.claim, provider_spec=self._provider_spec(),
+                                                         resources=claim_resources, lifespan=spec_lifespan or None)
+        name = handle["metadata"]["name"]
+        if created:
+            self.record_binding(handle, "HandleCreated", f"Created ResourceHandle {name}")
+        else:
+            self.record_binding(handle, "Bound", f"Adopted ResourceHandle {name}")
+        return handle
+
+    def record_binding(self, handle: dict[str, Any], reason: str, message: str) -> None:
+        """``status.resourceHandle`` and a fresh ``status.lifespan`` (start = the bind time, §3.8)."""
+        self.status["resourceHandle"] = {"apiVersion": self.ctx.settings.api_version, "kind": HANDLE_KIND,
+                                         "name": handle["metadata"]["name"],
+                                         "namespace": handle["metadata"]["namespace"]}
+        limits = claim_lifespan.handle_limits(handle, self.claim, self._template_vars(handle))
+        self.status["lifespan"] = claim_lifespan.status_lifespan({}, handle, limits, start=self.ctx.now)
+        self.enqueue.append(keys.make(keys.HANDLE, handle["metadata"]["namespace"], handle["metadata"]["name"]))
+        self._event(reason, message)
+        self._bound_now = True
+
+    # §3.10 propagation
+
+    def _template_vars(self, handle: dict[str, Any] | None) -> dict[str, Any]:
+        if self.provider is not None:
+            return self.provider.template_vars(handle)
+        result: dict[str, Any] = {}
+        for provider in self.providers:
+            result.update(provider.vars)
+        if handle is not None:
+            result.update((handle.get("spec") or {}).get("vars") or {})
+        return result
+
+    def handle_limits(self, handle: dict[str, Any]) -> lifespan_rules.Limits:
+        return claim_lifespan.handle_limits(handle, self.claim, self._template_vars(handle))
+
+    def first_ready(self, handle: dict[str, Any], limits: lifespan_rules.Limits) -> None:
+        """On first ready: record firstReady and reset the requested end to now + default (§3.11)."""
+        status_lifespan = self.status.setdefault("lifespan", {})
+        if (handle.get("status") or {}).get("ready") is not True or status_lifespan.get("firstReady"):
+            return
+        status_lifespan["firstReady"] = timeutil.format_timestamp(self.ctx.now)
+        if limits.default is None:
+            return
+        requested = claim_lifespan.parse_optional((self.spec.get("lifespan") or {}).get("end"))
+        start = claim_lifespan.parse_optional(status_lifespan.get("start"))
+        if requested is None or (start is not None and requested == start + limits.default):
+            new_end = timeutil.format_timestamp(self.ctx.now + limits.default)
+            self._patch_claim({"spec": {"lifespan": {"end": new_end}}})
+
+    def propagate(self, handle: dict[str, Any], limits: lifespan_rules.Limits) -> dict[str, Any]:
+        """Claim → handle spec (provider, resources, templates, requested end); one conditional JSON patch."""
+        spec = handle.get("spec") or {}
+        ops: list[dict[str, Any]] = []
+        provider_spec = self._provider_spec()
+        if provider_spec is not None:
+            if spec.get("provider") != provider_spec:
+                ops.append({"op": "add", "path": "/spec/provider", "value": provider_spec})
+        elif "provider" in spec:
+            ops.append({"op": "remove", "path": "/spec/provider"})
+        if not self.provider_mode:
+            resources = [copy.deepcopy(r) for r in spec.get("resources") or []]
+            for index, claim_resource in enumerate(self._claim_resources()):
+                if index >= len(resources):
+                    resources.append(claim_resource)
+                    continue
+                if claim_resource.get("template") is not None:
+                    merged = deep_merge(copy.deepcopy(resources[index].get("template") or {}),
+                                        claim_resource["template"], overwrite=True)
+                    resources[index]["template"] = merged
+            if resources != (spec.get("resources") or []):
+                ops.append({"op": "add", "path": "/spec/resources", "value": resources})
+        requested = claim_lifespan.parse_optional((self.spec.get("lifespan") or {}).get("end"))
+        if requested is not None:
+            maximum = claim_lifespan.maximum_end(self._claim_with_status(), limits, self.ctx.now)
+            end = claim_lifespan.clamp_requested_end(requested, maximum)
+            if end != requested:
+                log.info("claim %s/%s: requested end %s clamped to %s", self.meta["namespace"], self.meta["name"],
+                         timeutil.format_timestamp(requested), timeutil.format_timestamp(end))
+            formatted = timeutil.format_timestamp(end)
+            if (spec.get("lifespan") or {}).get("end") != formatted:
+                if "lifespan" in spec:
+                    ops.append({"op": "add", "path": "/spec/lifespan/end", "value": formatted})
+                else:
+                    ops.append({"op": "add", "path": "/spec/lifespan", "value": {"end": formatted}})
+        if not ops:
+            return handle
+        ops.insert(0, {"op": "test", "path": "/metadata/resourceVersion",
+                       "value": handle["metadata"]["resourceVersion"]})
+        try:
+            handle = self.ctx.kube.patch_json(self.ctx.settings.api_version, HANDLE_KIND, handle["metadata"]["name"],
+                                              handle["metadata"]["namespace"], ops)
+        except kube_errors.Invalid as error:  # the handle changed under us: recompute from fresh reads
+            raise kube_errors.Conflict(409, "Conflict", f"handle changed during propagation: {error}") from error
+        self.enqueue.append(keys.make(keys.HANDLE, handle["metadata"]["namespace"], handle["metadata"]["name"]))
+        return handle
+
+    def _claim_with_status(self) -> dict[str, Any]:
+        return {**self.claim, "status": self.status}
+
+    # §3.11 mirroring
+
+    def mirror(self, handle: dict[str, Any], limits: lifespan_rules.Limits) -> None:
+        previous_end = (self.status.get("lifespan") or {}).get("end")
+        bound_now = self._bound_now
+        self.status["lifespan"] = claim_lifespan.status_lifespan(self.status.get("lifespan"), handle, limits)
+        if not self.status["lifespan"].get("start"):
+            self.status["lifespan"]["start"] = timeutil.format_timestamp(self.ctx.now)
+        new_end = self.status["lifespan"].get("end")
+        if new_end != previous_end and not bound_now:
+            if new_end:
+                self._event("Lifespan end changed", f"Lifespan end changed from {previous_end or 'unset'} to "
+                            f"{new_end}", action="LifespanChange")
+            else:
+                self._event("Lifespan end cleared", "Lifespan end cleared", action="LifespanChange")
+        states = self.read_states(handle)
+        self.status["resources"] = claim_status.mirror_resources(self.status.get("resources"), handle, states)
+        claim_status.copy_aggregates(self.status, handle)
+        end = claim_lifespan.parse_optional(new_end)
+        if end is not None:
+            self.requeue.append(end)
+
+    def read_states(self, handle: dict[str, Any]) -> dict[int, dict[str, Any] | None]:
+        """The live managed resources, read fresh and pruned (never from an event payload)."""
+        states: dict[int, dict[str, Any] | None] = {}
+        for index, entry in enumerate((handle.get("status") or {}).get("resources") or []):
+            reference = entry.get("reference") or {}
+            if not reference.get("name") or not reference.get("apiVersion") or not reference.get("kind"):
+                continue
+            try:
+                live = self.ctx.kube.get_or_none(reference["apiVersion"], reference["kind"], reference["name"],
+                                                 reference.get("namespace"))
+            except kube_errors.ApiMissing:
+                live = None
+            states[index] = claim_status.prune_state(live, self.ctx.settings.domain) if live is not None else None
+        return states
+
+    # §3.15 autoDelete / autoDetach
+
+    def _auto_condition(self, key: str, handle: dict[str, Any]) -> bool:
+        when = (self.spec.get(key) or {}).get("when")
+        if not when:
+            return False
+        claim = self._claim_with_status()
+        variables = {**self._context_variables(self.provider, handle), "resource_claim": templating.wrap_object(claim),
+                     "metadata": claim.get("metadata"), "spec": claim.get("spec"), "status": self.status}
+        try:
+            return bool(templating.check(when, variables, self._template_vars(handle)))
+        except Exception as error:
+            log.warning("claim %s/%s %s.when failed: %s", self.meta["namespace"], self.meta["name"], key, error)
+            return False
+
+    def auto_delete_or_detach(self, handle: dict[str, Any]) -> bool:
+        if self._auto_condition("autoDelete", handle):
+            self._event("Deleted", "autoDelete condition is true; deleting the claim")
+            self.write_status()
+            self.ctx.kube.delete_if_exists(self.ctx.settings.api_version, CLAIM_KIND, self.meta["name"],
+                                           self.meta["namespace"])
+            return True
+        if self._auto_condition("autoDetach", handle):
+            self.status["resourceHandle"]["detached"] = True
+            self._condition("Bound", False, "Detached", f"Detached from ResourceHandle {handle['metadata']['name']}.")
+            self._event("Detached", f"autoDetach condition is true; deleting ResourceHandle "
+                                    f"{handle['metadata']['name']}")
+            self.write_status()
+            self.ctx.kube.delete_if_exists(self.ctx.settings.api_version, HANDLE_KIND, handle["metadata"]["name"],
+                                           handle["metadata"]["namespace"])
+            return True
+        return False
+
+    # §12 conditions
+
+    def conclude(self, handle: dict[str, Any]) -> None:
+        handle_status = handle.get("status") or {}
+        self._condition("Synced", True, "Synced", "")
+        self._condition("Bound", True, "Bound", f"Bound to ResourceHandle {handle['metadata']['name']}.")
+        ready, reason, message = claim_status.ready_condition(handle_status)
+        self._condition("Ready", ready if ready is not None else False, reason, message)
+        healthy, reason, message = claim_status.healthy_condition(handle_status)
+        self._condition("Healthy", healthy, reason, message)
+
+
+# --- provider adapters for the pure matching helpers --------------------------------------------------------------
+
+
+def _names(matches: list[Any]) -> list[str]:
+    return [m.name if isinstance(m, Provider) else m["metadata"]["name"] for m in matches]
+
+
+def _as_provider(match: Any, all_providers: list[Provider]) -> Provider:
+    if isinstance(match, Provider):
+        return match
+    name = match["metadata"]["name"]
+    return next(p for p in all_providers if p.name == name)
+
+
+def _providers_by_name(ctx: Context, handles: list[dict[str, Any]], known: list[Provider]) -> dict[str, Any]:
+    """Every provider the candidates or the claim reference (for ``matchIgnore``), by name."""
+    result: dict[str, Any] = {p.name: p for p in known}
+    for handle in handles:
+        for resource in (handle.get("spec") or {}).get("resources") or []:
+            name = (resource.get("provider") or {}).get("name")
+            if name and name not in result:
+                provider = Provider.get_or_none(ctx, name)
+                if provider is not None:
+                    result[name] = provider
+    return result
+
+
+__all__ = ["ProviderNotFound", "reconcile"]
