@@ -1,0 +1,42 @@
+"""The Celery app: ``celery -A workers.app`` (or ``poolboy worker`` / ``poolboy beat``).
+
+Configuration comes from :class:`Settings` read from the environment once per process. Signals wire the metrics
+endpoint into the worker *parent* (before the pool forks) and clean up per-child metric files.
+"""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+from celery.signals import worker_init, worker_process_shutdown
+
+from poolboy.settings import Settings
+from workers import config
+
+settings = Settings.from_env()
+
+app = Celery("poolboy", set_as_current=True)
+app.config_from_object(config.build(settings))
+app.conf.include = ["workers.tasks", "workers.beat"]
+
+
+@worker_init.connect
+def _start_metrics(**_: object) -> None:
+    from workers import metrics
+
+    metrics.install_api_hook()
+    if settings.metrics_port:
+        metrics.serve(settings.metrics_port, settings.redis_url)
+
+
+@worker_process_shutdown.connect
+def _metrics_child_exit(pid: int | None = None, **_: object) -> None:
+    from workers import metrics
+
+    metrics.mark_process_dead(pid or os.getpid())
+
+
+# Import the task modules now so that `celery -A workers.app` and publishers share one registry.
+import workers.beat  # noqa: E402
+import workers.tasks  # noqa: E402, F401

@@ -1,0 +1,95 @@
+"""Beat's periodic tasks (queue ``periodic``): due-index sweep, per-kind manage sweeps, full resync.
+
+Every task here only *adds keys to the gate*, so running it twice is harmless: the gate coalesces duplicate
+adds, and ``pop_due`` is atomic. That is what makes a second beat by mistake cost nothing but duplicate sweeps.
+Deploy beat as a single replica (Deployment ``replicas: 1``, ``strategy: Recreate``); the schedule is plain
+intervals, so losing its state file on reschedule only shifts the next tick.
+
+The manage sweeps and the resync list objects page by page (bounded memory) and add them at priority ``resync``,
+so a big resync never delays a live event (Redis message priorities, prefetch 1).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from poolboy import keys
+from workers import metrics
+from workers.app import app, settings
+from workers.names import PERIODIC_PREFIX
+from workers.runtime import runtime
+
+log = logging.getLogger(__name__)
+
+#: kinds listed in every namespace; all others live in the operator namespace
+CLUSTER_WIDE = {keys.CLAIM}
+MANAGED = {"claims": keys.CLAIM, "handles": keys.HANDLE, "pools": keys.POOL}
+
+
+@app.task(name=PERIODIC_PREFIX + "sweep_due", ignore_result=True, acks_late=False)
+def sweep_due() -> dict[str, int]:
+    """Re-publish runs whose holder died (expired leases), then move due keys from the due-index into the gate."""
+    rt = runtime()
+    batch = rt.settings.sweep_due_batch
+    reaped = rt.gate.reap(batch)
+    for publish in reaped:
+        log.warning("%s: lease expired without DONE (worker died?); re-publishing", publish.key)
+        rt.enqueuer.publish(publish)
+    metrics.GATE_REAPED.inc(len(reaped))
+    due = rt.due.pop_due(limit=batch)
+    if due:
+        rt.enqueuer.add_many(due, "event")
+    return {"reaped": len(reaped), "due": len(due)}
+
+
+def enqueue_kind(kind: str, priority: str = "resync") -> int:
+    """Add every object of ``kind`` (not labelled ``<domain>/ignore``) to the gate, one page at a time."""
+    rt = runtime()
+    if rt.kube is None:
+        raise RuntimeError("no Kubernetes client configured")
+    namespace = None if kind in CLUSTER_WIDE else rt.settings.operator_namespace
+    selector = "!" + rt.settings.label("ignore")
+    total = 0
+    for page in rt.kube.list_pages(rt.settings.api_version, keys.KINDS[kind], namespace, label_selector=selector):
+        rt.enqueuer.add_many([keys.for_object(obj) for obj in page], priority)
+        total += len(page)
+    return total
+
+
+def _manage_task(plural: str, kind: str) -> None:
+    def manage() -> int:
+        return enqueue_kind(kind)
+
+    manage.__name__ = manage.__qualname__ = f"manage_{plural}"
+    manage.__doc__ = f"Periodic re-reconcile of every {keys.KINDS[kind]} (resync priority)."
+    app.task(name=f"{PERIODIC_PREFIX}manage_{plural}", ignore_result=True, acks_late=False)(manage)
+
+
+for _plural, _kind in MANAGED.items():
+    _manage_task(_plural, _kind)
+
+
+@app.task(name=PERIODIC_PREFIX + "resync", ignore_result=True, acks_late=False)
+def resync() -> dict[str, int]:
+    """The safety net: add every Poolboy object of every kind, rebuilding gate and due-index after a Redis loss."""
+    counts: dict[str, int] = {}
+    for kind in keys.KINDS:
+        try:
+            counts[kind] = enqueue_kind(kind)
+        except Exception:  # one missing kind (CRD not installed) must not stop the others
+            log.exception("resync of %s failed", kind)
+    return counts
+
+
+def _entry(task: str, interval: float) -> dict:
+    # An entry that could not run before its next tick is worthless: let it expire instead of piling up.
+    return {"task": PERIODIC_PREFIX + task, "schedule": interval, "options": {"expires": max(2 * interval, 5.0)}}
+
+
+app.conf.beat_schedule = {
+    "sweep-due": _entry("sweep_due", settings.sweep_due_interval),
+    "manage-claims": _entry("manage_claims", settings.manage_claims_interval),
+    "manage-handles": _entry("manage_handles", settings.manage_handles_interval),
+    "manage-pools": _entry("manage_pools", settings.manage_pools_interval),
+    "resync": _entry("resync", settings.resync_interval),
+}

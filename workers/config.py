@@ -1,0 +1,59 @@
+"""Celery configuration built from :class:`Settings` (notes §5.5): the delivery guarantees the gate relies on.
+
+* ``task_acks_late`` + ``task_retry_on_worker_lost`` (bounded by each task's ``max_retries``): a pool child killed
+  mid-run gives its message back; the gate turns the copy into a pending mark, never a concurrent run.
+* ``worker_prefetch_multiplier=1``: one reserved message per process, so message priorities (events before resync)
+  mean something and no object waits behind a slow one.
+* ``visibility_timeout`` above every countdown (countdowns are capped at a few seconds; longer waits go to the
+  due-index), otherwise the Redis transport redelivers ETA messages in a loop.
+* no result backend: nobody reads reconcile results.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kombu import Queue
+
+from poolboy.settings import Settings
+from workers.names import PERIODIC_PREFIX, PERIODIC_QUEUE, QUEUES, RECONCILE_PREFIX
+
+#: the longest Celery countdown the engine ever uses; anything longer goes to the due-index
+MAX_COUNTDOWN = 5.0
+
+
+def build(settings: Settings) -> dict[str, Any]:
+    routes: dict[str, dict[str, str]] = {f"{PERIODIC_PREFIX}*": {"queue": PERIODIC_QUEUE}}
+    routes.update({f"{RECONCILE_PREFIX}{q[:-1]}": {"queue": q} for q in QUEUES if q != PERIODIC_QUEUE})
+    if settings.visibility_timeout <= 2 * max(MAX_COUNTDOWN, settings.reconcile_time_limit):
+        raise ValueError("visibility_timeout must exceed twice the longest countdown and reconcile time limit")
+    return {
+        "broker_url": settings.redis_url,
+        "broker_connection_retry_on_startup": True,
+        "broker_transport_options": {
+            "visibility_timeout": settings.visibility_timeout,
+            "socket_timeout": 10,
+            "socket_connect_timeout": 5,
+            "health_check_interval": 25,
+        },
+        "task_serializer": "json",
+        "accept_content": ["json"],
+        "result_serializer": "json",
+        "result_backend": None,
+        "task_ignore_result": True,
+        "task_acks_late": True,
+        "task_retry_on_worker_lost": True,
+        "worker_prefetch_multiplier": 1,
+        "worker_cancel_long_running_tasks_on_connection_loss": True,
+        "worker_eta_task_limit": 1000,
+        "worker_max_tasks_per_child": 2000,
+        "task_soft_time_limit": settings.reconcile_soft_time_limit,
+        "task_time_limit": settings.reconcile_time_limit,
+        "task_queues": [Queue(name) for name in QUEUES],
+        "task_default_queue": PERIODIC_QUEUE,
+        "task_routes": routes,
+        "task_default_priority": 0,
+        "worker_hijack_root_logger": True,
+        "enable_utc": True,
+        "timezone": "UTC",
+    }

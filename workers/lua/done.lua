@@ -1,0 +1,20 @@
+-- DONE: KEYS pending, active, leases; ARGV token, new_msg_id, key, pending_ttl_s
+-- -> {0} lease is someone else's | {1} nothing owed | {2, msg_id, class} publish one more run
+local a = redis.call('GET', KEYS[2])
+if a and a ~= ARGV[1] then
+  return {0}
+end
+if a then
+  redis.call('DEL', KEYS[2])
+end
+redis.call('ZREM', KEYS[3], ARGV[3])
+local cur = redis.call('GET', KEYS[1])
+if not cur then
+  return {1}
+end
+local _, _, cls, q = parse(cur)
+if q == '1' then  -- our lease lapsed and a message was queued meanwhile
+  return {1}
+end
+redis.call('SET', KEYS[1], mark(ARGV[2], now_ms(), cls, '1'), 'EX', ARGV[4])
+return {2, ARGV[2], cls}

@@ -1,0 +1,32 @@
+-- REAP: KEYS leases; ARGV limit, pending_ttl_s, msg_id_prefix, key_prefix
+-- Leases whose deadline passed: the holder died (SIGKILL, node loss) without DONE. Its run never finished, so
+-- the key is owed a run: mark pending (queued) and return it for publishing. -> {key, msg_id, key, msg_id, ...}
+local now = now_ms()
+local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
+local out = {}
+for i, key in ipairs(expired) do
+  local active = ARGV[4] .. '{' .. key .. '}:active'
+  local pending = ARGV[4] .. '{' .. key .. '}:pending'
+  local pttl = redis.call('PTTL', active)
+  if pttl > 0 then
+    redis.call('ZADD', KEYS[1], now + pttl, key)  -- renewed meanwhile: keep watching
+  else
+    redis.call('ZREM', KEYS[1], key)
+    local cur = redis.call('GET', pending)
+    local q = nil
+    local cls = 0
+    if cur then
+      local _, _, c, qq = parse(cur)
+      q = qq
+      cls = c
+    end
+    if q ~= '1' then
+      local id = ARGV[3] .. ':' .. i
+      redis.call('SET', pending, mark(id, now, cls, '1'), 'EX', ARGV[2])
+      table.insert(out, key)
+      table.insert(out, id)
+      table.insert(out, cls)
+    end
+  end
+end
+return out

@@ -1,0 +1,7 @@
+-- RENEW: KEYS active, leases; ARGV token, lease_ms, key -> 1 renewed | 0 lease lost
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return 0
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('ZADD', KEYS[2], now_ms() + tonumber(ARGV[2]), ARGV[3])
+return 1

@@ -1,0 +1,113 @@
+"""Prometheus metrics of the engine, safe under Celery's prefork pool.
+
+Counters and histograms are defined at import time; when ``PROMETHEUS_MULTIPROC_DIR`` is set (``poolboy worker``
+sets it before anything imports prometheus_client) each pool child writes its own files and the worker *parent*
+serves the aggregate. Gauges about Redis state (gate depth and age, due-index size, queue lengths) are computed on
+scrape by :class:`RedisStateCollector`, so they are correct no matter which process did the work.
+
+Names follow controller-runtime where one exists. :func:`observe_api_request` is registered with
+:mod:`poolboy.observability` (the neutral hook :mod:`poolboy.kube` calls) by :func:`install_api_hook`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import REGISTRY, Collector
+
+log = logging.getLogger(__name__)
+
+RECONCILE_TOTAL = Counter("controller_runtime_reconcile_total", "Reconciles by controller and result",
+                          ["controller", "result"])
+RECONCILE_ERRORS = Counter("controller_runtime_reconcile_errors_total", "Reconciles that ended in an error",
+                           ["controller"])
+RECONCILE_TIME = Histogram("controller_runtime_reconcile_time_seconds", "Reconcile duration", ["controller"],
+                           buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120))
+GATE_ADDS = Counter("poolboy_gate_adds_total", "Gate ADD outcomes", ["outcome"])
+GATE_STARTS = Counter("poolboy_gate_starts_total", "Gate START outcomes (busy = another run holds the key)",
+                      ["outcome"])
+GATE_WAIT = Histogram("poolboy_gate_wait_seconds", "Time from the first pending mark to the run's START",
+                      ["controller"], buckets=(0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900))
+GATE_REAPED = Counter("poolboy_gate_reaped_total", "Runs re-published because their holder died (lease expired)")
+RETRY_DELAY = Histogram("poolboy_retry_delay_seconds", "Backoff chosen after a transient error", ["controller"],
+                        buckets=(0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300))
+REST_REQUESTS = Counter("rest_client_requests_total", "Kubernetes API requests by status code (0 = network error)",
+                        ["code", "method"])
+
+
+def observe_api_request(method: str, code: int) -> None:
+    REST_REQUESTS.labels(code=str(code), method=method.upper()).inc()
+
+
+def install_api_hook() -> None:
+    """Count every request :mod:`poolboy.kube` makes (it reports through :mod:`poolboy.observability`)."""
+    from poolboy.observability import on_api_request
+
+    on_api_request(observe_api_request)
+
+
+class RedisStateCollector(Collector):
+    """Gauges read from Redis at scrape time: gate depth/age, due-index size/lateness, queue lengths."""
+
+    def __init__(self, redis_url: str) -> None:
+        self.redis_url = redis_url
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        import redis
+
+        from workers.due import DueIndex
+        from workers.gate import Gate
+        from workers.names import QUEUES
+
+        try:
+            client = redis.Redis.from_url(self.redis_url, socket_timeout=2)
+            pending, oldest = Gate(client).pending_stats()
+            due = DueIndex(client)
+            due_size, due_oldest = due.size(), due.oldest()
+            lengths = {q: sum(client.llen(name) for name in _priority_lists(q)) for q in QUEUES}
+        except Exception as error:  # a scrape must not fail because Redis is briefly away
+            log.warning("redis state metrics unavailable: %s", error)
+            return
+        yield GaugeMetricFamily("poolboy_gate_pending", "Keys owed a run", value=pending)
+        yield GaugeMetricFamily("poolboy_gate_oldest_pending_seconds", "Age of the oldest pending mark", value=oldest)
+        yield GaugeMetricFamily("poolboy_due_index_size", "Deadlines in the due-index", value=due_size)
+        lateness = max(0.0, time.time() - due_oldest) if due_oldest is not None else 0.0
+        yield GaugeMetricFamily("poolboy_due_index_overdue_seconds", "How far past due the earliest deadline is",
+                                value=lateness)
+        queue_family = GaugeMetricFamily("poolboy_queue_length", "Messages waiting per Celery queue", labels=["queue"])
+        for queue, length in lengths.items():
+            queue_family.add_metric([queue], length)
+        yield queue_family
+
+
+def _priority_lists(queue: str) -> list[str]:
+    """kombu's Redis transport keeps one list per priority step: ``q``, ``q\\x06\\x163``, ``q\\x06\\x166``, ..."""
+    return [queue] + [f"{queue}\x06\x16{step}" for step in (3, 6, 9)]
+
+
+def serve(port: int, redis_url: str | None, address: str = "0.0.0.0") -> CollectorRegistry:
+    """Start the scrape endpoint in this process (the worker parent, before the pool forks)."""
+    from prometheus_client import multiprocess
+
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+    else:
+        registry = REGISTRY
+    if redis_url:
+        registry.register(RedisStateCollector(redis_url))
+    start_http_server(port, addr=address, registry=registry)
+    log.info("metrics on http://%s:%d/metrics", address, port)
+    return registry
+
+
+def mark_process_dead(pid: int) -> None:
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(pid)

@@ -1,0 +1,56 @@
+"""Per-process singletons of a worker: Redis client, gate, due-index, enqueuer, Kubernetes client.
+
+Created lazily on first use, i.e. inside each prefork child after the fork, so no socket is shared across
+processes.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+import redis
+
+from poolboy.settings import Settings
+from workers.due import DueIndex
+from workers.enqueue import Enqueuer
+from workers.gate import Gate
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    redis: redis.Redis
+    gate: Gate
+    due: DueIndex
+    enqueuer: Enqueuer
+    _kube: Any = field(default=None, repr=False)
+
+    @property
+    def kube(self) -> Any:
+        """The :class:`poolboy.kube.KubeClient`, built on first use (None if no cluster configuration is found)."""
+        if self._kube is None:
+            try:
+                from poolboy.kube import KubeClient
+
+                self._kube = KubeClient.from_settings(self.settings)
+            except Exception as error:
+                log.warning("no Kubernetes client: %s", error)
+                return None
+        return self._kube
+
+
+@cache
+def runtime() -> Runtime:
+    from workers import metrics
+    from workers.app import app, settings
+
+    metrics.install_api_hook()
+    client = redis.Redis.from_url(settings.redis_url, socket_timeout=10, socket_connect_timeout=5,
+                                  health_check_interval=25)
+    gate = Gate.from_settings(settings, client)
+    return Runtime(settings, client, gate, DueIndex(client), Enqueuer(settings, app, gate))

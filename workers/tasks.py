@@ -1,0 +1,150 @@
+"""``poolboy.reconcile.<kind>``: one task per kind, each a thin shell around the domain reconciler.
+
+START the gate (drop the message if another run holds the key), reconcile under a renewed lease, map the outcome
+to the due-index / the gate / a short countdown, and always DONE (which re-publishes once if events arrived during
+the run). Outcomes:
+
+* ``Result`` -> done; ``requeue_at`` goes to the due-index, ``enqueue`` keys go through the gate.
+* ``PermanentError`` -> re-check at now + ``recheck_after`` via the due-index (never a hot loop).
+* ``TransientError``, a transient ``ApiError``, or any other exception (logged with traceback) -> per-key backoff
+  with full jitter capped at ``retry_backoff_max``, honouring a 429's Retry-After; a short delay is a Celery
+  countdown (at most :data:`workers.config.MAX_COUNTDOWN`), a longer one a due-index entry.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from celery import Task
+
+from poolboy.context import Context
+from poolboy.keys import KINDS, parse
+from poolboy.result import PermanentError, Result, TransientError
+from workers import backoff, metrics, registry
+from workers.app import app
+from workers.config import MAX_COUNTDOWN
+from workers.gate import LeaseKeeper
+from workers.names import reconcile_task, route
+from workers.runtime import Runtime, runtime
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    result: str  # controller-runtime result label: success | requeue_after | error | permanent_error
+    retry_in: float | None = None  # short countdown retry to publish after DONE
+
+
+def _transient_api_error(error: BaseException) -> bool:
+    try:
+        from poolboy.kube import ApiError
+    except ImportError:
+        return False
+    return isinstance(error, ApiError) and bool(error.transient)
+
+
+def _retry_after(error: BaseException) -> float | None:
+    value = getattr(error, "retry_after", None)
+    return float(value) if value else None
+
+
+def _on_success(rt: Runtime, key: str, result: Any) -> Outcome:
+    backoff.reset(rt.redis, key)
+    if not isinstance(result, Result):
+        result = Result()
+    if result.enqueue:
+        rt.enqueuer.add_many(result.enqueue, "event")
+    if result.requeue_at is not None:
+        rt.due.schedule(key, result.requeue_at)
+        return Outcome("requeue_after")
+    return Outcome("success")
+
+
+def _on_permanent(rt: Runtime, kind: str, key: str, error: PermanentError) -> Outcome:
+    log.warning("%s: permanent error %s: %s (re-check in %ss)", key, error.reason, error.message,
+                error.recheck_after)
+    backoff.reset(rt.redis, key)
+    rt.due.schedule(key, time.time() + error.recheck_after)
+    if error.enqueue:
+        rt.enqueuer.add_many(error.enqueue, "event")
+    metrics.RECONCILE_ERRORS.labels(controller=kind).inc()
+    return Outcome("permanent_error")
+
+
+def _on_transient(rt: Runtime, kind: str, key: str, error: BaseException) -> Outcome:
+    failures = backoff.record_failure(rt.redis, key)
+    delay = backoff.delay(failures, _retry_after(error), rt.settings.retry_backoff_max)
+    metrics.RECONCILE_ERRORS.labels(controller=kind).inc()
+    metrics.RETRY_DELAY.labels(controller=kind).observe(delay)
+    if delay > MAX_COUNTDOWN:
+        rt.due.schedule(key, time.time() + delay)
+        return Outcome("error")
+    return Outcome("error", retry_in=delay)
+
+
+def reconcile_once(rt: Runtime, kind: str, key: str) -> Outcome:
+    """Call the domain reconciler once and record what it asked for; never raises for reconcile failures."""
+    _, namespace, name = parse(key)
+    try:
+        reconciler = registry.lookup(kind)
+        result = reconciler(Context(kube=rt.kube, settings=rt.settings), namespace, name)
+    except PermanentError as error:
+        return _on_permanent(rt, kind, key, error)
+    except TransientError as error:
+        log.info("%s: transient error: %s", key, error)
+        return _on_transient(rt, kind, key, error)
+    except Exception as error:
+        if _transient_api_error(error):
+            log.info("%s: transient API error: %s", key, error)
+        else:
+            log.exception("%s: reconcile failed; retrying with backoff", key)
+        return _on_transient(rt, kind, key, error)
+    return _on_success(rt, key, result)
+
+
+def execute(task: Task, kind: str, key: str) -> str:
+    rt = runtime()
+    msg_id = task.request.id or uuid.uuid4().hex
+    token = f"{msg_id}/{uuid.uuid4().hex[:8]}"
+    started = rt.gate.start(key, token, msg_id)
+    if started is None:
+        metrics.GATE_STARTS.labels(outcome="busy").inc()
+        return "busy"
+    metrics.GATE_STARTS.labels(outcome="started").inc()
+    if started.waited is not None:
+        metrics.GATE_WAIT.labels(controller=kind).observe(started.waited)
+    began = time.monotonic()
+    outcome = Outcome("error")
+    try:
+        with LeaseKeeper(rt.gate, key, token) as keeper:
+            outcome = reconcile_once(rt, kind, key)
+        if keeper.lost.is_set():
+            log.warning("%s: lease lost during the run; another run may have overlapped", key)
+    finally:
+        metrics.RECONCILE_TIME.labels(controller=kind).observe(time.monotonic() - began)
+        metrics.RECONCILE_TOTAL.labels(controller=kind, result=outcome.result).inc()
+        rerun = rt.gate.done(key, token)
+        if rerun:
+            rt.enqueuer.publish(rerun)
+    if outcome.retry_in is not None:
+        name, queue = route(key)
+        app.send_task(name, args=[key], queue=queue, countdown=outcome.retry_in, priority=0)
+    return outcome.result
+
+
+def _make_task(kind: str) -> Task:
+    def reconcile(self: Task, key: str) -> str:
+        return execute(self, kind, key)
+
+    reconcile.__name__ = reconcile.__qualname__ = f"reconcile_{kind}"
+    reconcile.__doc__ = f"Reconcile one {KINDS[kind]} through the work gate."
+    # max_retries bounds worker-lost re-sends (task_retry_on_worker_lost); default_retry_delay is their countdown.
+    return app.task(name=reconcile_task(kind), bind=True, max_retries=5, default_retry_delay=2)(reconcile)
+
+
+TASKS: dict[str, Task] = {kind: _make_task(kind) for kind in KINDS}
