@@ -1,0 +1,31 @@
+"""``poolboy flower``: Flower against the engine's broker (task throughput, workers, queue lengths).
+
+Flower switches task events on in every worker (a measurable cost) and its ``/metrics`` is unauthenticated even
+with ``--basic-auth``: bind it to loopback or keep it behind a cluster-internal Service.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--port", type=int, default=5555, help="HTTP port (default 5555)")
+    parser.add_argument("--address", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    parser.add_argument("--basic-auth", default=os.environ.get("FLOWER_BASIC_AUTH"),
+                        help="user:password[,user:password] (default $FLOWER_BASIC_AUTH)")
+    parser.add_argument("--url-prefix", default=None, help="serve under this path prefix (behind an ingress)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from workers.app import app
+
+    argv = ["flower", f"--port={args.port}", f"--address={args.address}", "--max_tasks=20000",
+            "--purge_offline_workers=300"]
+    if args.basic_auth:
+        argv.append(f"--basic-auth={args.basic_auth}")
+    if args.url_prefix:
+        argv.append(f"--url_prefix={args.url_prefix}")
+    app.start(argv)
+    return 0
