@@ -1,4 +1,4 @@
-"""Testing helpers shipped with the engine: a real ``redis-server`` on a free loopback port.
+"""Testing helpers shipped with the engine: a real ``redis-server``, real worker and beat subprocesses.
 
 Tests never use fakes of Redis for anything but pure unit tests of scripts; this starts the real binary with
 persistence off, bound to 127.0.0.1 only.
@@ -6,11 +6,16 @@ persistence off, bound to 127.0.0.1 only.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 
@@ -67,3 +72,120 @@ class RedisServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
         self._tmp.cleanup()
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class _ServiceProcess:
+    """A ``poolboy <command>`` subprocess in its own session, torn down SIGTERM -> SIGKILL of its process group."""
+
+    command: str = ""
+
+    def __init__(self, redis_url: str, args: list[str], env: dict[str, str] | None = None,
+                 kubeconfig: str | Path | None = None, log_path: str | Path | None = None) -> None:
+        self.redis_url = redis_url
+        self.args = args
+        self.env = {**os.environ, "POOLBOY_REDIS_URL": redis_url, "PYTHONUNBUFFERED": "1", **(env or {})}
+        if kubeconfig:
+            self.env["KUBECONFIG"] = str(kubeconfig)
+        self._tmp = tempfile.TemporaryDirectory(prefix=f"poolboy-{self.command}-")
+        self.log_path = Path(log_path) if log_path else Path(self._tmp.name) / f"{self.command}.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def launch(self) -> None:
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "stack.cli", self.command, *self.args], cwd=ROOT, env=self.env,
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            )
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        """Signal the whole process group (parent and pool children), e.g. to simulate node loss."""
+        if self.process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, sig)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            self.process.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout)
+        self.kill(signal.SIGKILL)  # leftover pool children, or a parent that ignored SIGTERM
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(5)
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+        self._tmp.cleanup()
+
+
+class WorkerProcess(_ServiceProcess):
+    """``with WorkerProcess(redis.url, ["claims"], 2) as worker:`` — a real ``poolboy worker``, ready when entered.
+
+    Readiness is a remote-control ping to the worker's own node name, with a deadline.
+    """
+
+    command = "worker"
+
+    def __init__(self, redis_url: str, queues: list[str] | tuple[str, ...] = ("claims",), concurrency: int = 2,
+                 env: dict[str, str] | None = None, kubeconfig: str | Path | None = None, pool: str = "prefork",
+                 startup_timeout: float = 30.0, log_path: str | Path | None = None) -> None:
+        self.node = f"test-{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
+        self.startup_timeout = startup_timeout
+        args = ["--queues", ",".join(queues), "--concurrency", str(concurrency), "--pool", pool,
+                "--hostname", self.node, "--loglevel", "INFO"]
+        super().__init__(redis_url, args, env, kubeconfig, log_path)
+
+    def __enter__(self) -> WorkerProcess:
+        self.launch()
+        try:
+            self.wait_ready()
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def wait_ready(self) -> None:
+        from celery import Celery
+
+        app = Celery(broker=self.redis_url, set_as_current=False)
+        try:
+            deadline = time.monotonic() + self.startup_timeout
+            while time.monotonic() < deadline:
+                if self.process is not None and self.process.poll() is not None:
+                    raise RuntimeError(f"worker exited with {self.process.returncode}:\n{self.log()[-4000:]}")
+                if app.control.ping(destination=[self.node], timeout=0.5):
+                    return
+            raise RuntimeError(f"worker {self.node} did not answer a ping:\n{self.log()[-4000:]}")
+        finally:
+            app.close()
+
+    def pool_pids(self) -> list[int]:
+        """PIDs of the pool children (from /proc), for killing one mid-run."""
+        children = Path(f"/proc/{self.pid}/task/{self.pid}/children")
+        return [int(p) for p in children.read_text().split()] if children.exists() else []
+
+
+class BeatProcess(_ServiceProcess):
+    """``with BeatProcess(redis.url, env={...}):`` — a real ``poolboy beat``, started when entered."""
+
+    command = "beat"
+
+    def __init__(self, redis_url: str, env: dict[str, str] | None = None, kubeconfig: str | Path | None = None,
+                 log_path: str | Path | None = None) -> None:
+        super().__init__(redis_url, ["--loglevel", "INFO", "--max-interval", "0.5"], env, kubeconfig, log_path)
+
+    def __enter__(self) -> BeatProcess:
+        self.launch()
+        return self
