@@ -75,7 +75,7 @@ def _pool_key(ctx: Context, handle: dict[str, Any]) -> str | None:
     pool = (handle.get("spec") or {}).get("resourcePool")
     if pool and pool.get("name"):
         return keys.make(keys.POOL, pool.get("namespace") or ctx.settings.operator_namespace, pool["name"])
-    name = ((handle["metadata"].get("labels") or {})).get(ctx.label("resource-pool-name"))
+    name = (handle["metadata"].get("labels") or {}).get(ctx.label("resource-pool-name"))
     return keys.make(keys.POOL, ctx.settings.operator_namespace, name) if name else None
 
 

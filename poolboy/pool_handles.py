@@ -1,0 +1,94 @@
+"""Pool handle construction (spec §3.18) and the scaling creation count (spec §3.19).
+
+A scaling's count must be exact even when steps repeat or race, so it is a SET of handle names, not a counter:
+the handles the scaling has ever been seen to own (``scaling.status.handles``, kept by the scaling reconciler)
+united with the live handles labelled with its name, minus the handles the pool deleted as unhealthy (which the
+pool records in its own status before deleting them, so the scaling's count is "decremented" and the handle is
+replaced). Both the pool (to decide how many to create) and the scaling (to write ``status.count``) use it.
+"""
+
+from __future__ import annotations
+
+import secrets
+import string
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from poolboy import timeutil
+from poolboy.provider import Provider
+
+if TYPE_CHECKING:
+    from poolboy.context import Context
+
+UNHEALTHY_DELETED_KEY = "scalingUnhealthyDeleted"
+_ALPHABET = string.ascii_lowercase + string.digits
+
+
+def random_handle_name() -> str:
+    return "guid-" + "".join(secrets.choice(_ALPHABET) for _ in range(5))
+
+
+def scaling_created(scaling: Mapping[str, Any], live_names: Iterable[str],
+                    pool: Mapping[str, Any] | None) -> set[str]:
+    """The handles that count towards ``scaling.status.count`` (see module docstring)."""
+    name = scaling["metadata"]["name"]
+    recorded = set((scaling.get("status") or {}).get("handles") or [])
+    removed = set((((pool or {}).get("status") or {}).get(UNHEALTHY_DELETED_KEY) or {}).get(name) or [])
+    return (recorded | set(live_names)) - removed
+
+
+def _lifespan(ctx: Context, pool: Mapping[str, Any], providers: list[Provider]) -> dict[str, Any]:
+    """Pool lifespan replaces the whole block; else each provider field into its own field (spec §3.16)."""
+    spec = pool.get("spec") or {}
+    source = spec.get("lifespan")
+    if source is None:
+        source = {}
+        for provider in providers:
+            for key, value in provider.lifespan.items():
+                source.setdefault(key, value)
+    result = {key: source[key] for key in ("default", "maximum", "relativeMaximum") if source.get(key)}
+    if source.get("unclaimed"):
+        result["end"] = timeutil.format_timestamp(ctx.now + timeutil.parse_interval(source["unclaimed"]))
+    return result
+
+
+def build_pool_handle(ctx: Context, pool: Mapping[str, Any], providers: list[Provider], *,
+                      scaling_name: str | None = None, name: str | None = None) -> dict[str, Any]:
+    """The ResourceHandle body a pool creates (spec §3.18)."""
+    metadata = pool["metadata"]
+    spec = pool.get("spec") or {}
+    labels = {ctx.label("resource-pool-name"): metadata["name"],
+              ctx.label("resource-pool-namespace"): metadata["namespace"]}
+    if scaling_name:
+        labels[ctx.label("resource-pool-scaling-name")] = scaling_name
+    handle_spec: dict[str, Any] = {
+        "resourcePool": {"apiVersion": ctx.settings.api_version, "kind": "ResourcePool", "name": metadata["name"],
+                         "namespace": metadata["namespace"]},
+    }
+    if spec.get("vars"):
+        handle_spec["vars"] = spec["vars"]
+    if spec.get("provider"):
+        handle_spec["provider"] = spec["provider"]
+    else:
+        handle_spec["resources"] = spec.get("resources") or []
+    lifespan = _lifespan(ctx, pool, providers)
+    if lifespan:
+        handle_spec["lifespan"] = lifespan
+    for key in ("preferenceScore", "resourceAnnotations", "resourceLabels"):
+        if spec.get(key) is not None:
+            handle_spec[key] = spec[key]
+    return {
+        "apiVersion": ctx.settings.api_version,
+        "kind": "ResourceHandle",
+        "metadata": {"name": name or random_handle_name(), "namespace": ctx.settings.operator_namespace,
+                     "labels": labels, "finalizers": [ctx.settings.finalizer]},
+        "spec": handle_spec,
+    }
+
+
+def pool_providers(ctx: Context, pool: Mapping[str, Any]) -> list[Provider]:
+    """The pool's provider (provider mode) or its resources' providers, fresh from the API."""
+    spec = pool.get("spec") or {}
+    names = [spec["provider"]["name"]] if spec.get("provider") else \
+        [(r.get("provider") or {}).get("name") for r in spec.get("resources") or []]
+    return [Provider.get(ctx, n) for n in dict.fromkeys(n for n in names if n)]

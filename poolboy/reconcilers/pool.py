@@ -1,0 +1,209 @@
+"""ResourcePool reconciler (spec §3.18, §3.19 pool side, §3.17 pool deleted).
+
+Every decision is made from a fresh list of the pool's unbound handles, and exactly the deficit is created, so a
+repeated reconcile never over-provisions (the gate runs one reconcile per pool at a time). The pool never writes a
+scaling's status: it enqueues the scaling, whose own reconciler counts the handles labelled with its name.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from poolboy import conditions, keys, kube, pool_handles, timeutil
+from poolboy.context import Context
+from poolboy.reconcilers.handle import ensure_finalizer, is_ignored, our_finalizers, remove_finalizers
+from poolboy.result import PermanentError, Result
+
+log = logging.getLogger(__name__)
+
+KIND = "ResourcePool"
+
+
+def reconcile(ctx: Context, namespace: str, name: str) -> Result:
+    return kube.retry_on_conflict(lambda: _reconcile(ctx, namespace, name))
+
+
+def unbound_handles(ctx: Context, pool_name: str) -> list[dict[str, Any]]:
+    """Handles labelled with the pool, not labelled with a claim, without ``spec.resourceClaim``, not deleting."""
+    selector = f"{ctx.label('resource-pool-name')}={pool_name},!{ctx.label('resource-claim-name')}"
+    handles = ctx.kube.list(ctx.settings.api_version, "ResourceHandle", ctx.settings.operator_namespace,
+                            label_selector=selector)
+    return sorted((h for h in handles if not (h.get("spec") or {}).get("resourceClaim")
+                   and not h["metadata"].get("deletionTimestamp")), key=lambda h: h["metadata"]["name"])
+
+
+def pool_scalings(ctx: Context, pool_name: str) -> list[dict[str, Any]]:
+    """The pool's scalings, oldest ``creationTimestamp`` first, then name (spec §3.19 "first")."""
+    scalings = ctx.kube.list(ctx.settings.api_version, "ResourcePoolScaling", ctx.settings.operator_namespace)
+    mine = [s for s in scalings if ((s.get("spec") or {}).get("resourcePool") or {}).get("name") == pool_name
+            and not s["metadata"].get("deletionTimestamp")]
+    return sorted(mine, key=lambda s: (s["metadata"].get("creationTimestamp") or "", s["metadata"]["name"]))
+
+
+def scaling_at(scaling: dict[str, Any], now: datetime) -> datetime:
+    at = (scaling.get("spec") or {}).get("at")
+    return timeutil.parse_timestamp(at) if at else now
+
+
+def scaling_handle_names(ctx: Context, scaling_name: str) -> list[str]:
+    handles = ctx.kube.list(ctx.settings.api_version, "ResourceHandle", ctx.settings.operator_namespace,
+                            label_selector=f"{ctx.label('resource-pool-scaling-name')}={scaling_name}")
+    return [h["metadata"]["name"] for h in handles]
+
+
+def _write_status(ctx: Context, pool: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+    if status == (pool.get("status") or {}):
+        return pool
+    body = {**pool, "status": status}
+    return ctx.kube.replace_status(body)
+
+
+def _delete_unhealthy(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]]) -> tuple[
+        dict[str, Any], list[dict[str, Any]], list[str]]:
+    """Delete unbound ``healthy == false`` handles; record scaling ones in pool status first (decrement)."""
+    unhealthy = [h for h in handles if (h.get("status") or {}).get("healthy") is False]
+    if not unhealthy:
+        return pool, handles, []
+    status = dict(pool.get("status") or {})
+    record = {k: list(v) for k, v in (status.get(pool_handles.UNHEALTHY_DELETED_KEY) or {}).items()}
+    scaling_label = ctx.label("resource-pool-scaling-name")
+    touched: list[str] = []
+    for handle in unhealthy:
+        scaling = (handle["metadata"].get("labels") or {}).get(scaling_label)
+        if scaling and handle["metadata"]["name"] not in record.get(scaling, []):
+            record.setdefault(scaling, []).append(handle["metadata"]["name"])
+            touched.append(scaling)
+    if touched:
+        status[pool_handles.UNHEALTHY_DELETED_KEY] = record
+        pool = _write_status(ctx, pool, status)
+    for handle in unhealthy:
+        metadata = handle["metadata"]
+        log.info("pool %s: deleting unhealthy handle %s", pool["metadata"]["name"], metadata["name"])
+        ctx.kube.delete_if_exists(handle["apiVersion"], "ResourceHandle", metadata["name"], metadata["namespace"],
+                                  uid=metadata.get("uid"))
+    deleted = {h["metadata"]["name"] for h in unhealthy}
+    return pool, [h for h in handles if h["metadata"]["name"] not in deleted], [
+        keys.make(keys.HANDLE, h["metadata"]["namespace"], h["metadata"]["name"]) for h in unhealthy] + [
+        keys.make(keys.SCALING, ctx.settings.operator_namespace, s) for s in touched]
+
+
+def _active_scaling(ctx: Context, pool: dict[str, Any], scalings: list[dict[str, Any]]) -> tuple[
+        dict[str, Any] | None, int, datetime | None]:
+    """The first active scaling and how many handles it still needs; plus the next future ``at``."""
+    next_at: datetime | None = None
+    for scaling in scalings:
+        try:
+            at = scaling_at(scaling, ctx.now)
+        except ValueError:
+            continue
+        if at > ctx.now:
+            next_at = at if next_at is None else min(next_at, at)
+            continue
+        created = pool_handles.scaling_created(scaling, scaling_handle_names(ctx, scaling["metadata"]["name"]), pool)
+        remaining = int((scaling.get("spec") or {}).get("count") or 0) - len(created)
+        if remaining > 0:
+            return scaling, remaining, next_at
+    return None, 0, next_at
+
+
+def _create_handles(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]],
+                    scaling: dict[str, Any] | None, scaling_remaining: int) -> list[dict[str, Any]]:
+    spec = pool.get("spec") or {}
+    min_available = int(spec.get("minAvailable") or 0)
+    max_unready = spec.get("maxUnready")
+    available = len(handles)
+    unready = sum(1 for h in handles if (h.get("status") or {}).get("ready") is not True)
+    created: list[dict[str, Any]] = []
+    providers = None
+    while (max_unready is None or unready < int(max_unready)) and \
+            (available < min_available or scaling_remaining > 0):
+        for_scaling = available >= min_available
+        if providers is None:
+            providers = pool_handles.pool_providers(ctx, pool)
+        body = pool_handles.build_pool_handle(
+            ctx, pool, providers, scaling_name=scaling["metadata"]["name"] if for_scaling and scaling else None)
+        try:
+            created.append(ctx.kube.create(body))
+        except kube.AlreadyExists:
+            continue  # name collision: try another random name
+        available += 1
+        unready += 1
+        if for_scaling:
+            scaling_remaining -= 1
+    return created
+
+
+def _status(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]]) -> dict[str, Any]:
+    status = dict(pool.get("status") or {})
+    entries = []
+    for handle in handles:
+        entry: dict[str, Any] = {"name": handle["metadata"]["name"]}
+        for key in ("healthy", "ready"):
+            value = (handle.get("status") or {}).get(key)
+            if value is not None:
+                entry[key] = value
+        entries.append(entry)
+    ready = sum(1 for e in entries if e.get("ready") is True)
+    status["resourceHandles"] = entries
+    status["resourceHandleCount"] = {"available": len(entries), "ready": ready}
+    min_available = int((pool.get("spec") or {}).get("minAvailable") or 0)
+    met = len(entries) >= min_available
+    status["conditions"] = conditions.set_condition(
+        status.get("conditions"), "Ready", met, "MinAvailable" if met else "Replenishing",
+        f"{len(entries)} of {min_available} required handles available.", ctx.now,
+        pool["metadata"].get("generation"))
+    return status
+
+
+def _cleanup(ctx: Context, pool: dict[str, Any]) -> Result:
+    """Spec §3.17: delete every unbound handle; bound handles keep working; then remove the finalizer."""
+    if not our_finalizers(ctx, pool):
+        return Result()
+    handles = unbound_handles(ctx, pool["metadata"]["name"])
+    for handle in handles:
+        metadata = handle["metadata"]
+        ctx.kube.delete_if_exists(handle["apiVersion"], "ResourceHandle", metadata["name"], metadata["namespace"],
+                                  uid=metadata.get("uid"))
+    remove_finalizers(ctx, pool)
+    return Result(enqueue=tuple(keys.make(keys.HANDLE, h["metadata"]["namespace"], h["metadata"]["name"])
+                                for h in handles))
+
+
+def _reconcile(ctx: Context, namespace: str, name: str) -> Result:
+    pool = ctx.kube.get_or_none(ctx.settings.api_version, KIND, name, namespace)
+    if pool is None or is_ignored(ctx, pool):
+        return Result()
+    if pool["metadata"].get("deletionTimestamp"):
+        return _cleanup(ctx, pool)
+    pool = ensure_finalizer(ctx, pool)
+    handles = unbound_handles(ctx, name)
+    enqueue: list[str] = []
+    if (pool.get("spec") or {}).get("deleteUnhealthyResourceHandles"):
+        pool, handles, deleted_keys = _delete_unhealthy(ctx, pool, handles)
+        enqueue += deleted_keys
+    scalings = pool_scalings(ctx, name)
+    scaling, remaining, next_at = _active_scaling(ctx, pool, scalings)
+    try:
+        created = _create_handles(ctx, pool, handles, scaling, remaining)
+    except PermanentError as error:
+        status = dict(pool.get("status") or {})
+        previous = conditions.get_condition(status.get("conditions"), "Synced") or {}
+        status["conditions"] = conditions.set_condition(status.get("conditions"), "Synced", False, error.reason,
+                                                        error.message, ctx.now, pool["metadata"].get("generation"))
+        pool = _write_status(ctx, pool, status)
+        if previous.get("message") != error.message:
+            ctx.kube.emit_event(pool, error.reason, error.message, type="Warning")
+        raise
+    if created:
+        ctx.kube.emit_event(pool, "HandlesCreated", f"Created {len(created)} ResourceHandle(s).")
+    status = _status(ctx, pool, handles + created)
+    if conditions.get_condition(status.get("conditions"), "Synced"):
+        status["conditions"] = conditions.set_condition(status["conditions"], "Synced", True, "Synced",
+                                                        "Pool is in sync.", ctx.now,
+                                                        pool["metadata"].get("generation"))
+    _write_status(ctx, pool, status)
+    enqueue += [keys.make(keys.HANDLE, h["metadata"]["namespace"], h["metadata"]["name"]) for h in created]
+    enqueue += [keys.make(keys.SCALING, s["metadata"]["namespace"], s["metadata"]["name"]) for s in scalings]
+    return Result(requeue_at=next_at, enqueue=tuple(dict.fromkeys(enqueue)))

@@ -1,0 +1,78 @@
+"""ResourcePoolScaling reconciler (spec §3.19): ownerReference to its pool, exact ``status.count``, ``state``.
+
+The scaling is the only writer of its status. ``status.count`` is the size of the set of handles it owns (see
+:mod:`poolboy.pool_handles`), kept in ``status.handles`` so that handles claimed and deleted later still count.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from poolboy import conditions, keys, kube, pool_handles
+from poolboy.context import Context
+from poolboy.reconcilers.handle import is_ignored
+from poolboy.reconcilers.pool import scaling_at, scaling_handle_names
+from poolboy.result import PermanentError, Result
+
+KIND = "ResourcePoolScaling"
+
+
+def reconcile(ctx: Context, namespace: str, name: str) -> Result:
+    return kube.retry_on_conflict(lambda: _reconcile(ctx, namespace, name))
+
+
+def _write_status(ctx: Context, scaling: dict[str, Any], status: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    if status == (scaling.get("status") or {}):
+        return scaling, False
+    return ctx.kube.replace_status({**scaling, "status": status}), True
+
+
+def _ensure_owner(ctx: Context, scaling: dict[str, Any], pool: dict[str, Any]) -> dict[str, Any]:
+    owners = scaling["metadata"].get("ownerReferences") or []
+    uid = pool["metadata"]["uid"]
+    if any(o.get("uid") == uid and o.get("controller") for o in owners):
+        return scaling
+    owner = {"apiVersion": pool["apiVersion"], "kind": "ResourcePool", "name": pool["metadata"]["name"],
+             "uid": uid, "controller": True, "blockOwnerDeletion": True}
+    others = [o for o in owners if not o.get("controller")]
+    return ctx.kube.patch_merge(scaling["apiVersion"], KIND, scaling["metadata"]["name"],
+                                scaling["metadata"]["namespace"], {"metadata": {"ownerReferences": [*others, owner]}},
+                                resource_version=scaling["metadata"]["resourceVersion"])
+
+
+def _pool_missing(ctx: Context, scaling: dict[str, Any], pool_name: str) -> PermanentError:
+    message = f"ResourcePool {pool_name} not found"
+    status = dict(scaling.get("status") or {})
+    previous = conditions.get_condition(status.get("conditions"), "Ready") or {}
+    status["conditions"] = conditions.set_condition(status.get("conditions"), "Ready", False, "PoolNotFound",
+                                                    message, ctx.now, scaling["metadata"].get("generation"))
+    scaling, _ = _write_status(ctx, scaling, status)
+    if previous.get("message") != message:
+        ctx.kube.emit_event(scaling, "PoolNotFound", message, type="Warning")
+    return PermanentError("PoolNotFound", message)
+
+
+def _reconcile(ctx: Context, namespace: str, name: str) -> Result:
+    scaling = ctx.kube.get_or_none(ctx.settings.api_version, KIND, name, namespace)
+    if scaling is None or is_ignored(ctx, scaling) or scaling["metadata"].get("deletionTimestamp"):
+        return Result()
+    spec = scaling.get("spec") or {}
+    pool_name = (spec.get("resourcePool") or {}).get("name") or ""
+    pool = ctx.kube.get_or_none(ctx.settings.api_version, "ResourcePool", pool_name, ctx.settings.operator_namespace)
+    if pool is None:
+        raise _pool_missing(ctx, scaling, pool_name)
+    scaling = _ensure_owner(ctx, scaling, pool)
+    created = pool_handles.scaling_created(scaling, scaling_handle_names(ctx, name), pool)
+    count = len(created)
+    at = scaling_at(scaling, ctx.now)
+    wanted = int(spec.get("count") or 0)
+    state = "waiting" if at > ctx.now else ("scaling" if count < wanted else "done")
+    status = dict(scaling.get("status") or {})
+    status.update({"count": count, "state": state, "handles": sorted(created)})
+    status["conditions"] = conditions.set_condition(
+        status.get("conditions"), "Ready", state == "done", {"waiting": "Waiting", "scaling": "Scaling",
+                                                            "done": "Done"}[state],
+        f"{count} of {wanted} handles created.", ctx.now, scaling["metadata"].get("generation"))
+    scaling, changed = _write_status(ctx, scaling, status)
+    pool_key = keys.make(keys.POOL, pool["metadata"]["namespace"], pool_name)
+    return Result(requeue_at=at if at > ctx.now else None, enqueue=(pool_key,) if changed else ())
