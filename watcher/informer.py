@@ -104,6 +104,7 @@ class Informer:
                 if need_list:
                     self._list()
                     need_list = False
+                    self.backoff.reset()
                 self._watch()
                 self.backoff.reset()
             except Gone:

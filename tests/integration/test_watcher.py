@@ -1,0 +1,374 @@
+"""The watcher against a real devcluster: which events give which keys, managed-resource discovery, 410 re-lists,
+restarts, leader failover and fault injection. Process behaviour (restart, failover, 410 after a pause) uses real
+``poolboy watcher`` subprocesses recording keys to a file; the rest runs a Watcher in a thread with a recording sink.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from poolboy.kube import AlreadyExists, ApiError, KubeClient
+from poolboy.settings import Settings
+from tests.integration.test_kube import crd
+from tests.waiting import wait_for
+from watcher.leader import LEASE_API
+from watcher.main import Watcher
+
+D = "poolboy.gpte.redhat.com"
+API = f"{D}/v1"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# --- helpers -----------------------------------------------------------------------------------------------------
+
+
+class Recorder:
+    """A thread-safe recording sink."""
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, key: str) -> None:
+        with self._lock:
+            self.keys.append(key)
+
+    def count(self, key: str) -> int:
+        with self._lock:
+            return self.keys.count(key)
+
+    def wait(self, key: str, at_least: int = 1, timeout: float = 15) -> None:
+        wait_for(lambda: self.count(key) >= at_least, timeout=timeout,
+                 message=f"{key} recorded {at_least} time(s); have {self.count(key)}")
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def settings_for(operator_namespace: str, **overrides) -> Settings:
+    return Settings.from_env(operator_namespace=operator_namespace, api_timeout=10.0, **overrides)
+
+
+def create_namespace(kube: KubeClient, name: str) -> str:
+    with_retries(lambda: kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}))
+    return name
+
+
+def with_retries(fn, attempts: int = 50):
+    """Test-side writes under fault injection: retry transient errors (the watcher is what is under test).
+
+    An AlreadyExists after a failed attempt means that attempt did land: that is success for a create.
+    """
+    for attempt in range(attempts):
+        try:
+            return fn()
+        except AlreadyExists:
+            if attempt == 0:
+                raise
+            return None
+        except ApiError as error:
+            if not error.transient or attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def poolboy_obj(kind: str, namespace: str, name: str, spec: dict | None = None, **metadata) -> dict:
+    return {"apiVersion": API, "kind": kind, "metadata": {"name": name, "namespace": namespace, **metadata},
+            "spec": spec if spec is not None else {}}
+
+
+class RunningWatcher:
+    """A Watcher in a thread, stopped at the end of the test."""
+
+    def __init__(self, settings: Settings, kube: KubeClient, **kwargs) -> None:
+        self.recorder = Recorder()
+        self.watcher = Watcher(settings, kube, self.recorder, **kwargs)
+        self.thread = threading.Thread(target=self.watcher.run, daemon=True)
+
+    def __enter__(self) -> RunningWatcher:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.watcher.stop()
+        self.thread.join(15)
+        assert not self.thread.is_alive(), "watcher did not stop"
+
+
+@pytest.fixture()
+def kube(devcluster) -> Iterator[KubeClient]:
+    client = KubeClient.from_settings(settings_for("poolboy"), kubeconfig=str(devcluster.kubeconfig))
+    yield client
+    client.close()
+
+
+@pytest.fixture()
+def opns(kube: KubeClient) -> str:
+    return create_namespace(kube, unique("op"))
+
+
+@pytest.fixture()
+def userns(kube: KubeClient) -> str:
+    return create_namespace(kube, unique("user"))
+
+
+# --- in-process watcher --------------------------------------------------------------------------------------------
+
+
+def test_every_poolboy_kind_and_status_only_change_gives_a_key(kube, opns, userns) -> None:
+    with RunningWatcher(settings_for(opns), kube, leader_election=False, watch_timeout=5) as running:
+        rec = running.recorder
+        kube.create(poolboy_obj("ResourceClaim", userns, "c1"))
+        kube.create(poolboy_obj("ResourceHandle", opns, "h1"))
+        kube.create(poolboy_obj("ResourcePool", opns, "p1"))
+        kube.create(poolboy_obj("ResourceProvider", opns, "pr1"))
+        kube.create(poolboy_obj("ResourcePoolScaling", opns, "s1", {"resourcePool": {"name": "p1"}, "count": 1}))
+        for key in (f"claim/{userns}/c1", f"handle/{opns}/h1", f"pool/{opns}/p1", f"provider/{opns}/pr1",
+                    f"scaling/{opns}/s1"):
+            rec.wait(key)
+
+        before = rec.count(f"claim/{userns}/c1")
+        kube.patch_merge(API, "ResourceClaim", "c1", userns, {"status": {"summary": {"state": "new"}}}, status=True)
+        rec.wait(f"claim/{userns}/c1", before + 1)  # status-only change
+
+        before = rec.count(f"handle/{opns}/h1")
+        kube.patch_merge(API, "ResourceHandle", "h1", opns, {"metadata": {"annotations": {"a": "b"}}})
+        rec.wait(f"handle/{opns}/h1", before + 1)  # metadata-only change
+
+        before = rec.count(f"pool/{opns}/p1")
+        kube.delete(API, "ResourcePool", "p1", opns)
+        rec.wait(f"pool/{opns}/p1", before + 1)  # deletion
+
+
+def test_objects_outside_scope_or_ignored_give_no_key(kube, opns, userns) -> None:
+    with RunningWatcher(settings_for(opns), kube, leader_election=False, watch_timeout=5) as running:
+        rec = running.recorder
+        kube.create(poolboy_obj("ResourceClaim", userns, "ignored", labels={f"{D}/ignore": ""}))
+        kube.create(poolboy_obj("ResourceHandle", userns, "wrong-namespace"))  # handles live in opns only
+        kube.create(poolboy_obj("ResourceHandle", opns, "ignored-handle", labels={f"{D}/ignore": "true"}))
+        # markers created after, in the same collections: once they arrive, anything earlier would have too
+        kube.create(poolboy_obj("ResourceClaim", userns, "marker"))
+        kube.create(poolboy_obj("ResourceHandle", opns, "marker"))
+        rec.wait(f"claim/{userns}/marker")
+        rec.wait(f"handle/{opns}/marker")
+        assert rec.count(f"claim/{userns}/ignored") == 0
+        assert rec.count(f"handle/{userns}/wrong-namespace") == 0
+        assert rec.count(f"handle/{opns}/ignored-handle") == 0
+
+
+def handle_referencing(opns: str, name: str, api_version: str, kind: str, namespace: str | None,
+                       in_status: bool = True) -> dict:
+    reference = {"apiVersion": api_version, "kind": kind, "name": "x"}
+    if namespace:
+        reference["namespace"] = namespace
+    entry = {"provider": {"name": "p"}, "reference": reference}
+    body = poolboy_obj("ResourceHandle", opns, name, {"resources": [] if in_status else [entry]})
+    if in_status:
+        body["status"] = {"resources": [{"name": "r0", "reference": reference}]}
+    return body
+
+
+def managed_configmap(namespace: str, name: str, annotations: dict | None) -> dict:
+    metadata: dict = {"name": name, "namespace": namespace}
+    if annotations is not None:
+        metadata["annotations"] = annotations
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": {}}
+
+
+def test_managed_resource_events_map_to_their_handle(kube, opns, userns) -> None:
+    name_a, ns_a, deleted_a = f"{D}/resource-handle-name", f"{D}/resource-handle-namespace", \
+        f"{D}/resource-handle-deleted"
+    # exists before the watcher starts: the list must find it
+    kube.create(managed_configmap(userns, "early", {name_a: "h-early", ns_a: opns}))
+    handle = kube.create(handle_referencing(opns, "h1", "v1", "ConfigMap", userns, in_status=False))
+    assert handle["metadata"]["name"] == "h1"
+    with RunningWatcher(settings_for(opns), kube, leader_election=False, watch_timeout=5) as running:
+        rec = running.recorder
+        rec.wait(f"handle/{opns}/h-early")
+
+        kube.create(managed_configmap(userns, "no-annotations", None))
+        kube.create(managed_configmap(userns, "deleted", {name_a: "h-deleted", ns_a: opns, deleted_a: ""}))
+        kube.create(managed_configmap(userns, "no-name", {ns_a: opns, "other": "x"}))
+        kube.create(managed_configmap(userns, "managed", {name_a: "h1", ns_a: opns}))
+        rec.wait(f"handle/{opns}/h1", rec.count(f"handle/{opns}/h1") + 1)
+        before = rec.count(f"handle/{opns}/h1")
+        kube.patch_merge("v1", "ConfigMap", "managed", userns, {"data": {"state": "ready"}})
+        rec.wait(f"handle/{opns}/h1", before + 1)
+        # skipped (§3.20): no annotations, D/resource-handle-deleted, no D/resource-handle-name
+        assert {k for k in rec.keys if k.startswith("handle/")} == {f"handle/{opns}/h1", f"handle/{opns}/h-early"}
+
+
+def test_managed_kinds_are_discovered_from_handles(kube, opns, userns) -> None:
+    group = f"g{uuid.uuid4().hex[:6]}.example.com"
+    with RunningWatcher(settings_for(opns), kube, leader_election=False, watch_timeout=5) as running:
+        rec, watcher = running.recorder, running.watcher
+        kube.create(crd(group, "Widget"))
+        wait_for(lambda: kube.resource_info(f"{group}/v1", "Widget"), timeout=10, message="CRD served")
+        kube.create(handle_referencing(opns, "hw", f"{group}/v1", "Widget", userns))
+        target = (f"{group}/v1", "Widget", userns)
+        wait_for(lambda: target in watcher._managed.targets, timeout=10, message="Widget informer started")
+        kube.create({"apiVersion": f"{group}/v1", "kind": "Widget",
+                     "metadata": {"name": "w1", "namespace": userns,
+                                  "annotations": {f"{D}/resource-handle-name": "hw",
+                                                  f"{D}/resource-handle-namespace": opns}}})
+        before = rec.count(f"handle/{opns}/hw")
+        rec.wait(f"handle/{opns}/hw", before + 1)
+
+        kube.delete(API, "ResourceHandle", "hw", opns)
+        wait_for(lambda: target not in watcher._managed.targets, timeout=10,
+                 message="Widget informer stopped once no handle references it")
+
+
+def test_fault_injection_still_delivers_every_change(fresh_devcluster) -> None:
+    kube = KubeClient.from_settings(settings_for("op"), kubeconfig=str(fresh_devcluster.kubeconfig))
+    opns, userns = create_namespace(kube, "op"), create_namespace(kube, "user")
+    fresh_devcluster.request("PUT", "/_devcluster/faults", {"error_rate": 0.1, "codes": [500, 429, 409]})
+    with RunningWatcher(settings_for(opns), kube, leader_election=False, watch_timeout=3) as running:
+        rec = running.recorder
+        names = [f"c{index}" for index in range(30)]
+        for name in names:
+            with_retries(lambda name=name: kube.create(poolboy_obj("ResourceClaim", userns, name)))
+        for name in names:
+            rec.wait(f"claim/{userns}/{name}", timeout=60)
+        counts = Counter(rec.keys)
+        for name in names[:10]:
+            with_retries(lambda name=name: kube.patch_merge(API, "ResourceClaim", name, userns,
+                                                            {"status": {"n": 1}}, status=True))
+        for name in names[:10]:
+            rec.wait(f"claim/{userns}/{name}", counts[f"claim/{userns}/{name}"] + 1, timeout=60)
+    fresh_devcluster.request("PUT", "/_devcluster/faults", {"error_rate": 0})
+
+
+# --- watcher subprocesses ------------------------------------------------------------------------------------------
+
+
+class WatcherProcess:
+    """``poolboy watcher --record-keys FILE`` as a real subprocess."""
+
+    def __init__(self, cluster, tmp_path: Path, operator_namespace: str, identity: str, lease_seconds: float = 3,
+                 watch_timeout: int = 2) -> None:
+        self.keys_file = tmp_path / f"keys-{identity}.txt"
+        self.log_file = tmp_path / f"watcher-{identity}.log"
+        self.identity = identity
+        env = {**os.environ, "POOLBOY_NAMESPACE": operator_namespace,
+               "POOLBOY_WATCHER_LEASE_SECONDS": str(lease_seconds), "POOLBOY_API_TIMEOUT": "5",
+               "PYTHONUNBUFFERED": "1"}
+        cmd = [sys.executable, "-m", "stack.cli", "watcher", "--kubeconfig", str(cluster.kubeconfig),
+               "--record-keys", str(self.keys_file), "--identity", identity,
+               "--watch-timeout", str(watch_timeout), "--metrics-port", "0"]
+        self._log = open(self.log_file, "a")  # noqa: SIM115 - closed in stop()
+        self.process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
+                                        start_new_session=True)
+
+    def keys(self) -> list[str]:
+        return self.keys_file.read_text().split() if self.keys_file.exists() else []
+
+    def count(self, key: str) -> int:
+        return self.keys().count(key)
+
+    def wait(self, key: str, at_least: int = 1, timeout: float = 20) -> None:
+        wait_for(lambda: self.count(key) >= at_least, timeout=timeout,
+                 message=f"{self.identity} recorded {key} x{at_least}; log: {self.log()[-1500:]}")
+
+    def log(self) -> str:
+        return self.log_file.read_text() if self.log_file.exists() else ""
+
+    def signal(self, sig: int) -> None:
+        os.kill(self.process.pid, sig)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGCONT)
+            self.process.terminate()
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+        self._log.close()
+
+
+@pytest.fixture()
+def processes() -> Iterator[list[WatcherProcess]]:
+    started: list[WatcherProcess] = []
+    yield started
+    for process in started:
+        process.stop()
+
+
+def lease_holder(kube: KubeClient, namespace: str) -> str:
+    lease = kube.get_or_none(LEASE_API, "Lease", "poolboy-watcher", namespace)
+    return ((lease or {}).get("spec") or {}).get("holderIdentity") or ""
+
+
+def test_restart_loses_nothing(devcluster, kube, opns, userns, tmp_path, processes) -> None:
+    first = WatcherProcess(devcluster, tmp_path, opns, "first")
+    processes.append(first)
+    kube.create(poolboy_obj("ResourceClaim", userns, "steady"))
+    first.wait(f"claim/{userns}/steady")
+    first.stop()
+    assert first.process.returncode == 0, first.log()[-2000:]
+
+    # while no watcher runs: a new claim, a status-only change and a new handle
+    kube.create(poolboy_obj("ResourceClaim", userns, "while-down"))
+    kube.patch_merge(API, "ResourceClaim", "steady", userns, {"status": {"summary": {"x": 1}}}, status=True)
+    kube.create(poolboy_obj("ResourceHandle", opns, "while-down"))
+    second = WatcherProcess(devcluster, tmp_path, opns, "second")
+    processes.append(second)
+    for key in (f"claim/{userns}/while-down", f"claim/{userns}/steady", f"handle/{opns}/while-down"):
+        second.wait(key)
+
+
+def test_leader_failover(devcluster, kube, opns, userns, tmp_path, processes) -> None:
+    a = WatcherProcess(devcluster, tmp_path, opns, "a", lease_seconds=3)
+    b = WatcherProcess(devcluster, tmp_path, opns, "b", lease_seconds=3)
+    processes.extend([a, b])
+    holder = wait_for(lambda: lease_holder(kube, opns), timeout=20, message="a leader")
+    leader, standby = (a, b) if holder == "a" else (b, a)
+    kube.create(poolboy_obj("ResourceClaim", userns, "one"))
+    leader.wait(f"claim/{userns}/one")
+    assert standby.count(f"claim/{userns}/one") == 0, "the standby must not enqueue"
+
+    leader.signal(signal.SIGKILL)
+    leader.process.wait(5)
+    wait_for(lambda: lease_holder(kube, opns) == standby.identity, timeout=15,
+             message="standby takes the lease within 15 s")
+    kube.create(poolboy_obj("ResourceClaim", userns, "two"))
+    standby.wait(f"claim/{userns}/two")
+    standby.wait(f"claim/{userns}/one")  # the take-over lists everything again
+
+
+def test_gone_relists_without_missing_a_change(fresh_devcluster, tmp_path, processes) -> None:
+    kube = KubeClient.from_settings(settings_for("op"), kubeconfig=str(fresh_devcluster.kubeconfig))
+    opns, userns = create_namespace(kube, "op"), create_namespace(kube, "user")
+    fresh_devcluster.request("PUT", "/_devcluster/history", {"size": 5})
+    watcher = WatcherProcess(fresh_devcluster, tmp_path, opns, "w", watch_timeout=1)
+    processes.append(watcher)
+    kube.create(poolboy_obj("ResourceClaim", userns, "before"))
+    watcher.wait(f"claim/{userns}/before")
+
+    watcher.signal(signal.SIGSTOP)  # its watch times out meanwhile; its resourceVersion falls out of history
+    try:
+        for index in range(15):
+            kube.create(poolboy_obj("ResourceClaim", userns, f"during-{index}"))
+        kube.patch_merge(API, "ResourceClaim", "before", userns, {"status": {"n": 1}}, status=True)
+        for index in range(10):
+            kube.create({"apiVersion": "v1", "kind": "ConfigMap",
+                         "metadata": {"name": f"noise-{index}", "namespace": userns}})
+    finally:
+        watcher.signal(signal.SIGCONT)
+    for index in range(15):
+        watcher.wait(f"claim/{userns}/during-{index}")
+    watcher.wait(f"claim/{userns}/before", 2)
+    wait_for(lambda: "410" in watcher.log(), timeout=10, message="a 410 re-list in the watcher log")
