@@ -467,6 +467,9 @@ class KubeClient:
         except (urllib3.exceptions.HTTPError, OSError) as error:
             raise NetworkError(0, type(error).__name__, str(error)) from error
         finally:
+            # Close rather than just release: a stream abandoned mid-way still has unread bytes, and a pooled
+            # connection with leftovers would corrupt the next request made on it.
+            raw.close()
             raw.release_conn()
 
     # --- events ----------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -146,6 +147,7 @@ class Informer:
         self.synced.set()
 
     def _watch(self) -> None:
+        started, delivered = time.monotonic(), 0
         for event in self.kube.watch(self.api_version, self.kind, self.namespace,
                                      resource_version=self.resource_version, label_selector=self.label_selector,
                                      timeout_seconds=self.watch_timeout, on_stream=self._set_stream):
@@ -162,9 +164,13 @@ class Informer:
                 else:
                     self._seen[_ident(obj)] = _meta_only(obj)
                 self._deliver(kind or "UNKNOWN", obj)
+            delivered += 1
             if self._stop.is_set():
                 return
         metrics.WATCH_RESTARTS.labels(self.kind, "timeout").inc()
+        if not delivered and time.monotonic() - started < 1.0:
+            # a server that ends every stream at once must not turn this loop into a busy spin
+            self._stop.wait(self.backoff.next_delay())
 
     def _set_stream(self, stream: object) -> None:
         self._stream = stream

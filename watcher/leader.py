@@ -42,6 +42,7 @@ class LeaderElector:
         self._observed: tuple[str, str] | None = None
         self._observed_at = 0.0
         self._last_renew = 0.0
+        self._taken_over = False  # the last read showed another, unexpired holder
         self._stop = threading.Event()
 
     def stop(self) -> None:
@@ -61,9 +62,10 @@ class LeaderElector:
                     self._last_renew = now
                     if not self.is_leader:
                         self._become(True)
-                elif self.is_leader and now - self._last_renew > self.renew_deadline:
-                    log.warning("lease %s/%s: could not renew for %.1fs, stepping down", self.namespace, self.name,
-                                now - self._last_renew)
+                elif self.is_leader and (self._taken_over or now - self._last_renew > self.renew_deadline):
+                    log.warning("lease %s/%s: %s, stepping down", self.namespace, self.name,
+                                "another watcher holds it" if self._taken_over else
+                                f"could not renew for {now - self._last_renew:.1f}s")
                     self._become(False)
                 self._stop.wait(self.retry_period)
         finally:
@@ -78,6 +80,7 @@ class LeaderElector:
         (self.on_started if leader else self.on_stopped)()
 
     def _try_acquire_or_renew(self) -> bool:
+        self._taken_over = False
         lease = self.kube.get_or_none(LEASE_API, "Lease", self.name, self.namespace)
         now = _micro_time()
         if lease is None:
@@ -94,6 +97,7 @@ class LeaderElector:
         duration = float(spec.get("leaseDurationSeconds") or self.lease_seconds)
         expired = time.monotonic() - self._observed_at >= duration
         if holder and holder != self.identity and not expired:
+            self._taken_over = True
             return False
         if holder == self.identity:
             body = self._lease_body(lease, now, transitions=spec.get("leaseTransitions") or 0,

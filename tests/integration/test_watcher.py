@@ -19,7 +19,6 @@ import pytest
 
 from poolboy.kube import AlreadyExists, ApiError, KubeClient
 from poolboy.settings import Settings
-from tests.integration.test_kube import crd
 from tests.waiting import wait_for
 from watcher.leader import LEASE_API
 from watcher.main import Watcher
@@ -81,6 +80,21 @@ def with_retries(fn, attempts: int = 50):
             if not error.transient or attempt == attempts - 1:
                 raise
     raise AssertionError("unreachable")
+
+
+def crd(group: str, kind: str) -> dict:
+    plural = kind.lower() + "s"
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group, "scope": "Namespaced",
+            "names": {"kind": kind, "listKind": kind + "List", "plural": plural, "singular": kind.lower()},
+            "versions": [{"name": "v1", "served": True, "storage": True,
+                          "schema": {"openAPIV3Schema": {"type": "object",
+                                                         "x-kubernetes-preserve-unknown-fields": True}}}],
+        },
+    }
 
 
 def poolboy_obj(kind: str, namespace: str, name: str, spec: dict | None = None, **metadata) -> dict:
