@@ -17,6 +17,7 @@ from typing import Any
 from poolboy import conditions, health, keys, kube, linked, managed_resources, templating, timeutil
 from poolboy.context import Context
 from poolboy.merge import deep_merge
+from poolboy.object_meta import ensure_finalizer, is_ignored, our_finalizers, remove_finalizers
 from poolboy.provider import Provider
 from poolboy.requester import Requester, get_requester
 from poolboy.result import PermanentError, Result
@@ -32,38 +33,6 @@ def reconcile(ctx: Context, namespace: str, name: str) -> Result:
 
 
 # --- small helpers -----------------------------------------------------------------------------------------------
-
-
-def is_ignored(ctx: Context, obj: dict[str, Any] | None) -> bool:
-    return bool(obj) and ctx.label("ignore") in ((obj.get("metadata") or {}).get("labels") or {})
-
-
-def our_finalizers(ctx: Context, obj: dict[str, Any]) -> list[str]:
-    """``D`` plus the legacy ``D/handler`` and ``D/handler-<N>`` finalizers, which are treated as ours."""
-    domain = ctx.settings.finalizer
-    return [f for f in (obj["metadata"].get("finalizers") or [])
-            if f == domain or f == f"{domain}/handler" or f.startswith(f"{domain}/handler-")]
-
-
-def remove_finalizers(ctx: Context, obj: dict[str, Any]) -> None:
-    ours = set(our_finalizers(ctx, obj))
-    if not ours:
-        return
-    metadata = obj["metadata"]
-    remaining = [f for f in metadata.get("finalizers") or [] if f not in ours]
-    ctx.kube.patch_merge(obj["apiVersion"], obj["kind"], metadata["name"], metadata.get("namespace"),
-                         {"metadata": {"finalizers": remaining}},
-                         resource_version=metadata["resourceVersion"])
-
-
-def ensure_finalizer(ctx: Context, obj: dict[str, Any]) -> dict[str, Any]:
-    metadata = obj["metadata"]
-    finalizers = list(metadata.get("finalizers") or [])
-    if ctx.settings.finalizer in finalizers:
-        return obj
-    return ctx.kube.patch_merge(obj["apiVersion"], obj["kind"], metadata["name"], metadata.get("namespace"),
-                                {"metadata": {"finalizers": [*finalizers, ctx.settings.finalizer]}},
-                                resource_version=metadata["resourceVersion"])
 
 
 def _claim_key(handle: dict[str, Any]) -> str | None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from poolboy import conditions, keys, kube, pool_handles, timeutil
 from poolboy.context import Context
-from poolboy.reconcilers.handle import ensure_finalizer, is_ignored, our_finalizers, remove_finalizers
+from poolboy.object_meta import ensure_finalizer, is_ignored, our_finalizers, remove_finalizers
 from poolboy.result import PermanentError, Result
 
 log = logging.getLogger(__name__)

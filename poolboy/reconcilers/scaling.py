@@ -10,7 +10,7 @@ from typing import Any
 
 from poolboy import conditions, keys, kube, pool_handles
 from poolboy.context import Context
-from poolboy.reconcilers.handle import is_ignored
+from poolboy.object_meta import is_ignored
 from poolboy.reconcilers.pool import scaling_at, scaling_handle_names
 from poolboy.result import PermanentError, Result
 
