@@ -1,0 +1,346 @@
+"""Binding (§3.8), handle creation (§3.9), claim → handle propagation (§3.10), and the §5 bind races."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+from poolboy import binding
+from poolboy.context import Context
+from poolboy.handle_factory import handle_name
+from tests.integration.test_claim_support import ClaimEnv, env_fixture, parse_ts, ts  # noqa: F401 - env_fixture provides "env"
+
+
+def _pool_handle(env: ClaimEnv, name: str, *, template: dict | None = None, pool: str = "pool1",
+                 lifespan: dict | None = None, provider: str = "p") -> dict:
+    spec: dict = {"resources": [{"provider": env.provider_ref(provider), "template": template or {}}],
+                  "resourcePool": {"apiVersion": env.api, "kind": "ResourcePool", "name": pool, "namespace": env.op}}
+    if lifespan:
+        spec["lifespan"] = lifespan
+    return env.handle(name, spec, labels={f"{env.d}/resource-pool-name": pool,
+                                          f"{env.d}/resource-pool-namespace": env.op})
+
+
+def _resources_claim(env: ClaimEnv, name: str = "c", template: dict | None = None, **spec: object) -> None:
+    env.claim(name, {"resources": [{"name": "r", "provider": {"name": "p"}, "template": template or {}}], **spec})
+
+
+# --- §3.8 ---------------------------------------------------------------------------------------------------------
+
+
+def test_claim_binds_matching_unbound_handle(env: ClaimEnv) -> None:
+    env.configmap_provider("p")
+    _pool_handle(env, "guid-pool1")
+    _resources_claim(env)
+    env.converge("c")
+    status = env.get_claim("c")["status"]
+    assert status["resourceHandle"] == {"apiVersion": env.api, "kind": "ResourceHandle", "name": "guid-pool1",
+                                        "namespace": env.op}
+    handle = env.get_handle("guid-pool1")
+    assert handle["spec"]["resourceClaim"] == {"apiVersion": env.api, "kind": "ResourceClaim", "name": "c",
+                                               "namespace": env.ns}
+    assert handle["metadata"]["labels"][f"{env.d}/resource-claim-name"] == "c"
+    assert handle["metadata"]["labels"][f"{env.d}/resource-claim-namespace"] == env.ns
+    assert handle["spec"]["resources"][0]["name"] == "r"
+    assert len(env.handles()) == 1
+    assert env.condition("c", "Bound")["status"] == "True"
+    assert any(e["reason"] == "Bound" for e in env.events("c"))
+
+
+def test_binding_a_pool_handle_enqueues_the_pool_and_the_handle(env: ClaimEnv) -> None:
+    env.configmap_provider("p")
+    _pool_handle(env, "guid-pool1")
+    _resources_claim(env)
+    outcome = env.reconcile_claim("c")
+    assert f"pool/{env.op}/pool1" in outcome.enqueue
+    assert f"handle/{env.op}/guid-pool1" in outcome.enqueue
+
+
+def test_non_matching_handle_is_not_bound(env: ClaimEnv) -> None:
+    env.configmap_provider("p", matchIgnore=[])
+    _pool_handle(env, "guid-pool1", template={"data": {"size": "s"}})
+    _resources_claim(env, template={"data": {"size": "m"}})
+    env.converge("c")
+    assert env.get_claim("c")["status"]["resourceHandle"]["name"] != "guid-pool1"
+    assert "resourceClaim" not in env.get_handle("guid-pool1")["spec"]
+
+
+def test_claim_pool_annotation_restricts_candidates(env: ClaimEnv) -> None:
+    env.configmap_provider("p")
+    _pool_handle(env, "guid-other", pool="other")
+    _pool_handle(env, "guid-mine1", pool="mine")
+    env.claim("c", {"resources": [{"provider": {"name": "p"}, "template": {}}]},
+              annotations={f"{env.d}/resource-pool-name": "mine"})
+    env.converge("c")
+    assert env.get_claim("c")["status"]["resourceHandle"]["name"] == "guid-mine1"
+
+
+def test_unhealthy_and_deleting_handles_are_not_candidates(env: ClaimEnv) -> None:
+    env.configmap_provider("p")
+    sick = _pool_handle(env, "guid-sick1")
+    sick["status"] = {"healthy": False}
+    env.kube.replace_status(sick)
+    _pool_handle(env, "guid-gone1")
+    env.kube.delete(env.api, "ResourceHandle", "guid-gone1", env.op)
+    _resources_claim(env)
+    env.converge("c")
+    assert env.get_claim("c")["status"]["resourceHandle"]["name"] not in ("guid-sick1", "guid-gone1")
+
+
+def test_bind_sets_end_from_handle_default(env: ClaimEnv) -> None:
+    env.configmap_provider("p")
+    _pool_handle(env, "guid-pool1", lifespan={"default": "2h", "end": "2099-01-01T00:00:00Z"})
+    _resources_claim(env)
+    now = env.converger.clock()
+    env.converge("c", now=now)
+    handle = env.get_handle("guid-pool1")
+    assert parse_ts(handle["spec"]["lifespan"]["end"]) == now + timedelta(hours=2)
+    lifespan = env.get_claim("c")["status"]["lifespan"]
+    assert lifespan["start"] == ts(now)
+    assert lifespan["end"] == ts(now + timedelta(hours=2))
+
+
+def test_provider_mode_claim_binds_provider_pool_handle_with_effective_values(env: ClaimEnv) -> None:
+    env.configmap_provider("p", parameters=[{"name": "size", "default": {"value": "s"}}],
+                           template={"definition": {"data": {"size": "{{ size }}"}}})
+    env.handle("guid-pool1", {"provider": {"name": "p", "parameterValues": {"size": "s"}}},
+               labels={f"{env.d}/resource-pool-name": "pool1"})
+    env.claim("c", {"provider": {"name": "p"}})
+    env.converge("c")
+    assert env.get_claim("c")["status"]["resourceHandle"]["name"] == "guid-pool1"
+    assert env.get_handle("guid-pool1")["spec"]["provider"] == {"name": "p", "parameterValues": {"size": "s"}}
+
+
+def test_resources_claim_binding_provider_pool_handle_removes_spec_provider(env: ClaimEnv) -> None:
+    env.configmap_provider("p")
+    handle = _pool_handle(env, "guid-pool1")
+    handle["spec"]["provider"] = {"name": "p"}
+    env.kube.replace(handle)
+    _resources_claim(env)
+    env.converge("c")
+    assert env.get_claim("c")["status"]["resourceHandle"]["name"] == "guid-pool1"
+    assert "provider" not in env.get_handle("guid-pool1")["spec"]
+
+
+def test_claim_binds_handle_with_fewer_resources_and_appends_missing(env: ClaimEnv) -> None:
+    env.configmap_provider("p")
+    _pool_handle(env, "guid-pool1")
+    env.claim("c", {"resources": [{"name": "a", "provider": {"name": "p"}, "template": {}},
+                                  {"name": "b", "provider": {"name": "p"}, "template": {"data": {"x": "1"}}}]})
+    env.converge("c")
+    assert env.get_claim("c")["status"]["resourceHandle"]["name"] == "guid-pool1"
+    resources = env.get_handle("guid-pool1")["spec"]["resources"]
+    assert [r.get("name") for r in resources] == ["a", "b"]
+    assert resources[1]["provider"] == env.provider_ref("p")
+
+
+def test_disable_creation_stays_unbound_then_binds_when_a_handle_appears(env: ClaimEnv) -> None:
+    env.configmap_provider("p")
+    _resources_claim(env, disableCreation=True)
+    log = env.converge("c")
+    assert env.handles() == []
+    assert env.condition("c", "Bound")["reason"] == "NoMatchingHandle"
+    assert env.claim_outcome(log, "c").requeue_at is not None
+    _pool_handle(env, "guid-late1")
+    env.converge("c")
+    assert env.get_claim("c")["status"]["resourceHandle"]["name"] == "guid-late1"
+
+
+def test_provider_disable_creation_stays_unbound(env: ClaimEnv) -> None:
+    env.configmap_provider("p", disableCreation=True)
+    _resources_claim(env)
+    env.converge("c")
+    assert env.handles() == []
+    assert "resourceHandle" not in (env.get_claim("c").get("status") or {})
+
+
+def test_live_handle_already_bound_to_the_claim_is_adopted(env: ClaimEnv) -> None:
+    env.configmap_provider("p")
+    _resources_claim(env)
+    env.handle("guid-mine1", {"resourceClaim": {"apiVersion": env.api, "kind": "ResourceClaim", "name": "c",
+                                                "namespace": env.ns},
+                              "resources": [{"provider": env.provider_ref("p"), "template": {}}]},
+               labels={f"{env.d}/resource-claim-name": "c", f"{env.d}/resource-claim-namespace": env.ns})
+    env.converge("c")
+    assert env.get_claim("c")["status"]["resourceHandle"]["name"] == "guid-mine1"
+    assert len(env.handles()) == 1
+
+
+# --- §3.9 ---------------------------------------------------------------------------------------------------------
+
+
+def test_created_handle_name_finalizer_labels_and_spec(env: ClaimEnv) -> None:
+    env.configmap_provider("p")
+    _resources_claim(env, template={"data": {"a": "1"}})
+    env.converge("c")
+    claim = env.get_claim("c")
+    handle = env.claim_handle("c")
+    assert re.fullmatch(r"guid-[a-z0-9]{5}", handle["metadata"]["name"])
+    assert handle["metadata"]["name"] == handle_name(claim["metadata"]["uid"])
+    assert handle["metadata"]["finalizers"] == [env.d]
+    assert handle["metadata"]["labels"][f"{env.d}/resource-claim-name"] == "c"
+    assert handle["spec"]["resources"] == [{"provider": env.provider_ref("p"), "name": "r",
+                                            "template": {"data": {"a": "1"}}}]
+    assert any(e["reason"] == "HandleCreated" for e in env.events("c"))
+
+
+def test_provider_mode_created_handle_has_provider_and_resource_list(env: ClaimEnv) -> None:
+    env.configmap_provider("p", parameters=[{"name": "size", "default": {"value": "m"}}],
+                           template={"definition": {"data": {"size": "{{ size }}"}}})
+    env.claim("c", {"provider": {"name": "p"}})
+    env.converge("c")
+    handle = env.claim_handle("c")
+    assert handle["spec"]["provider"] == {"name": "p", "parameterValues": {"size": "m"}}
+    assert handle["spec"]["resources"][0]["name"] == "p"
+    assert handle["spec"]["resources"][0]["template"] == {"data": {"size": "m"}}
+    assert env.get_claim("c")["status"]["resources"][0]["name"] == "p"
+
+
+def test_repeated_create_adopts_the_existing_handle(env: ClaimEnv) -> None:
+    env.configmap_provider("p", disableCreation=False)
+    _resources_claim(env)
+    claim = env.get_claim("c")
+    name = handle_name(claim["metadata"]["uid"])
+    # A previous run created the handle but died before listing could see it as bound: simulate by creating it.
+    env.handle(name, {"resourceClaim": {"apiVersion": env.api, "kind": "ResourceClaim", "name": "c",
+                                        "namespace": env.ns},
+                      "resources": [{"provider": env.provider_ref("p"), "template": {}}]})
+    env.converge("c")
+    assert env.get_claim("c")["status"]["resourceHandle"]["name"] == name
+    assert len(env.handles()) == 1
+
+
+def test_created_handle_lifespan_end_minus_start_equals_default(env: ClaimEnv) -> None:
+    env.configmap_provider("p", lifespan={"default": "3h", "maximum": "1d", "relativeMaximum": "2d"})
+    _resources_claim(env)
+    now = env.converger.clock()
+    env.reconcile_claim("c", now=now)
+    handle = env.claim_handle("c")
+    lifespan = env.get_claim("c")["status"]["lifespan"]
+    assert parse_ts(handle["spec"]["lifespan"]["end"]) - parse_ts(lifespan["start"]) == timedelta(hours=3)
+    assert handle["spec"]["lifespan"]["default"] == "3h"
+    assert lifespan["maximum"] == "1d" and lifespan["relativeMaximum"] == "2d"
+
+
+def test_requested_end_is_clamped_at_creation(env: ClaimEnv) -> None:
+    env.configmap_provider("p", lifespan={"default": "1h", "maximum": "4h"})
+    now = env.converger.clock()
+    _resources_claim(env, lifespan={"end": ts(now + timedelta(days=10))})
+    env.reconcile_claim("c", now=now)
+    end = parse_ts(env.claim_handle("c")["spec"]["lifespan"]["end"])
+    assert end <= now + timedelta(hours=4) + timedelta(seconds=5)
+
+
+def test_provider_mode_relative_maximum_kept_in_its_own_field(env: ClaimEnv) -> None:
+    env.configmap_provider("p", lifespan={"maximum": "5d", "relativeMaximum": "2d"},
+                           parameters=[], template={"definition": {"data": {}}})
+    env.claim("c", {"provider": {"name": "p"}})
+    now = env.converger.clock()
+    env.reconcile_claim("c", now=now)
+    lifespan = env.claim_handle("c")["spec"]["lifespan"]
+    assert lifespan["maximum"] == "5d" and lifespan["relativeMaximum"] == "2d"
+    assert parse_ts(lifespan["end"]) == now + timedelta(days=2)
+
+
+# --- §3.10 --------------------------------------------------------------------------------------------------------
+
+
+def test_claim_template_change_is_merged_into_the_handle(env: ClaimEnv) -> None:
+    env.configmap_provider("p")
+    _resources_claim(env, template={"data": {"a": "1", "b": "2"}})
+    env.converge("c")
+    claim = env.get_claim("c")
+    resources = claim["spec"]["resources"]
+    resources[0]["template"] = {"data": {"a": "changed"}}
+    env.kube.patch_merge(env.api, "ResourceClaim", "c", env.ns, {"spec": {"resources": resources}})
+    env.converge("c")
+    assert env.claim_handle("c")["spec"]["resources"][0]["template"]["data"] == {"a": "changed", "b": "2"}
+
+
+def test_new_claim_resources_are_appended_to_the_handle(env: ClaimEnv) -> None:
+    env.configmap_provider("p")
+    _resources_claim(env)
+    env.converge("c")
+    resources = env.get_claim("c")["spec"]["resources"]
+    resources.append({"name": "extra", "provider": env.provider_ref("p"), "template": {"data": {"e": "1"}}})
+    env.kube.patch_merge(env.api, "ResourceClaim", "c", env.ns, {"spec": {"resources": resources}})
+    env.converge("c")
+    handle_resources = env.claim_handle("c")["spec"]["resources"]
+    assert [r.get("name") for r in handle_resources] == ["r", "extra"]
+
+
+def test_requested_end_inside_limits_is_applied_exactly(env: ClaimEnv) -> None:
+    env.configmap_provider("p", lifespan={"default": "1h", "maximum": "1d"})
+    _resources_claim(env)
+    now = env.converger.clock()
+    env.converge("c", now=now)
+    wanted = ts(now + timedelta(hours=5))
+    env.kube.patch_merge(env.api, "ResourceClaim", "c", env.ns, {"spec": {"lifespan": {"end": wanted}}})
+    env.converge("c", now=now)
+    assert env.claim_handle("c")["spec"]["lifespan"]["end"] == wanted
+    assert env.get_claim("c")["status"]["lifespan"]["end"] == wanted
+
+
+def test_requested_end_beyond_maximum_is_clamped(env: ClaimEnv) -> None:
+    env.configmap_provider("p", lifespan={"default": "1h", "maximum": "1d"})
+    _resources_claim(env)
+    now = env.converger.clock()
+    env.converge("c", now=now)
+    start = parse_ts(env.get_claim("c")["status"]["lifespan"]["start"])
+    env.kube.patch_merge(env.api, "ResourceClaim", "c", env.ns,
+                         {"spec": {"lifespan": {"end": ts(now + timedelta(days=30))}}})
+    env.converge("c", now=now)
+    assert parse_ts(env.claim_handle("c")["spec"]["lifespan"]["end"]) == start + timedelta(days=1)
+
+
+def test_lifespan_end_change_emits_event(env: ClaimEnv) -> None:
+    env.configmap_provider("p", lifespan={"default": "1h", "maximum": "1d"})
+    _resources_claim(env)
+    now = env.converger.clock()
+    env.converge("c", now=now)
+    env.kube.patch_merge(env.api, "ResourceClaim", "c", env.ns,
+                         {"spec": {"lifespan": {"end": ts(now + timedelta(hours=2))}}})
+    env.converge("c", now=now)
+    events = [e for e in env.events("c") if e["reason"] == "Lifespan end changed"]
+    assert events and events[0]["action"] == "LifespanChange" and events[0]["type"] == "Normal"
+
+
+# --- §5 races -----------------------------------------------------------------------------------------------------
+
+
+def test_candidate_bound_by_someone_else_after_listing_is_skipped(env: ClaimEnv) -> None:
+    env.configmap_provider("p")
+    stale = _pool_handle(env, "guid-pool1")
+    _resources_claim(env)
+    ctx = Context(kube=env.kube, settings=env.settings)
+    claim = env.get_claim("c")
+    # Another claim wins the race: the handle's resourceVersion moves on after we listed it.
+    other = dict(claim, metadata={**claim["metadata"], "name": "other"})
+    assert binding.try_bind(ctx, stale, binding.bind_ops(ctx, other, stale, provider_spec=None, claim_resources=[],
+                                                         lifespan_end=None)) is not None
+    assert binding.try_bind(ctx, stale, binding.bind_ops(ctx, claim, stale, provider_spec=None, claim_resources=[],
+                                                         lifespan_end=None)) is None
+    assert env.get_handle("guid-pool1")["spec"]["resourceClaim"]["name"] == "other"
+
+
+def test_candidate_deleted_after_listing_is_skipped(env: ClaimEnv) -> None:
+    env.configmap_provider("p")
+    stale = _pool_handle(env, "guid-pool1")
+    env.kube.patch_merge(env.api, "ResourceHandle", "guid-pool1", env.op, {"metadata": {"finalizers": []}})
+    env.kube.delete(env.api, "ResourceHandle", "guid-pool1", env.op)
+    _resources_claim(env)
+    ctx = Context(kube=env.kube, settings=env.settings)
+    claim = env.get_claim("c")
+    assert binding.try_bind(ctx, stale, binding.bind_ops(ctx, claim, stale, provider_spec=None, claim_resources=[],
+                                                         lifespan_end=None)) is None
+
+
+def test_two_claims_never_share_one_handle(env: ClaimEnv) -> None:
+    env.configmap_provider("p")
+    _pool_handle(env, "guid-pool1")
+    _resources_claim(env, "a")
+    _resources_claim(env, "b")
+    env.converge("a")
+    env.converge("b")
+    names = {env.get_claim(n)["status"]["resourceHandle"]["name"] for n in ("a", "b")}
+    assert len(names) == 2

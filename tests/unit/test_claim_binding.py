@@ -1,0 +1,67 @@
+"""The bind JSON patch (spec §3.8): a resourceVersion test first, then labels, claim ref, provider, resources."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from poolboy.binding import bind_ops
+from poolboy.context import Context
+from poolboy.settings import Settings
+
+SETTINGS = Settings(operator_namespace="op")
+D = SETTINGS.domain
+CTX = Context(kube=None, settings=SETTINGS)  # type: ignore[arg-type]
+CLAIM = {"metadata": {"name": "c", "namespace": "user"}}
+P = {"apiVersion": f"{D}/v1", "kind": "ResourceProvider", "name": "p", "namespace": "op"}
+
+
+def _handle(**spec: object) -> dict:
+    return {"metadata": {"name": "guid-aaaaa", "resourceVersion": "41", "labels": {f"{D}/resource-pool-name": "pl"}},
+            "spec": dict(spec)}
+
+
+def _op(ops: list[dict], path: str) -> dict | None:
+    return next((op for op in ops if op["path"] == path), None)
+
+
+def test_bind_patch_starts_with_resource_version_test() -> None:
+    ops = bind_ops(CTX, CLAIM, _handle(), provider_spec=None, claim_resources=[], lifespan_end=None)
+    assert ops[0] == {"op": "test", "path": "/metadata/resourceVersion", "value": "41"}
+
+
+def test_bind_patch_sets_claim_labels_keeping_pool_label_and_claim_reference() -> None:
+    ops = bind_ops(CTX, CLAIM, _handle(), provider_spec=None, claim_resources=[], lifespan_end=None)
+    assert _op(ops, "/metadata/labels")["value"] == {f"{D}/resource-pool-name": "pl",
+                                                     f"{D}/resource-claim-name": "c",
+                                                     f"{D}/resource-claim-namespace": "user"}
+    assert _op(ops, "/spec/resourceClaim")["value"] == {"apiVersion": f"{D}/v1", "kind": "ResourceClaim",
+                                                        "name": "c", "namespace": "user"}
+
+
+def test_bind_patch_copies_effective_parameter_values_in_provider_mode() -> None:
+    provider = {"name": "p", "parameterValues": {"size": 3}}
+    ops = bind_ops(CTX, CLAIM, _handle(provider={"name": "p", "parameterValues": {}}), provider_spec=provider,
+                   claim_resources=[], lifespan_end=None)
+    assert _op(ops, "/spec/provider") == {"op": "add", "path": "/spec/provider", "value": provider}
+
+
+def test_resources_mode_claim_binding_provider_pool_handle_removes_spec_provider() -> None:
+    ops = bind_ops(CTX, CLAIM, _handle(provider={"name": "p"}), provider_spec=None, claim_resources=[],
+                   lifespan_end=None)
+    assert _op(ops, "/spec/provider") == {"op": "remove", "path": "/spec/provider"}
+
+
+def test_bind_patch_names_resources_and_appends_missing_entries() -> None:
+    handle = _handle(resources=[{"provider": P, "template": {"a": 1}}])
+    ops = bind_ops(CTX, CLAIM, handle, provider_spec=None,
+                   claim_resources=[{"name": "first", "provider": P}, {"name": "second", "provider": P}],
+                   lifespan_end=None)
+    assert _op(ops, "/spec/resources")["value"] == [{"provider": P, "template": {"a": 1}, "name": "first"},
+                                                    {"provider": P, "name": "second"}]
+
+
+def test_bind_patch_sets_lifespan_end() -> None:
+    end = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
+    ops = bind_ops(CTX, CLAIM, _handle(lifespan={"default": "1h"}), provider_spec=None, claim_resources=[],
+                   lifespan_end=end)
+    assert _op(ops, "/spec/lifespan/end")["value"] == "2030-01-02T03:04:05Z"
