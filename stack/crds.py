@@ -81,3 +81,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     yaml.safe_dump_all(load_crds(args.domain), sys.stdout, sort_keys=False, width=120)
     return 0
+
+
+if __name__ == "__main__":
+    _parser = argparse.ArgumentParser(prog="python -m stack.crds", description=__doc__.splitlines()[0])
+    add_arguments(_parser)
+    sys.exit(run(_parser.parse_args()))

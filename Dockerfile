@@ -1,0 +1,35 @@
+# Poolboy on Celery: one image for every process (watcher, worker, beat, flower), chosen by the first argument:
+#   docker run IMAGE watcher | worker --queues claims | beat | flower --address 0.0.0.0
+# Untested in this repository's CI (no Docker engine there); the Helm chart and docker-compose.yml use it.
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    POOLBOY_CRDS_DIR=/app/helm/crds \
+    HOME=/tmp
+
+WORKDIR /app
+
+# Pinned runtime dependencies first, in their own layer, so code changes do not reinstall them.
+COPY requirements.txt ./
+RUN pip install -r requirements.txt
+
+COPY pyproject.toml README.md ./
+COPY poolboy ./poolboy
+COPY workers ./workers
+COPY watcher ./watcher
+COPY devcluster ./devcluster
+COPY stack ./stack
+COPY helm/crds ./helm/crds
+RUN pip install --no-deps . \
+ && useradd --uid 1000 --user-group --no-create-home --home-dir /tmp --shell /usr/sbin/nologin poolboy
+
+# Non-root; the working directory is /tmp so that celery beat's schedule file and Prometheus multiprocess files
+# land on a writable volume when the root filesystem is read-only (the Helm chart mounts an emptyDir there).
+USER 1000:1000
+WORKDIR /tmp
+EXPOSE 9090 5555
+ENTRYPOINT ["poolboy"]
+CMD ["--help"]
