@@ -261,7 +261,8 @@ def test_bound_handle_whose_claim_is_gone_is_deleted(henv: HandleEnv) -> None:
     henv.configmap_provider("cm")
     henv.handle("guid-orphn", {"resources": [{"provider": henv.provider_ref("cm")}],
                                "resourceClaim": henv.claim_ref("never")}, labels=henv.bound_labels("never"))
-    henv.converge("handle", "guid-orphn")
+    henv.reconcile("handle", "guid-orphn")  # deletes the handle
+    henv.reconcile("handle", "guid-orphn")  # cleanup, finalizer removed
     assert henv.get_handle("guid-orphn") is None
 
 
@@ -296,7 +297,7 @@ def test_handle_deleted_keeps_detached_claim(henv: HandleEnv) -> None:
 
 def test_deleting_handle_never_creates_resources(henv: HandleEnv) -> None:
     henv.configmap_provider("cm")
-    henv.resources_handle("guid-nocre", "cm", )
+    henv.resources_handle("guid-nocre", "cm")
     henv.kube.patch_merge(henv.api, "ResourceHandle", "guid-nocre", henv.op,
                           {"metadata": {"finalizers": [henv.d, "example.com/hold"]}})
     henv.kube.delete(henv.api, "ResourceHandle", "guid-nocre", henv.op)
