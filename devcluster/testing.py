@@ -117,3 +117,31 @@ class DevCluster:
         configuration = client.Configuration()
         config.load_kube_config(config_file=str(self.kubeconfig), client_configuration=configuration)
         return client.ApiClient(configuration)
+
+    # --- admin API (see devcluster/README.md) ---------------------------------------------------------------
+
+    def counters(self) -> dict[str, Any]:
+        """Request counts: ``{"total", "by_verb", "by_resource", "counts": {verb: {resource: {ns: n}}}, "items"}``."""
+        return self.request("GET", "/_devcluster/counters")
+
+    def reset_counters(self) -> None:
+        self.request("POST", "/_devcluster/counters/reset")
+
+    def set_faults(self, error_rate: float = 0.0, codes: list[int] | None = None, retry_after: int | None = None,
+                   latency_ms: float = 0.0, verbs: list[str] | None = None, kinds: list[str] | None = None,
+                   include_watch: bool = False) -> dict[str, Any]:
+        """Inject faults into API requests (never into ``/_devcluster/*`` or discovery)."""
+        body: dict[str, Any] = {"error_rate": error_rate, "codes": codes or [500], "retry_after": retry_after,
+                                "latency_ms": latency_ms, "include_watch": include_watch}
+        if verbs:
+            body["verbs"] = verbs
+        if kinds:
+            body["kinds"] = kinds
+        return self.request("PUT", "/_devcluster/faults", body)
+
+    def clear_faults(self) -> None:
+        self.request("PUT", "/_devcluster/faults", {})
+
+    def set_history(self, size: int) -> dict[str, Any]:
+        """Shrink or grow the watch event history (older resourceVersions then give 410 Expired)."""
+        return self.request("PUT", "/_devcluster/history", {"size": size})

@@ -1,0 +1,119 @@
+"""``python -m devcluster``: start the server on loopback, write a kubeconfig, load CRDs, announce readiness."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import logging
+import signal
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+from aiohttp import web
+
+from devcluster.cluster import Cluster
+from devcluster.errors import ApiError
+from devcluster.server import Server
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="devcluster", description=__doc__)
+    parser.add_argument("--port", type=int, default=0, help="TCP port (0 = pick a free one)")
+    parser.add_argument("--host", default="127.0.0.1", help="loopback address to bind")
+    parser.add_argument("--kubeconfig", required=True, help="where to write a kubeconfig for this server")
+    parser.add_argument("--crds", action="append", default=[], help="CRD YAML file or directory of *.yaml")
+    parser.add_argument("--history", type=int, default=10000, help="watch event history size")
+    parser.add_argument("--bookmark-interval", type=float, default=1.0, help="seconds between watch BOOKMARKs")
+    return parser.parse_args(argv)
+
+
+def crd_documents(paths: list[str]) -> list[dict[str, Any]]:
+    documents = []
+    for entry in paths:
+        path = Path(entry)
+        files = sorted(path.glob("*.yaml")) + sorted(path.glob("*.yml")) if path.is_dir() else [path]
+        for file in files:
+            for doc in yaml.safe_load_all(file.read_text()):
+                if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
+                    documents.append(doc)
+    return documents
+
+
+def load_crds(cluster: Cluster, paths: list[str]) -> None:
+    rtype = cluster.registry.get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+    assert rtype is not None
+    for doc in crd_documents(paths):
+        try:
+            cluster.create(rtype, "", doc)
+        except ApiError as error:
+            raise SystemExit(f"devcluster: cannot load CRD {doc.get('metadata', {}).get('name')}: "
+                             f"{error.message}") from None
+
+
+def write_kubeconfig(path: str, url: str) -> None:
+    config = {
+        "apiVersion": "v1", "kind": "Config", "preferences": {},
+        "clusters": [{"name": "devcluster", "cluster": {"server": url}}],
+        "users": [{"name": "devcluster", "user": {"token": "devcluster-token"}}],
+        "contexts": [{"name": "devcluster", "context": {"cluster": "devcluster", "user": "devcluster",
+                                                          "namespace": "default"}}],
+        "current-context": "devcluster",
+    }
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def loopback_socket(host: str, port: int) -> socket.socket:
+    address = ipaddress.ip_address(socket.gethostbyname(host))
+    if not address.is_loopback:
+        raise SystemExit(f"devcluster binds loopback only; {host} is not a loopback address")
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((str(address), port))
+    sock.listen(1024)
+    sock.setblocking(False)
+    return sock
+
+
+async def serve(args: argparse.Namespace) -> None:
+    cluster = Cluster(history_size=args.history)
+    server = Server(cluster, bookmark_interval=args.bookmark_interval)
+    load_crds(cluster, args.crds)
+    sock = loopback_socket(args.host, args.port)
+    host, port = sock.getsockname()[:2]
+    server.port = port
+    runner = web.AppRunner(server.app(), access_log=None, handle_signals=False, shutdown_timeout=0.5)
+    await runner.setup()
+    site = web.SockSite(runner, sock, shutdown_timeout=0.5)
+    await site.start()
+    url = f"http://{host}:{port}"
+    write_kubeconfig(args.kubeconfig, url)
+    print(f"devcluster ready at {url}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    await runner.cleanup()
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    args = parse_args(argv)
+    try:
+        import uvloop  # type: ignore[import-not-found]
+
+        uvloop.install()
+    except ImportError:
+        pass
+    asyncio.run(serve(args))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,35 @@
+"""Request counters by verb × resource × namespace, so tests and benchmarks can assert how many API calls a
+component made (e.g. "the watcher did not re-list")."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
+
+
+class Counters:
+    def __init__(self) -> None:
+        self.counts: Counter[tuple[str, str, str]] = Counter()
+
+    def add(self, verb: str, resource: str, namespace: str) -> None:
+        self.counts[(verb, resource, namespace)] += 1
+
+    def reset(self) -> None:
+        self.counts.clear()
+
+    def to_json(self) -> dict[str, Any]:
+        """``counts[verb][resource][namespace]`` (namespace ``""`` = cluster-wide), with totals per verb and
+        per resource, and a flat ``items`` list for easy filtering."""
+        nested: dict[str, dict[str, dict[str, int]]] = {}
+        by_verb: Counter[str] = Counter({verb: 0 for verb in VERBS})
+        by_resource: Counter[str] = Counter()
+        items = []
+        for (verb, resource, namespace), count in sorted(self.counts.items()):
+            nested.setdefault(verb, {}).setdefault(resource, {})[namespace] = count
+            by_verb[verb] += count
+            by_resource[resource] += count
+            items.append({"verb": verb, "resource": resource, "namespace": namespace, "count": count})
+        return {"total": sum(self.counts.values()), "by_verb": dict(by_verb), "by_resource": dict(by_resource),
+                "counts": nested, "items": items}
