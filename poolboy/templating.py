@@ -1,0 +1,725 @@
+"""Jinja2 templating for providers (spec §4): sandboxed, chainable-undefined, typed output, lazy template vars.
+
+Why it looks like this:
+
+- **Sandbox.** Templates come from provider authors, values from users. We use Jinja's
+  ``ImmutableSandboxedEnvironment`` (no ``__class__``/``__globals__``/``mro`` access, no mutation of lists and dicts
+  passed in) and add resource limits so a hostile or broken template ends in :class:`TemplateError` quickly
+  instead of eating the worker: every ``{% for %}`` iteration is charged to a per-render budget, ``range`` is capped
+  by the sandbox, ``*``, ``**``, ``+``, ``%`` and ``~`` refuse results beyond the size limits, string methods and
+  filters that take a width (``center``, ``ljust``, ``format`` …) are checked before they allocate, values are
+  size-checked before they are printed or serialised, the output is capped, and a wall-clock deadline is checked
+  at every loop step, call and operator. A single C-level operation on a pathologically shared structure can still
+  run until it finishes; everything reachable through template syntax is bounded.
+- **Undefined.** ``ChainableUndefined`` semantics (``a.b.c | default(0)`` works) but printing an undefined value
+  raises, so ``{{ missing }}`` fails loudly instead of rendering "".
+- **Typed output** (§4.1): a string that is exactly one ``{{ … }}`` whose outermost expression is a ``bool``,
+  ``float``, ``int``, ``list`` or ``object`` filter keeps that type; detection works on the parsed template, not a
+  regex, so ``{{ x | int + 1 }}`` stays a string.
+- **Users' values are data.** Only the template strings given to :func:`render` and the template vars are ever
+  rendered; variable values are never treated as templates.
+- **Caching.** Compiled templates and typed-output detection are cached by source string (LRU), because every
+  reconcile renders the same provider templates again.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextvars
+import json
+import re
+import secrets
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from functools import lru_cache
+from typing import Any
+
+from jinja2 import nodes, pass_context
+from jinja2.compiler import CodeGenerator, Frame
+from jinja2.exceptions import SecurityError, TemplateSyntaxError
+from jinja2.runtime import ChainableUndefined, Undefined
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+from strgen import StringGenerator
+
+from poolboy import timeutil
+from poolboy.jmespath_functions import json_query
+
+__all__ = [
+    "OMIT",
+    "K8sObject",
+    "TemplateError",
+    "Timestamp",
+    "check",
+    "has_template",
+    "render",
+    "render_string",
+    "str2bool",
+    "wrap_object",
+]
+
+MAX_STRING = 1024 * 1024  # characters in any one string produced inside a template, and in one render's output
+MAX_ITEMS = 100_000  # elements in a list/tuple built by ``*`` or ``+``
+MAX_SIZE = 2_000_000  # "units" (elements + characters) of a value that is printed, serialised or joined
+MAX_ITERATIONS = 1_000_000  # loop iterations per top-level render
+MAX_VAR_DEPTH = 100  # nesting of template vars rendering other template vars (spec §4.3)
+MAX_POWER_BITS = 4096  # ``**`` results larger than this many bits are refused
+RECURSION_LIMIT = 3000  # raised to this (never lowered) so MAX_VAR_DEPTH levels fit
+TIME_LIMIT = 1.0  # seconds of wall clock per top-level render
+TYPED_FILTERS = frozenset({"bool", "float", "int", "list", "object"})
+
+_TRUE_STRINGS = frozenset({"1", "on", "t", "true", "y", "yes"})
+_SIZE_ATTRS = frozenset({"center", "ljust", "rjust", "zfill", "expandtabs"})
+
+
+class TemplateError(Exception):
+    """A template could not be rendered or evaluated; the message names the template and the cause."""
+
+    def __init__(self, message: str, template: str | None = None) -> None:
+        super().__init__(message)
+        self.template = template
+
+
+class _LimitError(SecurityError):
+    """A resource limit of the sandbox was hit."""
+
+
+class _Omit:
+    """Marker returned by :func:`render_string` when the whole value is ``omit`` (only at the top level)."""
+
+    def __repr__(self) -> str:
+        return "OMIT"
+
+
+OMIT: Any = _Omit()
+
+
+# ---------------------------------------------------------------------------------------------------- budget
+
+
+@dataclass
+class _Budget:
+    """Per top-level render limits, shared by nested renders of template vars."""
+
+    deadline: float
+    iterations: int = 0
+    var_depth: int = 0
+    omit: str = field(default_factory=lambda: f"__omit_place_holder__{secrets.token_hex(8)}")
+
+    def tick(self) -> None:
+        if time.monotonic() > self.deadline:
+            raise _LimitError(f"template took longer than {TIME_LIMIT:g}s")
+
+
+_BUDGET: contextvars.ContextVar[_Budget | None] = contextvars.ContextVar("poolboy_template_budget", default=None)
+
+
+def _budget() -> _Budget:
+    budget = _BUDGET.get()
+    if budget is None:  # a callable used outside render(): give it a fresh budget
+        budget = _Budget(deadline=time.monotonic() + TIME_LIMIT)
+    return budget
+
+
+def _charge_iterations(iterable: Iterable[Any]) -> Iterator[Any]:
+    budget = _budget()
+    for item in iterable:
+        budget.iterations += 1
+        if budget.iterations > MAX_ITERATIONS:
+            raise _LimitError(f"template loops ran more than {MAX_ITERATIONS} iterations")
+        if budget.iterations % 1000 == 0:
+            budget.tick()
+        yield item
+
+
+def _check_size(value: Any, limit: int = MAX_SIZE) -> None:
+    """Refuse values whose printed/serialised form would be huge, counting shared references every time."""
+    remaining = limit
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str | bytes):
+            remaining -= len(item) + 1
+        elif isinstance(item, Mapping):
+            remaining -= len(item) + 1
+            if remaining >= 0:
+                stack.extend(item.keys())
+                stack.extend(item.values())
+        elif isinstance(item, list | tuple | set | frozenset):
+            remaining -= len(item) + 1
+            if remaining >= 0:
+                stack.extend(item)
+        else:
+            remaining -= 1
+        if remaining < 0:
+            raise _LimitError(f"value is too large (more than {limit} elements and characters)")
+
+
+def _check_length(result_len: int, what: str) -> None:
+    limit = MAX_STRING if what == "string" else MAX_ITEMS
+    if result_len > limit:
+        raise _LimitError(f"{what} result too large ({result_len} > {limit})")
+
+
+_PERCENT_WIDTH = re.compile(r"%[^a-zA-Z%]*?(\d{6,}|\*)")
+_BRACE_WIDTH = re.compile(r"\{[^{}]*:[^{}]*(\d{6,}|\{)")
+
+
+def _check_format_string(fmt: str) -> None:
+    if _PERCENT_WIDTH.search(fmt) or _BRACE_WIDTH.search(fmt):
+        raise _LimitError("format width or precision too large or dynamic")
+
+
+# ---------------------------------------------------------------------------------------------------- values
+
+
+def str2bool(value: Any) -> bool:
+    """Ansible-style truthiness: strings are true only for yes/y/true/t/on/1 (any case); others use ``bool``."""
+    if isinstance(value, str):
+        return value.strip().lower() in _TRUE_STRINGS
+    if isinstance(value, Undefined):
+        return False
+    return bool(value)
+
+
+class K8sObject(dict):
+    """A Kubernetes object as a template variable (spec §4.1): the JSON document plus upstream's shortcuts.
+
+    Shortcut attributes (``name``, ``namespace``, ``uid``, ``labels``, ``annotations``, ``metadata``, ``spec``,
+    ``status``, ``creation_timestamp``, ``api_version``) read from the document; missing maps are empty, so
+    ``'x' in resource_claim.annotations`` works for objects without annotations. The sandbox keeps it read-only.
+    """
+
+    __slots__ = ()
+
+    @property
+    def metadata(self) -> dict:
+        value = self.get("metadata")
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def name(self) -> str | None:
+        return self.metadata.get("name")
+
+    @property
+    def namespace(self) -> str | None:
+        return self.metadata.get("namespace")
+
+    @property
+    def uid(self) -> str | None:
+        return self.metadata.get("uid")
+
+    @property
+    def labels(self) -> dict:
+        return self.metadata.get("labels") or {}
+
+    @property
+    def annotations(self) -> dict:
+        return self.metadata.get("annotations") or {}
+
+    @property
+    def creation_timestamp(self) -> str | None:
+        return self.metadata.get("creationTimestamp")
+
+    @property
+    def api_version(self) -> str | None:
+        return self.get("apiVersion")
+
+    @property
+    def spec(self) -> dict:
+        value = self.get("spec")
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def status(self) -> dict:
+        value = self.get("status")
+        return value if isinstance(value, dict) else {}
+
+
+def wrap_object(obj: Mapping | None) -> K8sObject | None:
+    """Wrap a Kubernetes object (dict) for use as a template variable; ``None`` stays ``None``."""
+    if obj is None or isinstance(obj, K8sObject):
+        return obj
+    return K8sObject(obj)
+
+
+class Timestamp:
+    """The ``timestamp`` global (spec §4.2): now by default, callable to parse, ``.add()`` to shift."""
+
+    def __init__(self, value: datetime | str | None = None) -> None:
+        self.datetime = timeutil.utcnow() if value is None else timeutil.parse_timestamp(value)
+
+    def __call__(self, value: Any = None) -> Timestamp:
+        if isinstance(value, Timestamp):
+            return Timestamp(value.datetime)
+        return Timestamp(value)
+
+    def add(self, interval: str | timedelta | int | float) -> Timestamp:
+        """Shift by an interval string ("3h"), a ``timedelta``, or a number of seconds (correct behaviour)."""
+        return Timestamp(self.datetime + timeutil.parse_interval(interval))
+
+    @property
+    def utcnow(self) -> Timestamp:
+        return Timestamp()
+
+    def _other(self, other: Any) -> datetime:
+        if isinstance(other, Timestamp):
+            return other.datetime
+        return timeutil.parse_timestamp(other)
+
+    def __eq__(self, other: object) -> bool:
+        try:
+            return self.datetime == self._other(other)
+        except ValueError:
+            return False
+
+    def __hash__(self) -> int:
+        return hash(self.datetime)
+
+    def __lt__(self, other: Any) -> bool:
+        return self.datetime < self._other(other)
+
+    def __le__(self, other: Any) -> bool:
+        return self.datetime <= self._other(other)
+
+    def __gt__(self, other: Any) -> bool:
+        return self.datetime > self._other(other)
+
+    def __ge__(self, other: Any) -> bool:
+        return self.datetime >= self._other(other)
+
+    def __str__(self) -> str:
+        return timeutil.format_timestamp(self.datetime)
+
+    def __repr__(self) -> str:
+        return f"Timestamp({self})"
+
+
+class _StrictChainableUndefined(ChainableUndefined):
+    """Chainable for attribute/index access and ``default``; printing it raises (spec §4.1)."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        self._fail_with_undefined_error()
+
+
+# ---------------------------------------------------------------------------------------------------- filters
+
+
+def _to_json(value: Any, *args: Any, **kwargs: Any) -> str:
+    _check_size(value)
+    return json.dumps(value, *args, default=str, **kwargs)
+
+
+def _object(value: Any) -> str:
+    return _to_json(value)
+
+
+def _json_query(data: Any, expression: str) -> Any:
+    _check_size(data)
+    return json_query(None if isinstance(data, Undefined) else data, expression)
+
+
+def _merge_list_of_dicts(items: Iterable[Any]) -> dict:
+    merged: dict = {}
+    for item in items or ():
+        if item is None or isinstance(item, Undefined):
+            continue
+        if not isinstance(item, Mapping):
+            raise TypeError(f"merge_list_of_dicts: expected dicts, got {type(item).__name__}")
+        merged.update(item)
+    return merged
+
+
+def _parse_time_interval(value: Any) -> timedelta:
+    return timeutil.parse_interval(value)
+
+
+_STRGEN_COUNT = re.compile(r"\{\s*(\d+)\s*(?:[:,]\s*(\d+)\s*)?\}")
+
+
+@pass_context  # not a pure function: stops Jinja folding `'[a-z]{5}' | strgen` into the cached compiled template
+def _strgen(context: Any, pattern: str) -> str:
+    for match in _STRGEN_COUNT.finditer(pattern):
+        if any(int(group) > 10_000 for group in match.groups() if group):
+            raise _LimitError("strgen pattern repeats too much")
+    return StringGenerator(pattern).render()
+
+
+def _to_datetime(value: str, fmt: str = "%Y-%m-%d %H:%M:%S") -> datetime:
+    return datetime.strptime(value, fmt)
+
+
+def _now(utc: bool = False, fmt: str | None = None) -> datetime | str:
+    current = timeutil.utcnow()
+    value = current.replace(tzinfo=None) if utc else current.astimezone().replace(tzinfo=None)
+    return value.strftime(fmt) if fmt else value
+
+
+def _guard_filter(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap a builtin filter so its input is size-checked before and its result after."""
+
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        for arg in args:
+            if not hasattr(arg, "environment"):  # skip the environment/context passed to pass_* filters
+                _check_size(arg)
+                break
+        result = func(*args, **kwargs)
+        if isinstance(result, str):
+            _check_length(len(result), "string")
+        return result
+
+    for attr in ("jinja_pass_arg", "__name__", "__doc__"):
+        if hasattr(func, attr):
+            setattr(guarded, attr, getattr(func, attr))
+    return guarded
+
+
+def _width_filter(func: Callable[..., Any], width_index: int) -> Callable[..., Any]:
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        width = kwargs.get("width", args[width_index] if len(args) > width_index else 0)
+        if isinstance(width, int) and width > MAX_STRING:
+            raise _LimitError(f"width {width} too large")
+        if isinstance(width, str):
+            _check_length(len(width) * (str(args[0]).count("\n") + 1), "string")
+        return func(*args, **kwargs)
+
+    if hasattr(func, "jinja_pass_arg"):
+        checked.jinja_pass_arg = func.jinja_pass_arg  # type: ignore[attr-defined]
+    return _guard_filter(checked)
+
+
+def _replace_filter(func: Callable[..., Any]) -> Callable[..., Any]:
+    def checked(eval_ctx: Any, s: Any, old: str, new: str, count: int | None = None) -> Any:
+        text = str(s)
+        occurrences = text.count(str(old)) if old else len(text) + 1
+        if count is not None and count >= 0:
+            occurrences = min(occurrences, count)
+        _check_length(len(text) + occurrences * max(0, len(str(new)) - len(str(old))), "string")
+        return func(eval_ctx, s, old, new, count)
+
+    checked.jinja_pass_arg = func.jinja_pass_arg  # type: ignore[attr-defined]
+    return checked
+
+
+def _format_filter(func: Callable[..., Any]) -> Callable[..., Any]:
+    def checked(value: Any, *args: Any, **kwargs: Any) -> Any:
+        _check_format_string(str(value))
+        return func(value, *args, **kwargs)
+
+    return _guard_filter(checked)
+
+
+# ---------------------------------------------------------------------------------------------------- environment
+
+
+class _CodeGenerator(CodeGenerator):
+    """Routes ``{% for %}`` iterables and ``~`` concatenation through the environment's limit checks."""
+
+    def visit_For(self, node: nodes.For, frame: Frame) -> None:
+        charged = nodes.For(
+            node.target,
+            nodes.Call(nodes.EnvironmentAttribute("poolboy_charge"), [node.iter], [], None, None, lineno=node.lineno),
+            node.body,
+            node.else_,
+            node.test,
+            node.recursive,
+            lineno=node.lineno,
+        )
+        charged.environment = node.environment
+        super().visit_For(charged, frame)
+
+    def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
+        self.write("environment.poolboy_concat((")
+        for arg in node.nodes:
+            self.visit(arg, frame)
+            self.write(", ")
+        self.write("))")
+
+
+def _finalize(value: Any) -> Any:
+    _check_size(value)
+    return value
+
+
+class _Environment(ImmutableSandboxedEnvironment):
+    code_generator_class = _CodeGenerator
+    intercepted_binops = frozenset({"*", "**", "+", "%"})
+
+    def __init__(self) -> None:
+        super().__init__(undefined=_StrictChainableUndefined, autoescape=False, finalize=_finalize)
+        self.poolboy_charge = _charge_iterations
+        self.poolboy_concat = self._concat
+
+    @staticmethod
+    def _concat(parts: Iterable[Any]) -> str:
+        pieces = [str(part) for part in parts]
+        _check_length(sum(len(piece) for piece in pieces), "string")
+        return "".join(pieces)
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        _budget().tick()
+        if operator == "*":
+            _check_repeat(left, right)
+            _check_repeat(right, left)
+        elif operator == "+" and isinstance(left, str | list | tuple) and isinstance(right, str | list | tuple):
+            _check_length(len(left) + len(right), "string" if isinstance(left, str) else "list")
+        elif operator == "**":
+            _check_power(left, right)
+        elif operator == "%" and isinstance(left, str):
+            _check_format_string(left)
+        return super().call_binop(context, operator, left, right)
+
+    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+        _budget().tick()
+        owner = getattr(__obj, "__self__", None)
+        name = getattr(__obj, "__name__", "")
+        if isinstance(owner, str):
+            if name in _SIZE_ATTRS and args and isinstance(args[0], int) and args[0] > MAX_STRING:
+                raise _LimitError(f"str.{name} width {args[0]} too large")
+            if name == "join" and args:
+                _check_size(args[0])
+            if name == "replace" and len(args) >= 2:
+                _check_length(len(owner) + (len(owner) + 1) * len(str(args[1])), "string")
+            if name in ("format", "format_map"):
+                _check_format_string(owner)
+        result = super().call(__context, __obj, *args, **kwargs)
+        if isinstance(result, str):
+            _check_length(len(result), "string")
+        return result
+
+    def unsafe_undefined(self, obj: Any, attribute: str) -> Undefined:
+        """Refuse at once: Jinja's default is an undefined that only fails when printed, so ``| bool`` hid it."""
+        raise SecurityError(f"access to attribute {attribute!r} of {type(obj).__name__!r} object is unsafe.")
+
+    def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
+        owner = getattr(value, "__self__", None)
+        if isinstance(owner, str):
+            _check_format_string(owner)
+        return super().wrap_str_format(value)
+
+
+def _check_repeat(sequence: Any, count: Any) -> None:
+    if isinstance(sequence, str | list | tuple) and isinstance(count, int) and not isinstance(count, bool):
+        _check_length(len(sequence) * max(count, 0), "string" if isinstance(sequence, str) else "list")
+
+
+def _check_power(base: Any, exponent: Any) -> None:
+    big = isinstance(base, int) and isinstance(exponent, int) and exponent > 0 and abs(base) > 1
+    if big and exponent * abs(base).bit_length() > MAX_POWER_BITS:
+        raise _LimitError(f"{base} ** {exponent} is too large")
+
+
+def _make_environment() -> _Environment:
+    env = _Environment()
+    filters = env.filters
+    for name in ("join", "string", "tojson", "pprint", "sum", "list", "unique", "sort", "wordwrap", "truncate"):
+        filters[name] = _guard_filter(filters[name])
+    filters["center"] = _width_filter(filters["center"], 1)
+    filters["indent"] = _width_filter(filters["indent"], 1)
+    filters["replace"] = _replace_filter(filters["replace"])
+    filters["format"] = _format_filter(filters["format"])
+    filters.update(
+        {
+            "bool": str2bool,
+            "json_query": _json_query,
+            "merge_list_of_dicts": _merge_list_of_dicts,
+            "object": _object,
+            "parse_time_interval": _parse_time_interval,
+            "strgen": _strgen,
+            "to_datetime": _to_datetime,
+            "to_json": _to_json,
+        }
+    )
+    env.globals.update({"datetime": datetime, "timedelta": timedelta, "timezone": timezone, "now": _now})
+    return env
+
+
+_ENV = _make_environment()
+
+
+# ---------------------------------------------------------------------------------------------------- compile
+
+
+def has_template(value: Any) -> bool:
+    """Whether a string contains Jinja syntax (``{{`` or ``{%``) and therefore must be rendered."""
+    return isinstance(value, str) and ("{{" in value or "{%" in value)
+
+
+@lru_cache(maxsize=4096)
+def _compile(source: str) -> tuple[Any, str | None]:
+    """Compiled template and its typed-output filter name (``None`` when the output is a string)."""
+    ast_root = _ENV.parse(source)
+    return _ENV.from_string(ast_root), _typed_filter(ast_root)
+
+
+def _typed_filter(root: nodes.Template) -> str | None:
+    if len(root.body) != 1 or not isinstance(root.body[0], nodes.Output):
+        return None
+    output = root.body[0].nodes
+    if len(output) != 1 or not isinstance(output[0], nodes.Filter):
+        return None
+    return output[0].name if output[0].name in TYPED_FILTERS else None
+
+
+def _convert(text: str, typed: str) -> Any:
+    try:
+        if typed == "bool":
+            return str2bool(text)
+        if typed == "int":
+            return int(text)
+        if typed == "float":
+            return float(text)
+        try:
+            return json.loads(text)
+        except ValueError:
+            return ast.literal_eval(text)
+    except Exception:  # the spec: when the conversion fails, the string result is used
+        return text
+
+
+# ---------------------------------------------------------------------------------------------------- variables
+
+
+class _Variables(Mapping):
+    """The render context: explicit variables, then lazily rendered template vars, then per-render globals."""
+
+    def __init__(self, variables: Mapping[str, Any], template_vars: Mapping[str, Any] | None, budget: _Budget):
+        self._variables = variables
+        self._template_vars = template_vars or {}
+        self._budget = budget
+        self._globals = {**_ENV.globals, "timestamp": Timestamp(), "omit": budget.omit}
+        self._rendered: dict[str, Any] = {}
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._variables or key in self._template_vars or key in self._globals
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self._variables:
+            return self._variables[key]
+        if key in self._template_vars:
+            if key not in self._rendered:
+                self._rendered[key] = self._render_var(key)
+            return self._rendered[key]
+        return self._globals[key]
+
+    def _render_var(self, key: str) -> Any:
+        budget = self._budget
+        if budget.var_depth >= MAX_VAR_DEPTH:
+            raise _LimitError(f"template variable recursion deeper than {MAX_VAR_DEPTH} levels (at {key!r})")
+        budget.var_depth += 1
+        try:
+            return _render_value(self._template_vars[key], self)
+        finally:
+            budget.var_depth -= 1
+
+    def __iter__(self) -> Iterator[str]:
+        return iter({**self._globals, **dict.fromkeys(self._template_vars), **dict.fromkeys(self._variables)})
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def _render_value(value: Any, context: _Variables) -> Any:
+    omit = context._budget.omit
+    if isinstance(value, str):
+        return _render_one(value, context)
+    if isinstance(value, dict):
+        rendered_map = {key: _render_value(item, context) for key, item in value.items()}
+        return {key: item for key, item in rendered_map.items() if item != omit}
+    if isinstance(value, list):
+        return [item for item in (_render_value(item, context) for item in value) if item != omit]
+    return value
+
+
+def _render_one(source: str, context: _Variables) -> Any:
+    if not has_template(source) and "{#" not in source:
+        return source
+    try:
+        return _render_compiled(source, context)
+    except TemplateError:
+        raise
+    except TemplateSyntaxError as error:
+        raise TemplateError(f"template syntax error in {_describe(source)}: {error}", source) from error
+    except RecursionError as error:
+        raise TemplateError(f"template recursion too deep in {_describe(source)}", source) from error
+    except _LimitError as error:
+        raise TemplateError(f"template limit exceeded in {_describe(source)}: {error}", source) from error
+    except Exception as error:
+        raise TemplateError(
+            f"error rendering template {_describe(source)}: {type(error).__name__}: {error}", source
+        ) from error
+
+
+def _render_compiled(source: str, context: _Variables) -> Any:
+    template, typed = _compile(source)
+    ctx = template.new_context(context, shared=True)
+    chunks: list[str] = []
+    length = 0
+    for chunk in template.root_render_func(ctx):
+        length += len(chunk)
+        if length > MAX_STRING:
+            raise _LimitError(f"template output larger than {MAX_STRING} characters")
+        chunks.append(chunk)
+    text = "".join(chunks)
+    if typed is not None and text != context._budget.omit:
+        return _convert(text, typed)
+    return text
+
+
+# ---------------------------------------------------------------------------------------------------- public API
+
+
+def _describe(template: Any) -> str:
+    text = template if isinstance(template, str) else json.dumps(template, default=str)
+    return text if len(text) <= 200 else text[:200] + "…"
+
+
+def _run(template: Any, variables: Mapping[str, Any] | None, template_vars: Mapping[str, Any] | None) -> Any:
+    outer = _BUDGET.get()
+    budget = outer or _Budget(deadline=time.monotonic() + TIME_LIMIT)
+    token = _BUDGET.set(budget) if outer is None else None
+    if sys.getrecursionlimit() < RECURSION_LIMIT:  # MAX_VAR_DEPTH nested renders take about 7 frames each
+        sys.setrecursionlimit(RECURSION_LIMIT)
+    try:
+        result = _render_value(template, _Variables(variables or {}, template_vars, budget))
+    except TemplateError:
+        raise
+    except Exception as error:  # raised outside any one template string (e.g. by a variable mapping)
+        raise TemplateError(f"error rendering {_describe(template)}: {type(error).__name__}: {error}") from error
+    finally:
+        if token is not None:
+            _BUDGET.reset(token)
+    if isinstance(result, str) and result == budget.omit:
+        return OMIT
+    return result
+
+
+def render(
+    template: Any, variables: Mapping[str, Any] | None = None, template_vars: Mapping[str, Any] | None = None
+) -> Any:
+    """Render every string in a dict/list/str structure (dict keys are not rendered).
+
+    Map keys and list items that render to ``omit`` are removed; a top-level ``omit`` gives :data:`OMIT`. Values
+    that are not strings are returned as they are. Raises :class:`TemplateError`.
+    """
+    return _run(template, variables, template_vars)
+
+
+def render_string(
+    source: str, variables: Mapping[str, Any] | None = None, template_vars: Mapping[str, Any] | None = None
+) -> Any:
+    """Render one template string, applying the typed-output rule. Raises :class:`TemplateError`."""
+    return _run(source, variables, template_vars)
+
+
+def check(
+    expression: str, variables: Mapping[str, Any] | None = None, template_vars: Mapping[str, Any] | None = None
+) -> bool:
+    """Evaluate a condition as ``{{ (expression) | bool }}`` (spec §4.1). Raises :class:`TemplateError`."""
+    source = "{{ (" + expression + ") | bool }}"
+    result = _run(source, variables, template_vars)
+    return result if isinstance(result, bool) else str2bool(result)
