@@ -14,10 +14,10 @@ RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 def test_create_custom_resource_is_201_with_server_filled_metadata(api: client.ApiClient, widgets: Crd,
                                                                  namespace: str) -> None:
     custom = client.CustomObjectsApi(api)
-    response = custom.create_namespaced_custom_object_with_http_info(
+    data, status, _ = custom.create_namespaced_custom_object_with_http_info(
         widgets.group, widgets.version, namespace, widgets.plural, widgets.body("w", {"size": 1}))
-    assert response.status_code == 201
-    meta = response.data["metadata"]
+    assert status == 201
+    meta = data["metadata"]
     assert meta["namespace"] == namespace
     assert re.fullmatch(r"[0-9a-f-]{36}", meta["uid"])
     assert meta["resourceVersion"]
@@ -28,10 +28,10 @@ def test_create_custom_resource_is_201_with_server_filled_metadata(api: client.A
 
 
 def test_create_configmap_is_201(core: client.CoreV1Api, namespace: str) -> None:
-    response = core.create_namespaced_config_map_with_http_info(namespace, {"metadata": {"name": "cm"}})
-    assert response.status_code == 201
-    assert response.data.metadata.namespace == namespace
-    assert response.data.metadata.uid and response.data.metadata.resource_version
+    data, status, _ = core.create_namespaced_config_map_with_http_info(namespace, {"metadata": {"name": "cm"}})
+    assert status == 201
+    assert data.metadata.namespace == namespace
+    assert data.metadata.uid and data.metadata.resource_version
 
 
 def test_uids_and_resource_versions_are_unique(core: client.CoreV1Api, namespace: str) -> None:

@@ -22,10 +22,10 @@ def objects(widget_objects: Objects) -> Objects:
 
 def test_delete_returns_success_status_and_object_is_gone(core: client.CoreV1Api, namespace: str) -> None:
     created = core.create_namespaced_config_map(namespace, {"metadata": {"name": "cm"}})
-    response = core.delete_namespaced_config_map_with_http_info("cm", namespace)
-    assert response.status_code == 200
-    assert response.data.status == "Success"
-    assert response.data.details.name == "cm" and response.data.details.uid == created.metadata.uid
+    data, status, _ = core.delete_namespaced_config_map_with_http_info("cm", namespace)
+    assert status == 200
+    assert (data["kind"], data["status"]) == ("Status", "Success"), data
+    assert data["details"]["name"] == "cm" and data["details"]["uid"] == created.metadata.uid
     expect_error(404, core.read_namespaced_config_map, "cm", namespace)
 
 

@@ -69,11 +69,12 @@ def test_replace_with_name_differing_from_url_is_400(core: client.CoreV1Api, nam
     assert body["reason"] == "BadRequest"
 
 
-def test_replace_cannot_change_uid(objects: Objects) -> None:
+def test_replace_carrying_another_uid_is_409_precondition_failure(objects: Objects) -> None:
     current = make(objects)
     current["metadata"]["uid"] = "00000000-0000-0000-0000-000000000000"
-    body = expect_error(422, objects.replace, "w", current)
-    assert body["reason"] == "Invalid"
+    body = expect_error(409, objects.replace, "w", current)
+    assert body["reason"] == "Conflict"
+    assert objects.get("w")["metadata"]["uid"] != current["metadata"]["uid"]
 
 
 def test_merge_patch_merges_objects_and_null_deletes(objects: Objects) -> None:
