@@ -37,10 +37,11 @@ from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from typing import Any
 
-from jinja2 import nodes, pass_context
+from jinja2 import Environment, nodes, pass_context
 from jinja2.compiler import CodeGenerator, Frame
 from jinja2.exceptions import SecurityError, TemplateSyntaxError
-from jinja2.runtime import ChainableUndefined, Undefined
+from jinja2.nodes import EvalContext
+from jinja2.runtime import ChainableUndefined, Context, Undefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from strgen import StringGenerator
 
@@ -364,7 +365,7 @@ def _guard_filter(func: Callable[..., Any]) -> Callable[..., Any]:
 
     def guarded(*args: Any, **kwargs: Any) -> Any:
         for arg in args:
-            if not hasattr(arg, "environment"):  # skip the environment/context passed to pass_* filters
+            if not isinstance(arg, Environment | EvalContext | Context):  # skip what pass_* filters receive
                 _check_size(arg)
                 break
         result = func(*args, **kwargs)

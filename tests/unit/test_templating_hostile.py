@@ -88,6 +88,10 @@ HOSTILE = [
     ("{{ x.append(1) }}", {"x": []}, "unsafe"),
     ("{{ x.update({'a': 1}) }}", {"x": {}}, "unsafe"),
     ("{{ '[a-z]{999999999}' | strgen }}", {}, "strgen"),
+    ("{{ ([('a' * 100000)] * 100000) | sort | length }}", {}, "too large"),
+    ("{{ ([('a' * 100000)] * 100000) | unique | list | length }}", {}, "too large"),
+    ("{{ ([[1] * 100000] * 100000) | sum(start=[]) | length }}", {}, "too large"),
+    ("{{ ('a ' * 500000) | wordwrap(1, wrapstring='-' * 10) }}", {}, "too large"),
 ]
 
 
