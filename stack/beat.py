@@ -24,5 +24,6 @@ def run(args: argparse.Namespace) -> int:
     from workers.app import app
 
     schedule = args.schedule_file or os.path.join(tempfile.mkdtemp(prefix="poolboy-beat-"), "schedule")
-    app.start(["beat", "-l", args.loglevel, "-s", schedule, "--max-interval", str(args.max_interval)])
+    app.conf.beat_max_loop_interval = args.max_interval  # the CLI flag only takes whole seconds
+    app.start(["beat", "-l", args.loglevel, "-s", schedule])
     return 0

@@ -1,0 +1,181 @@
+"""The engine end to end: real redis-server, real ``poolboy worker`` / ``poolboy beat`` subprocesses, trivial
+instrumented reconcilers (``engine_reconcilers``). Assertions are on run logs and Redis state, waited for with
+deadlines; "nothing more will run" is asserted by the gate and the queues being idle, never by sleeping.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import random
+import signal
+import time
+from collections.abc import Iterator
+
+import pytest
+import redis
+from celery import Celery
+
+from poolboy.settings import Settings
+from tests.integration import engine_reconcilers as er
+from tests.waiting import wait_for
+from workers.enqueue import Enqueuer
+from workers.testing import BeatProcess, WorkerProcess
+
+pytestmark = pytest.mark.slow
+
+LEASE = 2.0
+ENV = {
+    "POOLBOY_RECONCILERS": "tests.integration.engine_reconcilers:RECONCILERS",
+    "POOLBOY_GATE_LEASE_SECONDS": str(LEASE),
+    "POOLBOY_SWEEP_DUE_INTERVAL": "0.5",
+    "POOLBOY_MANAGE_CLAIMS_INTERVAL": "3600",
+    "POOLBOY_MANAGE_HANDLES_INTERVAL": "3600",
+    "POOLBOY_MANAGE_POOLS_INTERVAL": "3600",
+    "POOLBOY_RESYNC_INTERVAL": "3600",
+}
+
+
+@pytest.fixture()
+def r(redis_server) -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(redis_server.url, decode_responses=True)
+    client.flushall()
+    yield client
+    client.close()
+
+
+@pytest.fixture()
+def enqueuer(redis_server) -> Iterator[Enqueuer]:
+    app = Celery("test-publisher", broker=redis_server.url, set_as_current=False)
+    settings = Settings.from_env(redis_url=redis_server.url, gate_lease_seconds=LEASE)
+    yield Enqueuer(settings, app)
+    app.close()
+
+
+@pytest.fixture()
+def stack(redis_server, r) -> Iterator[WorkerProcess]:
+    """One worker (prefork, 2 processes) consuming every queue, plus beat."""
+    with WorkerProcess(redis_server.url, ["claims", "handles", "pools", "periodic"], 2, env=ENV) as worker, \
+            BeatProcess(redis_server.url, env=ENV):
+        yield worker
+
+
+def settle(r: redis.Redis, timeout: float = 20.0) -> None:
+    wait_for(lambda: er.idle(r), timeout, message="gate and queues idle")
+
+
+def test_burst_before_run_coalesces(stack, r, enqueuer):
+    key = "claim/burst/a"
+    r.hset(f"behave:{key}", "sleep", "0.5")
+    outcomes = [enqueuer.add(key) for _ in range(100)]
+    assert outcomes.count("published") == 1
+    wait_for(lambda: er.completed(r, key) >= 1, 15, message="first run")
+    settle(r)
+    assert 1 <= len(er.starts(r, key)) <= 2
+
+
+def test_event_during_run_gives_exactly_one_more_run(stack, r, enqueuer):
+    key = "claim/during/a"
+    r.hset(f"behave:{key}", "sleep_first", "1.0")
+    assert enqueuer.add(key) == "published"
+    wait_for(lambda: er.starts(r, key), 15, message="run started")
+    outcomes = [enqueuer.add(key) for _ in range(20)]
+    assert "published" not in outcomes
+    assert er.completed(r, key) == 0, "the events must have arrived during the run"
+    settle(r)
+    assert len(er.starts(r, key)) == 2
+
+
+def test_due_deadline_fires_on_time(stack, r, enqueuer):
+    key = "claim/due/a"
+    r.hset(f"behave:{key}", "requeue_in_once", "2")
+    enqueuer.add(key)
+    wait_for(lambda: len(er.starts(r, key)) >= 2, 15, message="the requeued run")
+    requested = float(r.get(f"requested:{key}"))
+    second = er.starts(r, key)[1]
+    assert requested - 0.05 <= second <= requested + 2.0, (second - requested)
+
+
+def test_permanent_error_is_rechecked_slowly(stack, r, enqueuer):
+    key = "claim/permanent/a"
+    r.hset(f"behave:{key}", mapping={"raise": "permanent", "recheck_after": "2"})
+    enqueuer.add(key)
+    wait_for(lambda: len(er.starts(r, key)) >= 3, 20, message="two re-checks")
+    times = er.starts(r, key)
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert all(gap >= 1.9 for gap in gaps), gaps  # the re-check interval, not a hot loop
+
+
+def test_transient_error_retried_with_backoff(stack, r, enqueuer):
+    key = "claim/transient/a"
+    r.hset(f"behave:{key}", mapping={"raise": "transient", "fail_times": "2", "retry_after": "1.0"})
+    enqueuer.add(key)
+    wait_for(lambda: er.completed(r, key) >= 3, 20, message="two retries then success")
+    settle(r)
+    times = er.starts(r, key)
+    assert len(times) == 3
+    assert all(b - a >= 1.0 for a, b in itertools.pairwise(times)), times  # Retry-After honoured
+    assert not r.exists(f"gate:{{{key}}}:failures"), "success resets the per-key failure count"
+
+
+def test_enqueue_and_long_backoff_go_through_gate_and_due_index(stack, r, enqueuer):
+    key, other = "handle/e/a", "claim/e/b"
+    r.hset(f"behave:{key}", "enqueue", other)
+    enqueuer.add(key)
+    wait_for(lambda: er.completed(r, other) >= 1, 15, message="the enqueued key ran")
+
+
+def test_no_overlap_and_liveness_two_workers(redis_server, r, enqueuer):
+    keys = [f"claim/many/k{i}" for i in range(12)]
+    for key in keys:
+        r.hset(f"behave:{key}", "sleep_range", "0.02,0.15")
+    last_event: dict[str, float] = {}
+    with WorkerProcess(redis_server.url, ["claims"], 2, env=ENV), WorkerProcess(redis_server.url, ["claims"], 2,
+                                                                                env=ENV):
+        deadline = time.monotonic() + 3.0
+        events = 0
+        while time.monotonic() < deadline:
+            key = random.choice(keys)
+            last_event[key] = time.time()
+            enqueuer.add(key)
+            events += 1
+            time.sleep(random.uniform(0, 0.01))
+        settle(r, 30)
+    total = 0
+    for key in keys:
+        entries = er.runs(r, key)
+        assert not er.overlaps(entries), (key, er.overlaps(entries))
+        key_starts = [x["t"] for x in entries if x["e"] == "start"]
+        total += len(key_starts)
+        if key in last_event:
+            assert max(key_starts) >= last_event[key], f"{key}: no run started after its last event"
+    assert total < events, (total, events)  # coalescing happened
+
+
+def test_sigkill_of_pool_child_mid_run(redis_server, r, enqueuer):
+    key = "claim/kill/child"
+    r.hset(f"behave:{key}", "sleep_first", "30")
+    with WorkerProcess(redis_server.url, ["claims", "periodic"], 2, env=ENV) as worker, \
+            BeatProcess(redis_server.url, env=ENV):
+        enqueuer.add(key)
+        first = wait_for(lambda: er.runs(r, key), 15, message="first run")[0]
+        assert first["pid"] in worker.pool_pids()
+        os.kill(first["pid"], signal.SIGKILL)
+        wait_for(lambda: er.completed(r, key) >= 1, 4 * LEASE + 10, message="the key ran again")
+        settle(r)
+    # the worker-lost re-send and the lease reaper may both deliver: one duplicate run is allowed, a loss is not
+    assert 2 <= len(er.starts(r, key)) <= 3
+
+
+def test_sigkill_of_whole_worker_mid_run(redis_server, r, enqueuer):
+    key = "claim/kill/worker"
+    r.hset(f"behave:{key}", "sleep_first", "30")
+    with BeatProcess(redis_server.url, env=ENV), \
+            WorkerProcess(redis_server.url, ["periodic"], 1, env=ENV, pool="solo"):
+        with WorkerProcess(redis_server.url, ["claims"], 2, env=ENV) as doomed:
+            enqueuer.add(key)
+            wait_for(lambda: er.runs(r, key), 15, message="first run")
+            doomed.kill()  # node loss: parent and children, no warm shutdown
+        with WorkerProcess(redis_server.url, ["claims"], 2, env=ENV):
+            wait_for(lambda: er.completed(r, key) >= 1, 4 * LEASE + 10, message="the key ran again")
+    assert len(er.starts(r, key)) == 2
