@@ -1,0 +1,136 @@
+"""The gate's Lua scripts and the due-index against a real redis-server (fast: no workers), plus pure backoff maths."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from tests.waiting import wait_for
+from workers import backoff
+from workers.due import DueIndex
+from workers.gate import Gate, LeaseKeeper, active_key, pending_key
+from workers.testing import RedisServer
+
+KEY = "claim/ns/a"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[RedisServer]:
+    with RedisServer() as srv:
+        yield srv
+
+
+@pytest.fixture()
+def r(server) -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(server.url)
+    client.flushall()
+    yield client
+    client.close()
+
+
+@pytest.fixture()
+def gate(r) -> Gate:
+    return Gate(r, lease_seconds=0.3, pending_ttl=60, stale_seconds=1)
+
+
+def test_burst_publishes_once(gate):
+    outcomes = [gate.add(KEY)[0] for _ in range(100)]
+    assert outcomes.count("published") == 1 and outcomes.count("coalesced") == 99
+
+
+def test_start_clears_pending_and_event_during_run_republishes_once(gate):
+    _, publish = gate.add(KEY)
+    assert gate.start(KEY, "t1") is not None
+    assert [gate.add(KEY)[0] for _ in range(5)] == ["pending-while-running"] + ["coalesced"] * 4
+    rerun = gate.done(KEY, "t1")
+    assert rerun is not None and rerun.msg_id != publish.msg_id
+    assert gate.add(KEY)[0] == "coalesced"  # the re-run's message is queued
+    assert gate.start(KEY, "t2") is not None
+    assert gate.done(KEY, "t2") is None
+
+
+def test_busy_start_marks_pending_for_the_holder(gate, r):
+    assert gate.start(KEY, "t1") is not None
+    assert gate.start(KEY, "t2") is None  # a duplicate message while running: no concurrent run
+    assert r.exists(pending_key(KEY))
+    assert gate.done(KEY, "t1") is not None  # ...folded into exactly one re-run
+
+
+def test_stale_token_cannot_release_or_renew_new_holders_lease(gate, r):
+    assert gate.start(KEY, "old") is not None
+    r.delete(active_key(KEY))  # the old lease lapsed
+    assert gate.start(KEY, "new") is not None
+    assert not gate.renew(KEY, "old")
+    assert gate.done(KEY, "old") is None
+    assert r.get(active_key(KEY)) == b"new"
+    assert gate.renew(KEY, "new")
+
+
+def test_event_outranks_queued_resync(gate):
+    assert gate.add(KEY, "resync")[0] == "published"
+    assert gate.add(KEY, "resync")[0] == "coalesced"
+    outcome, publish = gate.add(KEY, "event")
+    assert outcome == "published" and publish.priority == 0
+    assert gate.add(KEY, "event")[0] == "coalesced"
+
+
+def test_event_during_run_upgrades_the_rerun_priority(gate):
+    gate.start(KEY, "t1")
+    gate.add(KEY, "resync")
+    gate.add(KEY, "event")
+    assert gate.done(KEY, "t1").priority == 0
+
+
+def test_stale_pending_is_rearmed(gate, r):
+    gate.add(KEY)
+    r.set(pending_key(KEY), "lost|1000|0|1")  # a queued mark from long ago whose message never arrived
+    assert gate.add(KEY)[0] == "published"
+
+
+def test_reap_republishes_a_dead_holders_key_once(gate):
+    gate.start(KEY, "dead")
+    assert gate.reap() == []
+    reaped = wait_for(gate.reap, 3, message="the dead lease to expire and be reaped")
+    assert [p.key for p in reaped] == [KEY]
+    assert gate.reap() == []
+    assert gate.add(KEY)[0] == "coalesced"  # the reaped message is queued
+    assert gate.start(KEY, "next") is not None
+
+
+def test_lease_keeper_keeps_the_lease_and_reports_loss(gate, r):
+    gate.start(KEY, "t1")
+    with LeaseKeeper(gate, KEY, "t1") as keeper:
+        end = time.monotonic() + 1.0  # over three lease lengths: only renewals keep it alive
+        while time.monotonic() < end:
+            assert r.get(active_key(KEY)) == b"t1"
+            time.sleep(0.02)
+        r.set(active_key(KEY), "thief")
+        assert keeper.lost.wait(1.0)
+    assert not r.get(active_key(KEY)) or r.get(active_key(KEY)) == b"thief"
+
+
+def test_add_many_pipelines(gate):
+    results = gate.add_many(["claim/a/1", "claim/a/1", "pool/p/x"], "resync")
+    assert [o for o, _ in results] == ["published", "coalesced", "published"]
+    assert all(p.priority == 9 for _, p in results if p)
+
+
+def test_due_index_keeps_earliest_and_pops_atomically(r):
+    due = DueIndex(r)
+    due.schedule("claim/a/b", 200)
+    due.schedule("claim/a/b", 100)
+    due.schedule("claim/a/b", 300)
+    due.schedule("claim/a/c", time.time() + 3600)
+    assert due.deadline("claim/a/b") == 100 and due.size() == 2 and due.oldest() == 100
+    assert due.pop_due(limit=10) == ["claim/a/b"]
+    assert due.pop_due(limit=10) == [] and due.size() == 1
+
+
+def test_backoff_is_capped_jittered_and_honours_retry_after():
+    assert all(backoff.FLOOR <= backoff.delay(n, cap=300) <= 300 for n in range(1, 40))
+    assert all(backoff.delay(1) <= 1.0 for _ in range(50))
+    assert backoff.delay(1, retry_after=7) >= 7
+    assert backoff.delay(1, retry_after=10_000, cap=300) == 300
