@@ -11,16 +11,24 @@ import orjson
 
 from devcluster import errors, meta
 from devcluster.registry import Registry, ResourceType
-from devcluster.schema import Cause, apply_defaults, prune, validate
+from devcluster.schema import Cause, apply_defaults, prune, structural_causes, validate
 from devcluster.store import Obj, Store
 
 NAMESPACES = ("", "namespaces")
 CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
 Predicate = Callable[[Obj], bool] | None
+MAX_SNAPSHOTS = 256
+
+
+def _key(obj: Obj) -> str:
+    metadata = obj["metadata"]
+    return f'{metadata.get("namespace", "")}/{metadata["name"]}'
 
 
 def present(rtype: ResourceType, obj: Obj) -> Obj:
     """The stored object as the requested version (same content, the version's apiVersion)."""
+    if rtype.from_storage is not None:
+        return rtype.from_storage(obj)
     if obj.get("apiVersion") == rtype.api_version:
         return obj
     return {**obj, "apiVersion": rtype.api_version}
@@ -30,6 +38,7 @@ class Cluster:
     def __init__(self, history_size: int = 10000) -> None:
         self.registry = Registry()
         self.store = Store(history_size)
+        self.snapshots: dict[str, list[Obj]] = {}
         self.on_delete_started: list[Callable[[ResourceType, Obj, str], None]] = []
         for name in ("default", "kube-system", "kube-public"):
             self.create(self.registry.get("", "v1", "namespaces"), "", {"metadata": {"name": name}})  # type: ignore[arg-type]
@@ -44,50 +53,60 @@ class Cluster:
 
     def list(self, rtype: ResourceType, namespace: str | None, predicate: Predicate, limit: int = 0,
              continue_token: str = "") -> dict[str, Any]:
-        start = ""
+        """A list, paginated over a snapshot: every continuation of one list sees the same items and rv."""
+        snapshot_id, offset = "", 0
         if continue_token:
-            start = self._decode_continue(continue_token)
-        items: list[Obj] = []
-        remaining = 0
-        next_key = ""
-        for obj in self.store.iter(rtype.store_key, namespace):
-            metadata = obj["metadata"]
-            if start and f'{metadata.get("namespace", "")}/{metadata["name"]}' <= start:
-                continue
-            if predicate is not None and not predicate(obj):
-                continue
-            if limit and len(items) >= limit:
-                remaining += 1
-                continue
-            items.append(obj)
-            if limit and len(items) == limit:
-                next_key = f'{metadata.get("namespace", "")}/{metadata["name"]}'
-        list_meta: dict[str, Any] = {"resourceVersion": str(self.store.rv)}
-        if remaining:
-            token = orjson.dumps({"rv": self.store.rv, "start": next_key})
+            rv, snapshot_id, offset, start = self._decode_continue(continue_token)
+            matching = self.snapshots.get(snapshot_id)
+            if matching is None:  # snapshot evicted: continue from the live state after the last key
+                snapshot_id, offset, rv = "", 0, self.store.rv
+                matching = [obj for obj in self.store.iter(rtype.store_key, namespace)
+                            if _key(obj) > start and (predicate is None or predicate(obj))]
+        else:
+            rv = self.store.rv
+            matching = [obj for obj in self.store.iter(rtype.store_key, namespace)
+                        if predicate is None or predicate(obj)]
+        items = matching[offset:offset + limit] if limit else matching[offset:]
+        remaining = len(matching) - offset - len(items)
+        list_meta: dict[str, Any] = {"resourceVersion": str(rv)}
+        if remaining > 0:
+            if not snapshot_id:
+                snapshot_id = meta.new_uid()
+                self.snapshots[snapshot_id] = matching
+                while len(self.snapshots) > MAX_SNAPSHOTS:
+                    self.snapshots.pop(next(iter(self.snapshots)))
+            token = orjson.dumps({"rv": rv, "id": snapshot_id, "offset": offset + len(items),
+                                  "start": _key(items[-1]) if items else ""})
             list_meta["continue"] = base64.urlsafe_b64encode(token).decode()
-            if predicate is None:
+            if predicate is None:  # with a selector kube-apiserver cannot know the count, so it omits it
                 list_meta["remainingItemCount"] = remaining
-        if rtype.api_version != (items[0].get("apiVersion") if items else rtype.api_version):
+        if rtype.from_storage is not None or rtype.api_version != (
+                items[0].get("apiVersion") if items else rtype.api_version):
             items = [present(rtype, obj) for obj in items]
         return {"kind": f"{rtype.kind}List", "apiVersion": rtype.api_version, "metadata": list_meta,
                 "items": items}
 
-    def _decode_continue(self, token: str) -> str:
+    def _decode_continue(self, token: str) -> tuple[int, str, int, str]:
         try:
             data = orjson.loads(base64.urlsafe_b64decode(token.encode()))
-            rv, start = int(data["rv"]), str(data["start"])
+            decoded = int(data["rv"]), str(data["id"]), int(data["offset"]), str(data["start"])
         except Exception as error:
             raise errors.bad_request(f"invalid continue token: {error}") from None
-        if rv < self.store.floor:
+        if decoded[0] < self.store.floor and decoded[1] not in self.snapshots:
             raise errors.gone("The provided continue parameter is too old to display a consistent list result. "
                               "You can start a new list without the continue parameter, or use the continue token "
                               "in this response to retrieve the remainder of the results.")
-        return start
+        return decoded
 
     # --- create ----------------------------------------------------------------------------------------------
 
     def create(self, rtype: ResourceType, namespace: str, body: Any, dry_run: bool = False) -> Obj:
+        if rtype.to_storage is not None and isinstance(body, dict):
+            missing = [f for f in ("eventTime", "reportingController", "reportingInstance") if not body.get(f)]
+            if missing:
+                raise errors.invalid(rtype.kind, rtype.group, (body.get("metadata") or {}).get("name", ""), [
+                    {"reason": "FieldValueRequired", "field": f, "message": f"{f}: Required value"}
+                    for f in missing])
         obj = self._check_body(rtype, body)
         metadata = obj.setdefault("metadata", {})
         if not isinstance(metadata, dict):
@@ -136,6 +155,8 @@ class Cluster:
                                      f"({rtype.kind})")
         body["apiVersion"] = rtype.api_version
         body["kind"] = rtype.kind
+        if rtype.to_storage is not None:
+            return rtype.to_storage(body)
         return body
 
     def _check_namespace_open(self, rtype: ResourceType, namespace: str, name: str) -> None:
@@ -160,6 +181,11 @@ class Cluster:
         elif rtype.store_key == ("", "secrets"):
             string_data = obj.pop("stringData", None) or {}
             data = obj.setdefault("data", {}) or {}
+            for key, value in data.items():
+                try:
+                    base64.b64decode(str(value), validate=True)
+                except ValueError:
+                    raise errors.bad_request(f"illegal base64 data in Secret data[{key!r}]") from None
             for key, value in string_data.items():
                 data[key] = base64.b64encode(str(value).encode()).decode()
             obj["data"] = data
@@ -240,6 +266,9 @@ class Cluster:
             causes.append({"reason": "FieldValueNotSupported", "field": "spec.scope",
                            "message": f'spec.scope: Unsupported value: "{spec.get("scope")}": supported values: '
                                       '"Cluster", "Namespaced"'})
+        for index, version in enumerate(spec.get("versions") or []):
+            schema = (version.get("schema") or {}).get("openAPIV3Schema")
+            causes += structural_causes(schema, f"spec.versions[{index}].schema.openAPIV3Schema")
         expected = f"{names.get('plural')}.{spec.get('group')}"
         if obj["metadata"].get("name") != expected:
             causes.append({"reason": "FieldValueInvalid", "field": "metadata.name",
@@ -250,7 +279,7 @@ class Cluster:
     # --- update ----------------------------------------------------------------------------------------------
 
     def update(self, rtype: ResourceType, namespace: str, name: str, new: Any, subresource: str = "",
-               dry_run: bool = False, old: Obj | None = None) -> Obj:
+               dry_run: bool = False, old: Obj | None = None, require_rv: bool = False) -> Obj:
         """Replace semantics shared by PUT and PATCH (``new`` is the full desired object)."""
         if old is None:
             old = self.get(rtype, namespace, name)
@@ -265,6 +294,10 @@ class Cluster:
             raise errors.bad_request("the namespace of the provided object does not match the namespace sent on "
                                      "the request")
         rv = metadata.get("resourceVersion")
+        if require_rv and not rv and not rtype.builtin:
+            raise errors.invalid(rtype.kind, rtype.group, name, [{
+                "reason": "FieldValueInvalid", "field": "metadata.resourceVersion",
+                "message": "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"}])
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise errors.conflict(rtype.plural, rtype.group, name, errors.STALE)
         if metadata.get("uid") and metadata["uid"] != old["metadata"]["uid"]:

@@ -68,6 +68,9 @@ class Collector:
                 self._later(lambda: self._maybe_finish_namespace(namespace))
         else:
             self._track(event.key, event.obj)
+            if metadata.get("ownerReferences"):
+                where = (event.key, metadata.get("namespace", ""), metadata["name"])
+                self._later(lambda: self._check_owners(*where))
 
     def _on_delete_started(self, rtype: ResourceType, obj: Obj, policy: str) -> None:
         uid = obj["metadata"]["uid"]
@@ -91,12 +94,26 @@ class Collector:
         return found
 
     def _collect_dependents(self, uid: str) -> None:
-        """Background propagation: delete dependents none of whose owners exist any more."""
+        """Background propagation: re-examine every dependent of a deleted owner."""
         for rtype, obj in self._dependents(uid):
-            owners = [r.get("uid") for r in obj["metadata"].get("ownerReferences") or []]
-            if any(self._lookup(o) is not None for o in owners if o):
-                continue
+            metadata = obj["metadata"]
+            self._check_owners(rtype.store_key, metadata.get("namespace", ""), metadata["name"])
+
+    def _check_owners(self, key: StoreKey, namespace: str, name: str) -> None:
+        """As the real garbage collector: all owners gone → delete; some gone → drop the dangling references."""
+        obj = self.store.get(key, namespace, name)
+        rtype = self.cluster.registry.by_store_key(key)
+        if obj is None or rtype is None or obj["metadata"].get("deletionTimestamp"):
+            return
+        refs = obj["metadata"].get("ownerReferences") or []
+        live = [r for r in refs if self._lookup(r.get("uid", "")) is not None]
+        if len(live) == len(refs):
+            return
+        if not live:
             self._delete(rtype, obj, "Background")
+            return
+        new = {**obj, "metadata": {**obj["metadata"], "ownerReferences": live}}
+        self.cluster.update(rtype, namespace, name, new)
 
     def _delete(self, rtype: ResourceType, obj: Obj, policy: str) -> None:
         metadata = obj["metadata"]

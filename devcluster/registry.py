@@ -7,8 +7,11 @@ key ``(group, plural)``; objects are stored once and re-labelled with the reques
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from devcluster.conversion import event_from_core, event_to_core
 
 ALL_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 
@@ -28,6 +31,10 @@ class ResourceType:
     builtin: bool = True
     printer_columns: list[dict[str, Any]] = field(default_factory=list)
     returns_object_on_delete: bool = True
+    storage: tuple[str, str] | None = None  # another kind's storage (events.k8s.io Events live as core Events)
+    to_storage: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    from_storage: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    field_labels: frozenset[str] = frozenset()
 
     @property
     def api_version(self) -> str:
@@ -35,7 +42,10 @@ class ResourceType:
 
     @property
     def store_key(self) -> tuple[str, str]:
-        return (self.group, self.plural)
+        return self.storage or (self.group, self.plural)
+
+    def supports_field(self, path: str) -> bool:
+        return path in ("metadata.name", "metadata.namespace") or path in self.field_labels
 
     @property
     def group_version(self) -> str:
@@ -62,14 +72,24 @@ class ResourceType:
         return entries
 
 
+EVENT_FIELDS = frozenset({
+    "involvedObject.kind", "involvedObject.namespace", "involvedObject.name", "involvedObject.uid",
+    "involvedObject.apiVersion", "involvedObject.resourceVersion", "involvedObject.fieldPath", "reason",
+    "reportingComponent", "source", "type",
+})
 BUILTINS = [
-    ResourceType("", "v1", "namespaces", "namespace", "Namespace", False, ["ns"], has_status=True),
+    ResourceType("", "v1", "namespaces", "namespace", "Namespace", False, ["ns"], has_status=True,
+                 field_labels=frozenset({"status.phase"})),
     ResourceType("", "v1", "configmaps", "configmap", "ConfigMap", True, ["cm"], returns_object_on_delete=False),
-    ResourceType("", "v1", "secrets", "secret", "Secret", True, returns_object_on_delete=False),
+    ResourceType("", "v1", "secrets", "secret", "Secret", True, returns_object_on_delete=False,
+                 field_labels=frozenset({"type"})),
     ResourceType("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", True, ["sa"],
                  returns_object_on_delete=False),
-    ResourceType("", "v1", "events", "event", "Event", True, ["ev"], returns_object_on_delete=False),
-    ResourceType("events.k8s.io", "v1", "events", "event", "Event", True, ["ev"], returns_object_on_delete=False),
+    ResourceType("", "v1", "events", "event", "Event", True, ["ev"], returns_object_on_delete=False,
+                 field_labels=EVENT_FIELDS),
+    ResourceType("events.k8s.io", "v1", "events", "event", "Event", True, ["ev"], returns_object_on_delete=False,
+                 storage=("", "events"), to_storage=event_to_core, from_storage=event_from_core,
+                 field_labels=EVENT_FIELDS),
     ResourceType("coordination.k8s.io", "v1", "leases", "lease", "Lease", True, returns_object_on_delete=False),
     ResourceType("apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",
                  "CustomResourceDefinition", False, ["crd", "crds"], ["api-extensions"], has_status=True),
@@ -93,7 +113,7 @@ class Registry:
 
     def by_store_key(self, key: tuple[str, str]) -> ResourceType | None:
         for rtype in self.types.values():
-            if rtype.store_key == key:
+            if rtype.store_key == key and rtype.storage is None:
                 return rtype
         return None
 
@@ -116,6 +136,7 @@ class Registry:
                 short_names=list(names.get("shortNames") or []), categories=list(names.get("categories") or []),
                 has_status="status" in (version.get("subresources") or {}), schema=schema, builtin=False,
                 printer_columns=list(version.get("additionalPrinterColumns") or []),
+                field_labels=frozenset(f["jsonPath"].lstrip(".") for f in version.get("selectableFields") or []),
             )
             types.append(rtype)
             self.add(rtype)

@@ -103,6 +103,9 @@ def prune(value: Any, schema: dict[str, Any] | None, root: bool = False) -> Any:
                         del value[key][meta_key]
                 continue
             if key in properties:
+                if value[key] is None and not properties[key].get("nullable"):
+                    del value[key]  # since Kubernetes 1.20 nulls in non-nullable fields are dropped
+                    continue
                 value[key] = prune(value[key], properties[key])
             elif isinstance(extra, dict):
                 value[key] = prune(value[key], extra)
@@ -150,13 +153,13 @@ def validate(value: Any, schema: dict[str, Any] | None, path: str = "", root: bo
 def _validate(value: Any, schema: dict[str, Any], path: str, causes: list[Cause], root: bool = False) -> None:
     if value is None:
         if not schema.get("nullable") and (schema.get("type") or schema.get(INT_OR_STRING)):
-            causes.append(_cause("FieldValueInvalid", path, f'Invalid value: "null": {path} in body must be of '
-                                 f'type {schema.get("type") or "integer-or-string"}: "null"'))
+            causes.append(_cause("FieldValueTypeInvalid", path, f'Invalid value: "null": {path} in body must be '
+                                 f'of type {schema.get("type") or "integer-or-string"}: "null"'))
         return
     if not _type_ok(value, schema):
         expected = schema.get("type") or "integer-or-string"
-        causes.append(_cause("FieldValueInvalid", path, f'Invalid value: "{_type_name(value)}": {path} in body '
-                             f'must be of type {expected}: "{_type_name(value)}"'))
+        causes.append(_cause("FieldValueTypeInvalid", path, f'Invalid value: "{_type_name(value)}": {path} in '
+                             f'body must be of type {expected}: "{_type_name(value)}"'))
         return
     if "enum" in schema and value not in schema["enum"]:
         supported = ", ".join(_quote(v) for v in schema["enum"])
@@ -226,6 +229,12 @@ def _validate_object(value: dict[str, Any], schema: dict[str, Any], path: str, c
             causes.append(_cause("FieldValueRequired", _join(path, key), "Required value"))
     extra = schema.get("additionalProperties")
     for key, item in value.items():
+        if root and key == "metadata" and isinstance(item, dict) and "metadata" in properties:
+            meta_schema = properties["metadata"].get("properties") or {}
+            for meta_key in ("name", "generateName"):
+                if meta_key in item and meta_key in meta_schema:
+                    _validate(item[meta_key], meta_schema[meta_key], f"metadata.{meta_key}", causes)
+            continue
         if root and key in ("apiVersion", "kind", "metadata"):
             continue
         if key in properties:
@@ -235,3 +244,20 @@ def _validate_object(value: dict[str, Any], schema: dict[str, Any], path: str, c
         elif extra is False:
             causes.append(_cause("FieldValueForbidden", _join(path, key),
                                  "Forbidden: additional properties are not allowed"))
+
+
+def structural_causes(schema: Any, path: str) -> list[Cause]:
+    """The structural-schema rules kube-apiserver enforces on CRD creation that tests rely on."""
+    causes: list[Cause] = []
+    if not isinstance(schema, dict):
+        return causes
+    if "properties" in schema and "additionalProperties" in schema:
+        causes.append(_cause("FieldValueForbidden", f"{path}.additionalProperties",
+                             "Forbidden: additionalProperties and properties are mutual exclusive"))
+    for key, sub in (schema.get("properties") or {}).items():
+        causes += structural_causes(sub, f"{path}.properties[{key}]")
+    if isinstance(schema.get("items"), dict):
+        causes += structural_causes(schema["items"], f"{path}.items")
+    if isinstance(schema.get("additionalProperties"), dict):
+        causes += structural_causes(schema["additionalProperties"], f"{path}.additionalProperties")
+    return causes

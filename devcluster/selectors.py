@@ -81,8 +81,8 @@ def _field_value(obj: dict[str, Any], path: str) -> str:
     return str(value)
 
 
-def field_selector(text: str | None) -> Predicate | None:
-    """Any dotted field path is accepted (the real server limits this per kind; tests only need a superset)."""
+def field_selector(text: str | None, supported: Callable[[str], bool] = lambda path: True) -> Predicate | None:
+    """``supported`` says which field labels the kind allows (others are 400, as in kube-apiserver)."""
     if not text or not text.strip():
         return None
     terms: list[Predicate] = []
@@ -91,6 +91,9 @@ def field_selector(text: str | None) -> Predicate | None:
         if not match:
             raise bad_request(f'invalid field selector: "{term}"')
         path, value, negate = match["key"], match["value"], match["op"] == "!="
+        if not supported(path):
+            raise bad_request(f'"{path}" is not a known field selector: only "metadata.name", '
+                              f'"metadata.namespace"')
         terms.append(lambda obj, p=path, v=value, n=negate: (_field_value(obj, p) == v) != n)
     return lambda obj: all(term(obj) for term in terms)
 

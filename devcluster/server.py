@@ -158,7 +158,7 @@ class Server:
     def misc(self, path: str) -> web.StreamResponse:
         if path in ("/healthz", "/readyz", "/livez") or path.startswith(("/healthz/", "/readyz/", "/livez/")):
             return web.Response(text="ok")
-        if path == "/version":
+        if path in ("/version", "/version/"):
             return json_response(VERSION)
         if path == "/openapi/v3":
             return json_response(openapi.index(self.cluster.registry))
@@ -197,7 +197,7 @@ class Server:
             return json_response(present(rtype, obj), 201)
         if verb == "update":
             obj = cluster.update(rtype, namespace, target.name, await self.body(request), target.subresource,
-                                 dry_run)
+                                 dry_run, require_rv=True)
             return json_response(present(rtype, obj))
         if verb == "patch":
             return await self.patch(request, target, dry_run)
@@ -232,7 +232,8 @@ class Server:
 
     @staticmethod
     def predicate(query: Any, target: Target) -> Any:
-        return combine(label_selector(query.get("labelSelector")), field_selector(query.get("fieldSelector")))
+        return combine(label_selector(query.get("labelSelector")),
+                       field_selector(query.get("fieldSelector"), target.rtype.supports_field))
 
     @staticmethod
     async def body(request: web.Request) -> Any:
