@@ -88,9 +88,10 @@ def test_custom_kind_crud_and_status(kube: KubeClient, namespace: str) -> None:
     with_status = kube.replace_status(created)
     assert with_status["status"]["summary"] == {"state": "x"}
 
-    patched = kube.patch_merge(f"{D}/v1", "ResourceClaim", "c1", namespace, {"status": {"approval": {"state": "ok"}}},
+    approval = {"status": {"approval": {"state": "approved"}}}
+    patched = kube.patch_merge(f"{D}/v1", "ResourceClaim", "c1", namespace, approval,
                                resource_version=with_status["metadata"]["resourceVersion"], status=True)
-    assert patched["status"]["approval"] == {"state": "ok"} and patched["status"]["summary"] == {"state": "x"}
+    assert patched["status"]["approval"] == {"state": "approved"} and patched["status"]["summary"] == {"state": "x"}
 
     items = kube.list(f"{D}/v1", "ResourceClaim", namespace)
     assert [(i["apiVersion"], i["kind"], i["metadata"]["name"]) for i in items] == [

@@ -144,11 +144,11 @@ def test_every_poolboy_kind_and_status_only_change_gives_a_key(kube, opns, usern
     with RunningWatcher(settings_for(opns), kube, leader_election=False, watch_timeout=5) as running:
         rec = running.recorder
         kube.create(poolboy_obj("ResourceClaim", userns, "c1"))
-        kube.create(poolboy_obj("ResourceHandle", opns, "h1"))
+        kube.create(poolboy_obj("ResourceHandle", opns, "guid-h1"))
         kube.create(poolboy_obj("ResourcePool", opns, "p1"))
         kube.create(poolboy_obj("ResourceProvider", opns, "pr1"))
         kube.create(poolboy_obj("ResourcePoolScaling", opns, "s1", {"resourcePool": {"name": "p1"}, "count": 1}))
-        for key in (f"claim/{userns}/c1", f"handle/{opns}/h1", f"pool/{opns}/p1", f"provider/{opns}/pr1",
+        for key in (f"claim/{userns}/c1", f"handle/{opns}/guid-h1", f"pool/{opns}/p1", f"provider/{opns}/pr1",
                     f"scaling/{opns}/s1"):
             rec.wait(key)
 
@@ -156,9 +156,9 @@ def test_every_poolboy_kind_and_status_only_change_gives_a_key(kube, opns, usern
         kube.patch_merge(API, "ResourceClaim", "c1", userns, {"status": {"summary": {"state": "new"}}}, status=True)
         rec.wait(f"claim/{userns}/c1", before + 1)  # status-only change
 
-        before = rec.count(f"handle/{opns}/h1")
-        kube.patch_merge(API, "ResourceHandle", "h1", opns, {"metadata": {"annotations": {"a": "b"}}})
-        rec.wait(f"handle/{opns}/h1", before + 1)  # metadata-only change
+        before = rec.count(f"handle/{opns}/guid-h1")
+        kube.patch_merge(API, "ResourceHandle", "guid-h1", opns, {"metadata": {"annotations": {"a": "b"}}})
+        rec.wait(f"handle/{opns}/guid-h1", before + 1)  # metadata-only change
 
         before = rec.count(f"pool/{opns}/p1")
         kube.delete(API, "ResourcePool", "p1", opns)
@@ -169,28 +169,31 @@ def test_objects_outside_scope_or_ignored_give_no_key(kube, opns, userns) -> Non
     with RunningWatcher(settings_for(opns), kube, leader_election=False, watch_timeout=5) as running:
         rec = running.recorder
         kube.create(poolboy_obj("ResourceClaim", userns, "ignored", labels={f"{D}/ignore": ""}))
-        kube.create(poolboy_obj("ResourceHandle", userns, "wrong-namespace"))  # handles live in opns only
-        kube.create(poolboy_obj("ResourceHandle", opns, "ignored-handle", labels={f"{D}/ignore": "true"}))
+        kube.create(poolboy_obj("ResourceHandle", userns, "guid-wrong-ns"))  # handles live in opns only
+        kube.create(poolboy_obj("ResourceHandle", opns, "guid-ignored", labels={f"{D}/ignore": "true"}))
         # markers created after, in the same collections: once they arrive, anything earlier would have too
         kube.create(poolboy_obj("ResourceClaim", userns, "marker"))
-        kube.create(poolboy_obj("ResourceHandle", opns, "marker"))
+        kube.create(poolboy_obj("ResourceHandle", opns, "guid-marker"))
         rec.wait(f"claim/{userns}/marker")
-        rec.wait(f"handle/{opns}/marker")
+        rec.wait(f"handle/{opns}/guid-marker")
         assert rec.count(f"claim/{userns}/ignored") == 0
-        assert rec.count(f"handle/{userns}/wrong-namespace") == 0
-        assert rec.count(f"handle/{opns}/ignored-handle") == 0
+        assert rec.count(f"handle/{userns}/guid-wrong-ns") == 0
+        assert rec.count(f"handle/{opns}/guid-ignored") == 0
 
 
-def handle_referencing(opns: str, name: str, api_version: str, kind: str, namespace: str | None,
-                       in_status: bool = True) -> dict:
+def create_handle_referencing(kube: KubeClient, opns: str, name: str, api_version: str, kind: str,
+                              namespace: str | None, in_status: bool = True) -> dict:
+    """A handle whose one resource references ``kind`` (in status, as the handle reconciler records it, or in the
+    spec's legacy ``reference``). Status is ignored on create (status subresource), so it is written after."""
     reference = {"apiVersion": api_version, "kind": kind, "name": "x"}
     if namespace:
         reference["namespace"] = namespace
     entry = {"provider": {"name": "p"}, "reference": reference}
-    body = poolboy_obj("ResourceHandle", opns, name, {"resources": [] if in_status else [entry]})
+    handle = kube.create(poolboy_obj("ResourceHandle", opns, name, {"resources": [] if in_status else [entry]}))
     if in_status:
-        body["status"] = {"resources": [{"name": "r0", "reference": reference}]}
-    return body
+        handle = kube.patch_merge(API, "ResourceHandle", name, opns,
+                                  {"status": {"resources": [{"name": "r0", "reference": reference}]}}, status=True)
+    return handle
 
 
 def managed_configmap(namespace: str, name: str, annotations: dict | None) -> dict:
@@ -205,22 +208,24 @@ def test_managed_resource_events_map_to_their_handle(kube, opns, userns) -> None
         f"{D}/resource-handle-deleted"
     # exists before the watcher starts: the list must find it
     kube.create(managed_configmap(userns, "early", {name_a: "h-early", ns_a: opns}))
-    handle = kube.create(handle_referencing(opns, "h1", "v1", "ConfigMap", userns, in_status=False))
-    assert handle["metadata"]["name"] == "h1"
+    handle = create_handle_referencing(kube, opns, "guid-h1", "v1", "ConfigMap", userns, in_status=False)
+    assert handle["metadata"]["name"] == "guid-h1"
     with RunningWatcher(settings_for(opns), kube, leader_election=False, watch_timeout=5) as running:
         rec = running.recorder
         rec.wait(f"handle/{opns}/h-early")
+        rec.wait(f"handle/{opns}/guid-h1")  # the handle itself, listed
 
+        before = rec.count(f"handle/{opns}/guid-h1")
         kube.create(managed_configmap(userns, "no-annotations", None))
         kube.create(managed_configmap(userns, "deleted", {name_a: "h-deleted", ns_a: opns, deleted_a: ""}))
         kube.create(managed_configmap(userns, "no-name", {ns_a: opns, "other": "x"}))
-        kube.create(managed_configmap(userns, "managed", {name_a: "h1", ns_a: opns}))
-        rec.wait(f"handle/{opns}/h1", rec.count(f"handle/{opns}/h1") + 1)
-        before = rec.count(f"handle/{opns}/h1")
+        kube.create(managed_configmap(userns, "managed", {name_a: "guid-h1", ns_a: opns}))
+        rec.wait(f"handle/{opns}/guid-h1", before + 1)
+        before = rec.count(f"handle/{opns}/guid-h1")
         kube.patch_merge("v1", "ConfigMap", "managed", userns, {"data": {"state": "ready"}})
-        rec.wait(f"handle/{opns}/h1", before + 1)
+        rec.wait(f"handle/{opns}/guid-h1", before + 1)
         # skipped (§3.20): no annotations, D/resource-handle-deleted, no D/resource-handle-name
-        assert {k for k in rec.keys if k.startswith("handle/")} == {f"handle/{opns}/h1", f"handle/{opns}/h-early"}
+        assert {k for k in rec.keys if k.startswith("handle/")} == {f"handle/{opns}/guid-h1", f"handle/{opns}/h-early"}
 
 
 def test_managed_kinds_are_discovered_from_handles(kube, opns, userns) -> None:
@@ -229,17 +234,18 @@ def test_managed_kinds_are_discovered_from_handles(kube, opns, userns) -> None:
         rec, watcher = running.recorder, running.watcher
         kube.create(crd(group, "Widget"))
         wait_for(lambda: kube.resource_info(f"{group}/v1", "Widget"), timeout=10, message="CRD served")
-        kube.create(handle_referencing(opns, "hw", f"{group}/v1", "Widget", userns))
+        create_handle_referencing(kube, opns, "guid-hw", f"{group}/v1", "Widget", userns)
         target = (f"{group}/v1", "Widget", userns)
         wait_for(lambda: target in watcher._managed.targets, timeout=10, message="Widget informer started")
+        rec.wait(f"handle/{opns}/guid-hw")  # the handle itself
+        before = rec.count(f"handle/{opns}/guid-hw")
         kube.create({"apiVersion": f"{group}/v1", "kind": "Widget",
                      "metadata": {"name": "w1", "namespace": userns,
-                                  "annotations": {f"{D}/resource-handle-name": "hw",
+                                  "annotations": {f"{D}/resource-handle-name": "guid-hw",
                                                   f"{D}/resource-handle-namespace": opns}}})
-        before = rec.count(f"handle/{opns}/hw")
-        rec.wait(f"handle/{opns}/hw", before + 1)
+        rec.wait(f"handle/{opns}/guid-hw", before + 1)
 
-        kube.delete(API, "ResourceHandle", "hw", opns)
+        kube.delete(API, "ResourceHandle", "guid-hw", opns)
         wait_for(lambda: target not in watcher._managed.targets, timeout=10,
                  message="Widget informer stopped once no handle references it")
 
@@ -337,10 +343,10 @@ def test_restart_loses_nothing(devcluster, kube, opns, userns, tmp_path, process
     # while no watcher runs: a new claim, a status-only change and a new handle
     kube.create(poolboy_obj("ResourceClaim", userns, "while-down"))
     kube.patch_merge(API, "ResourceClaim", "steady", userns, {"status": {"summary": {"x": 1}}}, status=True)
-    kube.create(poolboy_obj("ResourceHandle", opns, "while-down"))
+    kube.create(poolboy_obj("ResourceHandle", opns, "guid-while-down"))
     second = WatcherProcess(devcluster, tmp_path, opns, "second")
     processes.append(second)
-    for key in (f"claim/{userns}/while-down", f"claim/{userns}/steady", f"handle/{opns}/while-down"):
+    for key in (f"claim/{userns}/while-down", f"claim/{userns}/steady", f"handle/{opns}/guid-while-down"):
         second.wait(key)
 
 
