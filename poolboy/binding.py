@@ -76,6 +76,16 @@ def list_unbound(ctx: Context, claim: Mapping[str, Any]) -> list[dict[str, Any]]
     return [h for h in handles if not (h.get("spec") or {}).get("resourceClaim") and not is_deleting(h)]
 
 
+def provider_compatible(handle: Mapping[str, Any], provider_names: list[str]) -> bool:
+    """A provider-mode handle (``spec.provider``) only serves claims whose first resource uses that provider.
+
+    A fresh provider pool handle may not have generated ``spec.resources`` yet; without this check the resource
+    comparison alone would accept it for any claim.
+    """
+    name = ((handle.get("spec") or {}).get("provider") or {}).get("name")
+    return name is None or (bool(provider_names) and provider_names[0] == name)
+
+
 def bind_ops(ctx: Context, claim: Mapping[str, Any], handle: Mapping[str, Any], *,
              provider_spec: dict[str, Any] | None, claim_resources: list[dict[str, Any]],
              lifespan_end: datetime | None) -> list[dict[str, Any]]:

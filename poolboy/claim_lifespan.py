@@ -9,43 +9,34 @@ provider's; a created handle its provider's). They may be templates, so they are
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from poolboy import lifespan, templating, timeutil
 from poolboy.result import PermanentError
 
 
-def _evaluate(raw: Any, key: str, variables: dict[str, Any], template_vars: dict[str, Any]) -> timedelta | None:
-    if raw in (None, ""):
-        return None
-    value = raw
+def _render(raw: Any, key: str, variables: dict[str, Any], template_vars: dict[str, Any]) -> Any:
     if isinstance(raw, str) and templating.has_template(raw):
         try:
-            value = templating.render_string(raw, variables, template_vars)
-        except Exception as error:
+            return templating.render_string(raw, variables, template_vars)
+        except templating.TemplateError as error:
             raise PermanentError("InvalidLifespan", f"ResourceHandle lifespan.{key}: {error}") from error
-    if value in (None, ""):
-        return None
-    try:
-        return timeutil.parse_interval(str(value).strip())
-    except ValueError as error:
-        raise PermanentError("InvalidLifespan", f"ResourceHandle lifespan.{key} {value!r} is not a valid interval: "
-                             f"{error}") from error
+    return raw
 
 
 def handle_limits(handle: Mapping[str, Any], claim: Mapping[str, Any] | None,
                   template_vars: dict[str, Any] | None = None) -> lifespan.Limits:
-    """Evaluated ``default/maximum/relativeMaximum`` of a handle's ``spec.lifespan``."""
+    """Evaluated ``default/maximum/relativeMaximum`` of a handle's ``spec.lifespan`` (unparsable → permanent)."""
     raw = (handle.get("spec") or {}).get("lifespan") or {}
     variables = {"resource_claim": templating.wrap_object(claim) if claim is not None else None,
                  "resource_handle": templating.wrap_object(handle)}
     tv = template_vars or {}
-    return lifespan.Limits(
-        default=_evaluate(raw.get("default"), "default", variables, tv),
-        maximum=_evaluate(raw.get("maximum"), "maximum", variables, tv),
-        relative_maximum=_evaluate(raw.get("relativeMaximum"), "relativeMaximum", variables, tv),
-    )
+    rendered = {key: _render(raw.get(key), key, variables, tv) for key in ("default", "maximum", "relativeMaximum")}
+    try:
+        return lifespan.Limits.from_spec(rendered, raw=raw)
+    except lifespan.LifespanError as error:
+        raise PermanentError("InvalidLifespan", f"ResourceHandle {handle['metadata']['name']}: {error}") from error
 
 
 def parse_optional(value: Any) -> datetime | None:
@@ -58,15 +49,11 @@ def parse_optional(value: Any) -> datetime | None:
 
 
 def claim_start(claim: Mapping[str, Any]) -> datetime | None:
-    """status.lifespan.start, else spec.lifespan.start, else creationTimestamp (§3.16)."""
-    status_lifespan = (claim.get("status") or {}).get("lifespan") or {}
-    spec_lifespan = (claim.get("spec") or {}).get("lifespan") or {}
-    for value in (status_lifespan.get("start"), spec_lifespan.get("start"),
-                  (claim.get("metadata") or {}).get("creationTimestamp")):
-        parsed = parse_optional(value)
-        if parsed is not None:
-            return parsed
-    return None
+    """status.lifespan.start, else spec.lifespan.start, else creationTimestamp (§3.16); unparsable → None."""
+    try:
+        return lifespan.lifespan_start(claim)
+    except lifespan.LifespanError:
+        return None
 
 
 def maximum_end(claim: Mapping[str, Any], limits: lifespan.Limits, now: datetime) -> datetime | None:
@@ -74,13 +61,6 @@ def maximum_end(claim: Mapping[str, Any], limits: lifespan.Limits, now: datetime
     first_ready = parse_optional(((claim.get("status") or {}).get("lifespan") or {}).get("firstReady"))
     start = claim_start(claim) or now
     return lifespan.maximum_end(start, first_ready, limits, now)
-
-
-def clamp_requested_end(requested: datetime, maximum: datetime | None) -> datetime:
-    """A requested end beyond the maximum end is clamped (§3.10); inside the limits it applies exactly."""
-    if maximum is not None and requested > maximum:
-        return maximum
-    return requested
 
 
 def status_lifespan(current: Mapping[str, Any] | None, handle: Mapping[str, Any], limits: lifespan.Limits,
@@ -100,7 +80,7 @@ def status_lifespan(current: Mapping[str, Any] | None, handle: Mapping[str, Any]
         result.pop("end", None)
     for key, value in (("maximum", limits.maximum), ("relativeMaximum", limits.relative_maximum)):
         if value is not None and value.total_seconds() >= 0:
-            result[key] = timeutil.format_single_unit(value)
+            result[key] = lifespan.status_interval(value)
         else:
             result.pop(key, None)
     return result

@@ -270,7 +270,7 @@ class _ClaimRun:
                 continue
             if all_providers is None:
                 all_providers = Provider.list_all(self.ctx)
-            matches = matching.select_providers(resource.get("template") or {}, all_providers)
+            matches = matching.select_providers(resource.get("template") or {}, [p.obj for p in all_providers])
             if len(matches) != 1:
                 what = "no ResourceProvider matches" if not matches else \
                     "more than one ResourceProvider matches (" + ", ".join(_names(matches)) + ")"
@@ -431,7 +431,9 @@ class _ClaimRun:
 
     def bind_or_create(self) -> dict[str, Any] | None:
         claim_resources = self._claim_resources()
-        candidates = binding.list_unbound(self.ctx, self.claim)
+        provider_names = [p.name for p in self._all_providers()]
+        candidates = [h for h in binding.list_unbound(self.ctx, self.claim)
+                      if binding.provider_compatible(h, provider_names)]
         if candidates:
             providers = _providers_by_name(self.ctx, candidates, self._all_providers())
             ranked = matching.rank_candidates(self.claim, candidates, providers, self.ctx.now,
@@ -481,9 +483,10 @@ class _ClaimRun:
                     spec_lifespan[key] = raw[key]
         else:
             if limits.maximum is not None:
-                spec_lifespan["maximum"] = timeutil.format_interval(limits.maximum)
+                spec_lifespan["maximum"] = limits.maximum_raw or timeutil.format_interval(limits.maximum)
             if limits.relative_maximum is not None:
-                spec_lifespan["relativeMaximum"] = timeutil.format_interval(limits.relative_maximum)
+                spec_lifespan["relativeMaximum"] = limits.relative_maximum_raw or \
+                    timeutil.format_interval(limits.relative_maximum)
         end = lifespan_rules.new_handle_end(requested, limits, self.ctx.now, self.ctx.now)
         if end is not None:
             spec_lifespan["end"] = timeutil.format_timestamp(end)
@@ -530,11 +533,16 @@ class _ClaimRun:
         status_lifespan["firstReady"] = timeutil.format_timestamp(self.ctx.now)
         if limits.default is None:
             return
-        requested = claim_lifespan.parse_optional((self.spec.get("lifespan") or {}).get("end"))
         start = claim_lifespan.parse_optional(status_lifespan.get("start"))
-        if requested is None or (start is not None and requested == start + limits.default):
-            new_end = timeutil.format_timestamp(self.ctx.now + limits.default)
-            self._patch_claim({"spec": {"lifespan": {"end": new_end}}})
+        first_ready = self.ctx.now
+        maximum = lifespan_rules.maximum_end(start, first_ready, limits, self.ctx.now)
+        try:
+            new_end = lifespan_rules.first_ready_end((self.spec.get("lifespan") or {}).get("end"), start,
+                                                     limits.default, self.ctx.now, maximum)
+        except lifespan_rules.LifespanError as error:
+            raise PermanentError("InvalidLifespan", str(error)) from error
+        if new_end is not None:
+            self._patch_claim({"spec": {"lifespan": {"end": timeutil.format_timestamp(new_end)}}})
 
     def propagate(self, handle: dict[str, Any], limits: lifespan_rules.Limits) -> dict[str, Any]:
         """Claim → handle spec (provider, resources, templates, requested end); one conditional JSON patch."""
@@ -561,7 +569,7 @@ class _ClaimRun:
         requested = claim_lifespan.parse_optional((self.spec.get("lifespan") or {}).get("end"))
         if requested is not None:
             maximum = claim_lifespan.maximum_end(self._claim_with_status(), limits, self.ctx.now)
-            end = claim_lifespan.clamp_requested_end(requested, maximum)
+            end = lifespan_rules.clamp_end(requested, maximum)
             if end != requested:
                 log.info("claim %s/%s: requested end %s clamped to %s", self.meta["namespace"], self.meta["name"],
                          timeutil.format_timestamp(requested), timeutil.format_timestamp(end))
@@ -684,14 +692,14 @@ def _as_provider(match: Any, all_providers: list[Provider]) -> Provider:
 
 def _providers_by_name(ctx: Context, handles: list[dict[str, Any]], known: list[Provider]) -> dict[str, Any]:
     """Every provider the candidates or the claim reference (for ``matchIgnore``), by name."""
-    result: dict[str, Any] = {p.name: p for p in known}
+    result: dict[str, Any] = {p.name: p.obj for p in known}
     for handle in handles:
         for resource in (handle.get("spec") or {}).get("resources") or []:
             name = (resource.get("provider") or {}).get("name")
             if name and name not in result:
                 provider = Provider.get_or_none(ctx, name)
                 if provider is not None:
-                    result[name] = provider
+                    result[name] = provider.obj
     return result
 
 
