@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import logging
 from datetime import datetime, timedelta
 from typing import Any
@@ -240,7 +241,8 @@ class _ClaimRun:
         handle = self.propagate(handle, limits)
         self.mirror(handle, limits)
         if self.auto_delete_or_detach(handle):
-            return Result()
+            return Result(enqueue=(keys.make(keys.CLAIM, self.meta["namespace"], self.meta["name"]),
+                                   keys.make(keys.HANDLE, handle["metadata"]["namespace"], handle["metadata"]["name"])))
         self.conclude(handle)
         self.write_status()
         return self.result()
@@ -470,23 +472,22 @@ class _ClaimRun:
 
     def _create(self, claim_resources: list[dict[str, Any]]) -> dict[str, Any]:
         providers = self._all_providers()
-        limit_list = [p.lifespan_limits(self.ctx, resource_claim=self.claim) for p in providers]
-        limits = limit_list[0] if len(limit_list) == 1 else lifespan_rules.combine_limits(limit_list)
+        limit_list = [dataclasses.replace(p.lifespan_limits(self.ctx, resource_claim=self.claim),
+                                          default_raw=p.lifespan.get("default"),
+                                          maximum_raw=p.lifespan.get("maximum"),
+                                          relative_maximum_raw=p.lifespan.get("relativeMaximum"))
+                      for p in providers]
+        limits = lifespan_rules.combine_limits(limit_list)
         requested = claim_lifespan.parse_optional((self.spec.get("lifespan") or {}).get("end"))
         spec_lifespan: dict[str, Any] = {}
         if limits.default is not None:
             spec_lifespan["default"] = timeutil.format_interval(limits.default)
-        if self.provider_mode:
-            raw = self.provider.lifespan  # type: ignore[union-attr]
-            for key in ("maximum", "relativeMaximum"):
-                if raw.get(key):
-                    spec_lifespan[key] = raw[key]
-        else:
-            if limits.maximum is not None:
-                spec_lifespan["maximum"] = limits.maximum_raw or timeutil.format_interval(limits.maximum)
-            if limits.relative_maximum is not None:
-                spec_lifespan["relativeMaximum"] = limits.relative_maximum_raw or \
-                    timeutil.format_interval(limits.relative_maximum)
+        # maximum and relativeMaximum keep the provider's raw strings (templates are re-evaluated every reconcile)
+        if limits.maximum is not None:
+            spec_lifespan["maximum"] = limits.maximum_raw or timeutil.format_interval(limits.maximum)
+        if limits.relative_maximum is not None:
+            spec_lifespan["relativeMaximum"] = limits.relative_maximum_raw or \
+                timeutil.format_interval(limits.relative_maximum)
         end = lifespan_rules.new_handle_end(requested, limits, self.ctx.now, self.ctx.now)
         if end is not None:
             spec_lifespan["end"] = timeutil.format_timestamp(end)
