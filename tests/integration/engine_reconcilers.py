@@ -9,7 +9,8 @@ is read from the hash ``behave:<key>``:
   how many runs raise
 * ``enqueue``: comma-separated keys returned in ``Result.enqueue``
 * ``kube``: read the object from the API server with ``ctx.kube`` and store its ``test/value`` annotation in
-  ``observed:<key>`` (convergence tests)
+  ``observed:<key>`` (convergence tests); also done for every namespace starting with the worker's
+  ``ENGINE_TEST_OBSERVE_PREFIX``, a rule that survives a Redis FLUSHALL
 
 The helpers below are shared by the engine tests (reading runs, waiting for quiescence).
 """
@@ -76,7 +77,7 @@ def _make(kind: str):
         _record(key, "start")
         try:
             time.sleep(_sleep_for(behave, run_number))
-            if behave.get("kube"):
+            if behave.get("kube") or namespace.startswith(os.environ.get("ENGINE_TEST_OBSERVE_PREFIX", "\0")):
                 _observe(ctx, kind, namespace, name)
             _maybe_raise(r, key, behave)
             requeue_in = r.hget(f"behave:{key}", "requeue_in_once")

@@ -1,0 +1,76 @@
+"""Redis is an accelerator, not the truth: FLUSHALL mid-run loses gate, queue and events, and the periodic resync
+(listing from a real devcluster through ``poolboy.kube``) brings every object back to convergence.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+import redis
+from celery import Celery
+
+from poolboy.kube import KubeClient
+from poolboy.settings import Settings
+from tests.integration import engine_reconcilers as er
+from tests.integration.test_engine import ENV, LEASE
+from tests.waiting import wait_for
+from workers.enqueue import Enqueuer
+from workers.testing import BeatProcess, WorkerProcess
+
+pytestmark = pytest.mark.slow
+GROUP = "/apis/poolboy.gpte.redhat.com/v1"
+
+
+@pytest.fixture()
+def r(redis_server) -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(redis_server.url, decode_responses=True)
+    client.flushall()
+    yield client
+    client.close()
+
+
+def _claim(name: str, value: str) -> dict:
+    return {"apiVersion": "poolboy.gpte.redhat.com/v1", "kind": "ResourceClaim",
+            "metadata": {"name": name, "annotations": {"test/value": value}},
+            "spec": {"provider": {"name": "test", "parameterValues": {"p": 1}}}}
+
+
+def _set_value(kube: KubeClient, namespace: str, name: str, value: str) -> None:
+    kube.patch_merge("poolboy.gpte.redhat.com/v1", "ResourceClaim", name, namespace,
+                     {"metadata": {"annotations": {"test/value": value}}})
+
+
+def test_flushall_mid_run_then_resync_converges(devcluster, redis_server, r):
+    namespace = f"observe-{uuid.uuid4().hex[:6]}"
+    devcluster.request("POST", "/api/v1/namespaces",
+                       {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    names = [f"c{i}" for i in range(6)]
+    for name in names:
+        devcluster.request("POST", f"{GROUP}/namespaces/{namespace}/resourceclaims", _claim(name, "v1"))
+    keys = [f"claim/{namespace}/{name}" for name in names]
+    kube = KubeClient.from_settings(Settings.from_env(), kubeconfig=str(devcluster.kubeconfig))
+    env = {**ENV, "ENGINE_TEST_OBSERVE_PREFIX": "observe-", "POOLBOY_RESYNC_INTERVAL": "3"}
+    app = Celery("test-publisher", broker=redis_server.url, set_as_current=False)
+    enqueuer = Enqueuer(Settings.from_env(redis_url=redis_server.url, gate_lease_seconds=LEASE), app)
+
+    def converged(value: str) -> bool:
+        return all(r.get(f"observed:{key}") == value for key in keys)
+
+    with WorkerProcess(redis_server.url, ["claims", "periodic"], 2, env=env, kubeconfig=devcluster.kubeconfig), \
+            BeatProcess(redis_server.url, env=env, kubeconfig=devcluster.kubeconfig):
+        enqueuer.add_many(keys)
+        wait_for(lambda: converged("v1"), 20, message="first convergence")
+        for key in keys:
+            r.hset(f"behave:{key}", "sleep", "0.3")
+        for name in names:
+            _set_value(kube, namespace, name, "v2")
+        enqueuer.add_many(keys)
+        wait_for(lambda: any(len(er.runs(r, key)) % 2 for key in keys), 10, message="a run in progress")
+        r.flushall()  # gate marks, queued messages, run logs: all gone mid-run
+        for name in names:
+            _set_value(kube, namespace, name, "v3")  # events nobody will deliver (no watcher here)
+        wait_for(lambda: converged("v3"), 30, message="convergence after FLUSHALL via resync")
+    app.close()
+    kube.close()
