@@ -22,6 +22,20 @@ JSON_PATCH = "application/json-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 
 
+def no_retry_client(kubeconfig: str | Any) -> client.ApiClient:
+    """A client whose transport never retries by itself.
+
+    urllib3, under the ``kubernetes`` client, silently retries a 429 carrying Retry-After (sleeping for it) up to
+    three times; fault-injection tests must see each injected answer instead.
+    """
+    from kubernetes import config
+
+    configuration = client.Configuration()
+    config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
+    configuration.retries = False
+    return client.ApiClient(configuration)
+
+
 def unique(prefix: str) -> str:
     """A DNS-1123 name that no other test (or earlier run against the same server) can collide with."""
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
