@@ -6,6 +6,7 @@ restarts, leader failover and fault injection. Process behaviour (restart, failo
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from prometheus_client import REGISTRY
 
 from poolboy.kube import AlreadyExists, ApiError, KubeClient
 from poolboy.settings import Settings
@@ -253,9 +255,13 @@ def test_managed_kinds_are_discovered_from_handles(kube, opns, userns) -> None:
 def test_fault_injection_still_delivers_every_change(fresh_devcluster) -> None:
     kube = KubeClient.from_settings(settings_for("op"), kubeconfig=str(fresh_devcluster.kubeconfig))
     opns, userns = create_namespace(kube, "op"), create_namespace(kube, "user")
-    fresh_devcluster.request("PUT", "/_devcluster/faults", {"error_rate": 0.1, "codes": [500, 429, 409]})
-    with RunningWatcher(settings_for(opns), kube, leader_election=False, watch_timeout=3) as running:
+    errors_before = watch_errors()
+    fresh_devcluster.request("PUT", "/_devcluster/faults",
+                             {"error_rate": 0.1, "codes": [500, 429, 409], "include_watch": True})
+    with RunningWatcher(settings_for(opns), kube, leader_election=False, watch_timeout=1) as running:
         rec = running.recorder
+        # the faults must really hit the watcher's own lists and watches (1 s streams: many requests)
+        wait_for(lambda: watch_errors() > errors_before, timeout=30, message="an injected fault hit the watcher")
         names = [f"c{index}" for index in range(30)]
         for name in names:
             with_retries(lambda name=name: kube.create(poolboy_obj("ResourceClaim", userns, name)))
@@ -268,6 +274,16 @@ def test_fault_injection_still_delivers_every_change(fresh_devcluster) -> None:
         for name in names[:10]:
             rec.wait(f"claim/{userns}/{name}", counts[f"claim/{userns}/{name}"] + 1, timeout=60)
     fresh_devcluster.request("PUT", "/_devcluster/faults", {"error_rate": 0})
+
+
+def watch_errors() -> float:
+    """Watch restarts after errors in this process, over all kinds (the informers' metric)."""
+    total = 0.0
+    for metric in REGISTRY.collect():
+        if metric.name == "poolboy_watcher_watch_restarts":
+            total += sum(sample.value for sample in metric.samples
+                         if sample.name.endswith("_total") and sample.labels.get("reason") == "error")
+    return total
 
 
 # --- watcher subprocesses ------------------------------------------------------------------------------------------
@@ -378,8 +394,12 @@ def test_gone_relists_without_missing_a_change(fresh_devcluster, tmp_path, proce
     kube.create(poolboy_obj("ResourceClaim", userns, "before"))
     watcher.wait(f"claim/{userns}/before")
 
-    watcher.signal(signal.SIGSTOP)  # its watch times out meanwhile; its resourceVersion falls out of history
+    watcher.signal(signal.SIGSTOP)
     try:
+        # the paused watcher's streams end at their 1 s timeout; only then change things, so that it must come
+        # back with a resourceVersion that has fallen out of the 5-event history
+        wait_for(lambda: fresh_devcluster.request("GET", "/_devcluster/state")["watchers"] == 0, timeout=15,
+                 message="the paused watcher's streams closed by the server")
         for index in range(15):
             kube.create(poolboy_obj("ResourceClaim", userns, f"during-{index}"))
         kube.patch_merge(API, "ResourceClaim", "before", userns, {"status": {"n": 1}}, status=True)
@@ -391,4 +411,5 @@ def test_gone_relists_without_missing_a_change(fresh_devcluster, tmp_path, proce
     for index in range(15):
         watcher.wait(f"claim/{userns}/during-{index}")
     watcher.wait(f"claim/{userns}/before", 2)
-    wait_for(lambda: "410" in watcher.log(), timeout=10, message="a 410 re-list in the watcher log")
+    assert re.search(r"ResourceClaim\S* resourceVersion \d+ too old \(410\), re-listing", watcher.log()), \
+        watcher.log()[-2000:]
