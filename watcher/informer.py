@@ -194,7 +194,15 @@ def _ident(obj: dict) -> tuple[str, str]:
     return metadata.get("namespace") or "", metadata.get("name") or ""
 
 
+#: annotations that can be large and that no key mapping needs
+_BULKY_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
+
+
 def _meta_only(obj: dict) -> dict:
+    """What a synthetic DELETED needs for the key mapping: names, labels and (slim) annotations."""
     metadata = obj.get("metadata") or {}
-    keep = {k: metadata[k] for k in ("name", "namespace", "uid", "annotations", "labels") if k in metadata}
+    keep = {k: metadata[k] for k in ("name", "namespace", "uid", "labels") if k in metadata}
+    annotations = metadata.get("annotations")
+    if annotations:
+        keep["annotations"] = {k: v for k, v in annotations.items() if k not in _BULKY_ANNOTATIONS}
     return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": keep}
