@@ -262,3 +262,17 @@ def test_resource_version_older_than_history_is_410(fresh_devcluster: DevCluster
         assert replay(core.list_namespaced_config_map, ns, count=1, timeout_seconds=1, resource_version=recent) == []
     finally:
         api_client.close()
+
+
+def test_finalized_deletion_is_modified_then_deleted(api: client.ApiClient, watch_api: client.ApiClient,
+                                                     widgets: Crd, namespace: str) -> None:
+    objects = Objects(api, widgets, namespace)
+    start = objects.list()["metadata"]["resourceVersion"]
+    objects.create(widgets.body("f", finalizers=["conformance.test/hold"]))
+    objects.delete("f")
+    objects.patch("f", {"metadata": {"finalizers": None}})
+    events = replay(client.CustomObjectsApi(watch_api).list_namespaced_custom_object, widgets.group,
+                    widgets.version, namespace, widgets.plural, count=3, resource_version=start)
+    assert summary(events) == [("ADDED", "f"), ("MODIFIED", "f"), ("DELETED", "f")]
+    assert events[1][1]["metadata"]["deletionTimestamp"]
+    assert events[2][1]["metadata"]["deletionTimestamp"] and not events[2][1]["metadata"].get("finalizers")
