@@ -118,7 +118,7 @@ def test_transient_error_retried_with_backoff(stack, r, enqueuer):
     assert not r.exists(f"gate:{{{key}}}:failures"), "success resets the per-key failure count"
 
 
-def test_enqueue_and_long_backoff_go_through_gate_and_due_index(stack, r, enqueuer):
+def test_result_enqueue_goes_through_the_gate(stack, r, enqueuer):
     key, other = "handle/e/a", "claim/e/b"
     r.hset(f"behave:{key}", "enqueue", other)
     enqueuer.add(key)
