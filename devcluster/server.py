@@ -20,6 +20,7 @@ from devcluster.gc import Collector
 from devcluster.patch import PatchError, PatchFormatError, json_patch, merge_patch, strategic_merge_patch
 from devcluster.registry import ResourceType
 from devcluster.selectors import combine, field_selector, label_selector
+from devcluster.tables import table, wants_table
 from devcluster.watch import WatchStream
 
 VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-devcluster", "gitCommit": "devcluster",
@@ -184,12 +185,20 @@ class Server:
             predicate = self.predicate(query, target)
             stream = WatchStream(cluster, rtype, target.namespace, predicate, query, self.bookmark_interval)
             return await stream.serve(request)
+        as_table = wants_table(request.headers.get("Accept", ""))
+        include = query.get("includeObject", "Metadata")
         if verb == "get":
-            return json_response(present(rtype, cluster.get(rtype, namespace, target.name)))
+            obj = present(rtype, cluster.get(rtype, namespace, target.name))
+            if as_table:
+                return json_response(table(rtype, [obj], {"resourceVersion": obj["metadata"]["resourceVersion"]},
+                                           include))
+            return json_response(obj)
         if verb == "list":
             limit = self.int_param(query.get("limit"), "limit")
             result = cluster.list(rtype, target.namespace, self.predicate(query, target), limit,
                                   query.get("continue", ""))
+            if as_table:
+                return json_response(table(rtype, result["items"], result["metadata"], include))
             return json_response(result)
         if verb == "create":
             self.check_namespace_exists(rtype, target.namespace)
