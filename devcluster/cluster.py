@@ -189,7 +189,8 @@ class Cluster:
             for key, value in string_data.items():
                 data[key] = base64.b64encode(str(value).encode()).decode()
             obj["data"] = data
-            obj.setdefault("type", "Opaque")
+            if not obj.get("type"):
+                obj["type"] = "Opaque"
         elif rtype.store_key == CRDS:
             self._prepare_crd(obj, old)
         elif rtype.schema is not None:

@@ -11,7 +11,7 @@ import orjson
 import yaml
 from aiohttp import web
 
-from devcluster import errors, openapi
+from devcluster import errors, openapi, protobuf
 from devcluster.cluster import Cluster, present
 from devcluster.counters import Counters
 from devcluster.errors import ApiError
@@ -249,6 +249,12 @@ class Server:
         raw = await request.read()
         if not raw:
             raise errors.bad_request("the body of the request is empty")
+        if request.content_type == "application/vnd.kubernetes.protobuf":
+            try:
+                return protobuf.decode(raw)
+            except protobuf.ProtobufError as error:
+                raise errors.unsupported_media_type(request.content_type, [
+                    "application/json", "application/yaml", f"(protobuf: {error})"]) from None
         if "protobuf" in request.content_type or "cbor" in request.content_type:
             raise errors.unsupported_media_type(request.content_type, ["application/json", "application/yaml"])
         try:
