@@ -183,7 +183,8 @@ class Server:
         dry_run = "All" in query.getall("dryRun", [])
         if verb == "watch":
             predicate = self.predicate(query, target)
-            stream = WatchStream(cluster, rtype, target.namespace, predicate, query, self.bookmark_interval)
+            stream = WatchStream(cluster, rtype, target.namespace, predicate, query, self.bookmark_interval,
+                                 wants_table(request.headers.get("Accept", "")))
             return await stream.serve(request)
         as_table = wants_table(request.headers.get("Accept", ""))
         include = query.get("includeObject", "Metadata")

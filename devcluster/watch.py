@@ -19,6 +19,7 @@ from devcluster.errors import ApiError
 from devcluster.registry import ResourceType
 from devcluster.selectors import Predicate
 from devcluster.store import Event, Obj, Watcher
+from devcluster.tables import table
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
@@ -29,7 +30,7 @@ def _truthy(value: str | None) -> bool:
 
 class WatchStream:
     def __init__(self, cluster: Cluster, rtype: ResourceType, namespace: str | None, predicate: Predicate | None,
-                 query: Any, bookmark_interval: float) -> None:
+                 query: Any, bookmark_interval: float, as_table: bool = False) -> None:
         self.cluster = cluster
         self.rtype = rtype
         self.namespace = namespace
@@ -37,15 +38,24 @@ class WatchStream:
         self.query = query
         self.bookmarks = _truthy(query.get("allowWatchBookmarks"))
         self.bookmark_interval = bookmark_interval
+        self.as_table = as_table  # kubectl get -w asks for Table-shaped event objects
+        self.include = query.get("includeObject", "Metadata")
         timeout = query.get("timeoutSeconds")
         try:
             self.timeout = float(timeout) if timeout not in (None, "") else None
         except ValueError:
             raise errors.bad_request(f"invalid timeoutSeconds: {timeout}") from None
 
+    def _object(self, obj: Obj) -> Obj:
+        shown = present(self.rtype, obj)
+        if self.as_table:
+            return table(self.rtype, [shown], {"resourceVersion": shown["metadata"]["resourceVersion"]},
+                         self.include)
+        return shown
+
     def _line(self, item: Event | tuple[str, Obj]) -> bytes:
-        api_version = self.rtype.api_version
-        if isinstance(item, Event):
+        if isinstance(item, Event) and not self.as_table:
+            api_version = self.rtype.api_version
             cache = item.encoded
             if cache is None:
                 cache = item.encoded = {}
@@ -54,8 +64,8 @@ class WatchStream:
                 line = cache[api_version] = orjson.dumps(
                     {"type": item.type, "object": present(self.rtype, item.obj)}) + b"\n"
             return line
-        kind, obj = item
-        return orjson.dumps({"type": kind, "object": present(self.rtype, obj)}) + b"\n"
+        kind, obj = (item.type, item.obj) if isinstance(item, Event) else item
+        return orjson.dumps({"type": kind, "object": self._object(obj)}) + b"\n"
 
     def _bookmark(self, initial_end: bool = False) -> bytes:
         metadata: dict[str, Any] = {"resourceVersion": str(self.cluster.store.rv)}
