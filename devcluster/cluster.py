@@ -80,8 +80,8 @@ class Cluster:
             list_meta["continue"] = base64.urlsafe_b64encode(token).decode()
             if predicate is None:  # with a selector kube-apiserver cannot know the count, so it omits it
                 list_meta["remainingItemCount"] = remaining
-        if rtype.from_storage is not None or rtype.api_version != (
-                items[0].get("apiVersion") if items else rtype.api_version):
+        api_version = rtype.api_version
+        if rtype.from_storage is not None or any(obj.get("apiVersion") != api_version for obj in items):
             items = [present(rtype, obj) for obj in items]
         return {"kind": f"{rtype.kind}List", "apiVersion": rtype.api_version, "metadata": list_meta,
                 "items": items}

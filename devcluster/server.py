@@ -142,6 +142,8 @@ class Server:
 
     def verb(self, request: web.Request, target: Target) -> str:
         method = request.method
+        if target.subresource and method not in ("GET", "PUT", "PATCH"):
+            raise errors.method_not_allowed()
         if method == "GET":
             if target.legacy_watch or request.query.get("watch", "").lower() in ("1", "true"):
                 return "watch"
@@ -242,8 +244,9 @@ class Server:
 
     @staticmethod
     def predicate(query: Any, target: Target) -> Any:
+        by_name = (lambda obj: obj["metadata"]["name"] == target.name) if target.name else None
         return combine(label_selector(query.get("labelSelector")),
-                       field_selector(query.get("fieldSelector"), target.rtype.supports_field))
+                       field_selector(query.get("fieldSelector"), target.rtype.supports_field), by_name)
 
     @staticmethod
     async def body(request: web.Request) -> Any:
