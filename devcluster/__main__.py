@@ -87,7 +87,9 @@ async def serve(args: argparse.Namespace) -> None:
     sock = loopback_socket(args.host, args.port)
     host, port = sock.getsockname()[:2]
     server.port = port
-    runner = web.AppRunner(server.app(), access_log=None, handle_signals=False, shutdown_timeout=0.5)
+    # handler_cancellation: a watch whose client disconnected is cancelled at once, so its queue is released.
+    runner = web.AppRunner(server.app(), access_log=None, handle_signals=False, shutdown_timeout=0.5,
+                           handler_cancellation=True)
     await runner.setup()
     site = web.SockSite(runner, sock, shutdown_timeout=0.5)
     await site.start()

@@ -111,9 +111,9 @@ class WatchStream:
             if first:
                 await response.write(b"".join(first))
             await self._pump(watcher, response)
-        except (ConnectionResetError, asyncio.CancelledError):
-            pass
-        finally:
+        except ConnectionResetError:
+            return response
+        finally:  # also on cancellation, which aiohttp raises when the client goes away
             self.cluster.store.unwatch(watcher)
         with contextlib.suppress(ConnectionResetError, RuntimeError):
             await response.write_eof()
