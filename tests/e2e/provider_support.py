@@ -1,0 +1,166 @@
+"""Helpers for the provider-mode scenarios: the kubernetes client a Poolboy user would use, against the stack.
+
+The scenarios write manifests the way an upstream Poolboy user writes them (plain dicts of ResourceProvider,
+ResourcePool, ResourceClaim) and read back only what a user can observe: status fields, conditions, Events, and
+the managed resources themselves.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+
+from stack.local import LocalStack
+from tests.waiting import wait_for
+
+D = "poolboy.gpte.redhat.com"
+V1 = f"{D}/v1"
+NS = "poolboy"
+
+
+def timestamp(delta: timedelta = timedelta()) -> str:
+    """A Poolboy timestamp (UTC, whole seconds) ``delta`` from now."""
+    return (datetime.now(UTC) + delta).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse(value: str) -> datetime:
+    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+
+
+class User:
+    """A cluster user with the official client: creates objects, reads what Poolboy shows."""
+
+    def __init__(self, stack: LocalStack) -> None:
+        configuration = client.Configuration()
+        config.load_kube_config(config_file=str(stack.kubeconfig), client_configuration=configuration)
+        api_client = client.ApiClient(configuration)
+        self.stack = stack
+        self.custom = client.CustomObjectsApi(api_client)
+        self.core = client.CoreV1Api(api_client)
+
+    # --- setup ---------------------------------------------------------------------------------------------
+
+    def namespace(self, prefix: str) -> str:
+        """A fresh user namespace, so every scenario stays independent of the others."""
+        name = f"{prefix}-{uuid.uuid4().hex[:6]}"
+        self.core.create_namespace({"metadata": {"name": name}})
+        return name
+
+    def provider(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        return self.custom.create_namespaced_custom_object(D, "v1", NS, "resourceproviders", {
+            "apiVersion": V1, "kind": "ResourceProvider", "metadata": {"name": name, "namespace": NS}, "spec": spec})
+
+    def pool(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        return self.custom.create_namespaced_custom_object(D, "v1", NS, "resourcepools", {
+            "apiVersion": V1, "kind": "ResourcePool", "metadata": {"name": name, "namespace": NS}, "spec": spec})
+
+    def claim(self, namespace: str, name: str, spec: dict[str, Any],
+              metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+        meta = {"name": name, "namespace": namespace, **(metadata or {})}
+        return self.custom.create_namespaced_custom_object(D, "v1", namespace, "resourceclaims", {
+            "apiVersion": V1, "kind": "ResourceClaim", "metadata": meta, "spec": spec})
+
+    # --- reads ---------------------------------------------------------------------------------------------
+
+    def get_claim(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self._get(namespace, "resourceclaims", name)
+
+    def get_handle(self, name: str) -> dict[str, Any] | None:
+        return self._get(NS, "resourcehandles", name)
+
+    def get_pool(self, name: str) -> dict[str, Any] | None:
+        return self._get(NS, "resourcepools", name)
+
+    def _get(self, namespace: str, plural: str, name: str) -> dict[str, Any] | None:
+        try:
+            return self.custom.get_namespaced_custom_object(D, "v1", namespace, plural, name)
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+
+    def handles(self, label_selector: str = "") -> list[dict[str, Any]]:
+        return self.custom.list_namespaced_custom_object(D, "v1", NS, "resourcehandles",
+                                                         label_selector=label_selector)["items"]
+
+    def pool_handles(self, pool: str, unbound_only: bool = True) -> list[dict[str, Any]]:
+        items = self.handles(f"{D}/resource-pool-name={pool}")
+        return [h for h in items if not (unbound_only and h["spec"].get("resourceClaim"))]
+
+    def config_map(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            return self.core.read_namespaced_config_map(name, namespace).to_dict()
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+
+    def config_maps(self, namespace: str) -> list[Any]:
+        return self.core.list_namespaced_config_map(namespace).items
+
+    def events(self, namespace: str, name: str) -> list[Any]:
+        return [e for e in self.core.list_namespaced_event(namespace).items if e.involved_object.name == name]
+
+    # --- writes --------------------------------------------------------------------------------------------
+
+    def patch_claim(self, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        return self.custom.patch_namespaced_custom_object(D, "v1", namespace, "resourceclaims", name, patch)
+
+    def patch_claim_status(self, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        return self.custom.patch_namespaced_custom_object_status(D, "v1", namespace, "resourceclaims", name, patch)
+
+    def delete_claim(self, namespace: str, name: str) -> None:
+        self.custom.delete_namespaced_custom_object(D, "v1", namespace, "resourceclaims", name)
+
+    # --- waits ---------------------------------------------------------------------------------------------
+
+    def wait_claim(self, namespace: str, name: str, predicate: Any, timeout: float = 15.0,
+                   message: str = "claim condition") -> dict[str, Any]:
+        """The claim once ``predicate(claim)`` holds; on timeout the failure shows the claim and the logs."""
+        last: dict[str, Any] = {}
+
+        def check() -> dict[str, Any] | None:
+            claim = self.get_claim(namespace, name)
+            last["claim"] = claim
+            return claim if claim is not None and predicate(claim) else None
+
+        try:
+            return wait_for(check, timeout=timeout, interval=0.1, message=f"{namespace}/{name}: {message}")
+        except AssertionError as error:
+            raise AssertionError(f"{error}\nlast claim: {last.get('claim')}") from None
+
+    def wait_bound(self, namespace: str, name: str, timeout: float = 15.0) -> dict[str, Any]:
+        return self.wait_claim(namespace, name, lambda c: (c.get("status") or {}).get("resourceHandle"),
+                               timeout=timeout, message="bound")
+
+    def wait_gone(self, namespace: str, name: str, timeout: float = 15.0) -> None:
+        wait_for(lambda: self.get_claim(namespace, name) is None, timeout=timeout, interval=0.1,
+                 message=f"claim {namespace}/{name} deleted")
+
+
+def condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
+    """The condition of ``type_`` in ``obj.status.conditions`` ({} when absent)."""
+    for item in (obj.get("status") or {}).get("conditions") or []:
+        if item.get("type") == type_:
+            return item
+    return {}
+
+
+def config_map_provider(namespace: str, **extra: Any) -> dict[str, Any]:
+    """A parameterised ConfigMap provider like the README's: ``greeting`` flows into ``data.greeting``."""
+    spec: dict[str, Any] = {
+        "parameters": [{"name": "greeting", "allowUpdate": True, "default": {"value": "hello"}}],
+        "template": {"enable": True, "definition": {
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": namespace},
+            "data": {"greeting": "{{ greeting }}"}}},
+        "override": {"metadata": {"name": "cm-{{ guid }}"}},
+        "updateFilters": [{"pathMatch": "/data/.*"}],
+        "healthCheck": "true",
+        "readinessCheck": "data.greeting is defined",
+    }
+    spec.update(extra)
+    return spec
