@@ -58,7 +58,7 @@ def _check_value(name: str, value: Any, parameter: dict[str, Any], check_variabl
         try:
             ok = templating.check(entry.get("check", ""), {**check_variables, "value": value}, template_vars)
         except Exception as error:
-            return [f"Parameter {name} exception on check {check_name}: {error}"]
+            return [f"Parameter {name} exception on check {check_name}: {templating.error_text(error)}"]
         if not ok:
             return [f"Parameter {name} failed check: {check_name}"]
     return []

@@ -28,7 +28,7 @@ def validate_template(template: dict[str, Any] | None, validation: dict[str, Any
         try:
             ok = templating.check(entry.get("check", ""), variables, template_vars)
         except Exception as error:
-            return f'Validation check "{name}" failed with exception: {error}'
+            return f'Validation check "{name}" failed with exception: {templating.error_text(error)}'
         if not ok:
             return f"Validation check failed: {name}"
     return None

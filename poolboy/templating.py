@@ -76,11 +76,22 @@ _SIZE_ATTRS = frozenset({"center", "ljust", "rjust", "zfill", "expandtabs"})
 
 
 class TemplateError(Exception):
-    """A template could not be rendered or evaluated; the message names the template and the cause."""
+    """A template could not be rendered or evaluated; the message names the template and the cause.
 
-    def __init__(self, message: str, template: str | None = None) -> None:
+    ``cause`` is the text of the underlying exception alone (e.g. ``division by zero``): the spec's exact messages
+    for failing checks embed only that text, as upstream Poolboy does (:func:`error_text`).
+    """
+
+    def __init__(self, message: str, template: str | None = None, cause: str | None = None) -> None:
         super().__init__(message)
         self.template = template
+        self.cause = cause
+
+
+def error_text(error: BaseException) -> str:
+    """The text a user-facing "failed with exception: <text>" message embeds: the underlying exception's own."""
+    cause = getattr(error, "cause", None) if isinstance(error, TemplateError) else None
+    return cause if cause else str(error)
 
 
 class _LimitError(SecurityError):
@@ -648,10 +659,11 @@ def _render_one(source: str, context: _Variables) -> Any:
     except RecursionError as error:
         raise TemplateError(f"template recursion too deep in {_describe(source)}", source) from error
     except _LimitError as error:
-        raise TemplateError(f"template limit exceeded in {_describe(source)}: {error}", source) from error
+        raise TemplateError(f"template limit exceeded in {_describe(source)}: {error}", source,
+                            f"template limit exceeded: {error}") from error
     except Exception as error:
         raise TemplateError(
-            f"error rendering template {_describe(source)}: {type(error).__name__}: {error}", source
+            f"error rendering template {_describe(source)}: {type(error).__name__}: {error}", source, str(error)
         ) from error
 
 

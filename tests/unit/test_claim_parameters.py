@@ -47,6 +47,12 @@ def test_check_message_and_exception_message() -> None:
     assert len(errors) == 1 and errors[0].startswith("Parameter x exception on check boom: ")
 
 
+def test_exception_message_embeds_only_the_exception_text() -> None:
+    """Spec §3.5: ``Parameter <X> exception on check <name>: <text>``, <text> being the exception's own."""
+    params = [{"name": "x", "validation": {"checks": [{"name": "boom", "check": "value / 0"}]}}]
+    assert _eval({"x": 1}, None, params).errors == ["Parameter x exception on check boom: division by zero"]
+
+
 def test_immutability_only_after_accepted_values_exist() -> None:
     status = {"size": "s", "count": 1, "owner": "me"}
     assert _eval({"owner": "me", "size": "m"}, status).errors == ["Parameter size is immutable."]

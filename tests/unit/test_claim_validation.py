@@ -35,6 +35,13 @@ def test_raising_check_message() -> None:
     assert message is not None and message.startswith('Validation check "boom" failed with exception: ')
 
 
+def test_raising_check_message_embeds_only_the_exception_text() -> None:
+    """Spec §3.4: ``Validation check "<name>" failed with exception: <text>``, <text> being the exception's own."""
+    validation = {"checks": [{"name": "boom", "check": "spec.count / 0"}]}
+    assert validate_template({"spec": {"count": 5}}, validation, context_variables=CTX) == \
+        'Validation check "boom" failed with exception: division by zero'
+
+
 def test_check_sees_template_vars() -> None:
     validation = {"checks": [{"name": "limit", "check": "spec.count <= max_count | int"}]}
     assert validate_template({"spec": {"count": 5}}, validation, context_variables=CTX,
