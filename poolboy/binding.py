@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from poolboy import kube as kube_errors
 from poolboy import timeutil
+from poolboy.object_meta import is_ignored
 
 if TYPE_CHECKING:
     from poolboy.context import Context
@@ -66,14 +67,19 @@ def find_bound_handle(ctx: Context, claim: Mapping[str, Any]) -> dict[str, Any] 
 
 
 def list_unbound(ctx: Context, claim: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Unbound, non-deleting handles in the operator namespace, restricted to the claim's pool if it names one."""
+    """Unbound, non-deleting handles in the operator namespace, restricted to the claim's pool if it names one.
+
+    Ignored handles (``D/ignore``) are left out: binding writes to the handle, and Poolboy writes nothing to an
+    ignored object (spec §3.1).
+    """
     selector = "!" + ctx.label("resource-claim-name")
     pool = ((claim.get("metadata") or {}).get("annotations") or {}).get(ctx.label("resource-pool-name"))
     if pool:
         selector += f",{ctx.label('resource-pool-name')}={pool}"
     handles = ctx.kube.list(ctx.settings.api_version, HANDLE_KIND, ctx.settings.operator_namespace,
                             label_selector=selector)
-    return [h for h in handles if not (h.get("spec") or {}).get("resourceClaim") and not is_deleting(h)]
+    return [h for h in handles
+            if not (h.get("spec") or {}).get("resourceClaim") and not is_deleting(h) and not is_ignored(ctx, h)]
 
 
 def provider_compatible(handle: Mapping[str, Any], provider_names: list[str]) -> bool:

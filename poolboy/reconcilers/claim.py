@@ -38,6 +38,7 @@ from poolboy import kube as kube_errors
 from poolboy import lifespan as lifespan_rules
 from poolboy.context import Context
 from poolboy.merge import deep_merge
+from poolboy.object_meta import is_ignored
 from poolboy.provider import Provider, ProviderNotFound
 from poolboy.result import PermanentError, Result
 
@@ -233,6 +234,11 @@ class _ClaimRun:
             if handle is None:
                 self.write_status()
                 return self.result()
+        elif is_ignored(self.ctx, handle):
+            # Poolboy writes nothing to an ignored handle and mirrors nothing from it, and autoDelete/autoDetach
+            # wait until neither object is ignored (spec §3.1, §3.15); un-ignoring it re-runs this claim.
+            self.write_status()
+            return self.result()
         elif not recorded:
             self.record_binding(handle, "Bound", f"Adopted ResourceHandle {handle['metadata']['name']}")
 

@@ -87,6 +87,48 @@ def test_unhealthy_and_deleting_handles_are_not_candidates(env: ClaimEnv) -> Non
     assert env.get_claim("c")["status"]["resourceHandle"]["name"] not in ("guid-sick1", "guid-gone1")
 
 
+def test_ignored_unbound_handle_is_not_a_candidate(env: ClaimEnv) -> None:
+    """Binding writes to the handle, and Poolboy writes nothing to an ignored object (§3.1)."""
+    env.configmap_provider("p")
+    ignored = _pool_handle(env, "guid-aaaa1")
+    ignored["metadata"]["labels"][f"{env.d}/ignore"] = ""
+    version = env.kube.replace(ignored)["metadata"]["resourceVersion"]
+    _resources_claim(env)
+    env.converge("c")
+    assert env.get_claim("c")["status"]["resourceHandle"]["name"] != "guid-aaaa1"
+    assert env.get_handle("guid-aaaa1")["metadata"]["resourceVersion"] == version
+
+
+def test_claim_bound_to_an_ignored_handle_writes_nothing_to_it_until_it_is_resumed(env: ClaimEnv) -> None:
+    """An ignored bound handle gets no propagation, and autoDelete waits until it is resumed (§3.1, §3.15)."""
+    env.configmap_provider("p", parameters=[{"name": "size", "allowUpdate": True, "default": {"value": "s"}}],
+                           template={"definition": {"data": {"size": "{{ size }}"}}})
+    env.claim("c", {"provider": {"name": "p"}, "autoDelete": {"when": "spec.provider.parameterValues.size == 'l'"}})
+    env.converge("c")
+    name = env.get_claim("c")["status"]["resourceHandle"]["name"]
+    handle = env.get_handle(name)
+    handle["metadata"]["labels"][f"{env.d}/ignore"] = "true"
+    version = env.kube.replace(handle)["metadata"]["resourceVersion"]
+
+    claim = env.get_claim("c")
+    claim["spec"]["provider"]["parameterValues"] = {"size": "m"}
+    env.kube.replace(claim)
+    env.converge("c")
+    assert env.get_handle(name)["metadata"]["resourceVersion"] == version
+    claim = env.get_claim("c")
+    assert claim["status"]["provider"]["parameterValues"] == {"size": "m"}  # accepted, waiting for the handle
+    claim["spec"]["provider"]["parameterValues"] = {"size": "l"}
+    env.kube.replace(claim)
+    env.converge("c")
+    assert env.get_claim("c") is not None  # autoDelete is not evaluated against an ignored handle
+
+    handle = env.get_handle(name)
+    del handle["metadata"]["labels"][f"{env.d}/ignore"]
+    env.kube.replace(handle)
+    env.converge("c")
+    assert env.get_claim("c") is None or env.get_claim("c")["metadata"].get("deletionTimestamp")
+
+
 def test_bind_sets_end_from_handle_default(env: ClaimEnv) -> None:
     env.configmap_provider("p")
     _pool_handle(env, "guid-pool1", lifespan={"default": "2h", "end": "2099-01-01T00:00:00Z"})
