@@ -195,12 +195,17 @@ class _ClaimRun:
             self.ctx.kube.emit_event(self.claim, reason, message, type=type_, action=action)
         self.events.clear()
 
+    def _synced_error(self, reason: str, message: str) -> None:
+        """Synced=False with reason and message, and a Warning Event only when the error first appears or changes."""
+        previous = cond.get_condition((self.claim.get("status") or {}).get("conditions"), "Synced") or {}
+        self._condition("Synced", False, reason, message)
+        if previous.get("status") != cond.FALSE or previous.get("message") != message \
+                or previous.get("reason") != reason:
+            self._event(reason, message, "Warning")
+
     def fail(self, error: PermanentError) -> None:
         """Record a user-fixable error: Synced=False condition, status fields, an Event when the message changed."""
-        previous = cond.get_condition(self.claim.get("status", {}).get("conditions"), "Synced") or {}
-        self._condition("Synced", False, error.reason, error.message)
-        if previous.get("message") != error.message or previous.get("reason") != error.reason:
-            self._event(error.reason, error.message, "Warning")
+        self._synced_error(error.reason, error.message)
         self.write_status()
         error.recheck_after = self.ctx.settings.permanent_error_recheck
 
@@ -675,7 +680,14 @@ class _ClaimRun:
 
     def conclude(self, handle: dict[str, Any]) -> None:
         handle_status = handle.get("status") or {}
-        self._condition("Synced", True, "Synced", "")
+        handle_synced = cond.get_condition(handle_status.get("conditions"), "Synced") or {}
+        if handle_synced.get("status") == cond.FALSE:
+            # A user-fixable error met while creating the resources (template error, a definition without
+            # apiVersion/kind, a missing API) is found by the handle reconciler, but the claim is all the user can
+            # see: surface it here, with an Event in the user's namespace. It clears once the handle is in sync.
+            self._synced_error(handle_synced.get("reason") or "ResourceError", handle_synced.get("message") or "")
+        else:
+            self._condition("Synced", True, "Synced", "")
         self._condition("Bound", True, "Bound", f"Bound to ResourceHandle {handle['metadata']['name']}.")
         ready, reason, message = claim_status.ready_condition(handle_status)
         self._condition("Ready", ready if ready is not None else False, reason, message)

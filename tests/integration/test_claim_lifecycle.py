@@ -145,6 +145,26 @@ def test_managed_resource_state_is_mirrored_end_to_end(env: ClaimEnv) -> None:
     assert env.condition("c", "Ready")["status"] == "True"
 
 
+def test_handle_side_error_is_shown_on_the_claim_with_one_event_and_clears_when_fixed(env: ClaimEnv) -> None:
+    """A definition without apiVersion/kind is found by the handle reconciler, in the operator namespace the user
+    may not read: the claim must carry it as Synced=False plus a Warning Event, and clear it once fixed."""
+    env.provider("bare", {"override": {"metadata": {"namespace": env.ns}}})
+    env.claim("c", {"resources": [{"provider": {"name": "bare"}, "template": {"data": {"a": "b"}}}]})
+    env.converge("c")
+    synced = env.condition("c", "Synced")
+    assert (synced["status"], synced["reason"]) == ("False", "InvalidDefinition")
+    assert "no apiVersion or kind" in synced["message"]
+    env.converge("c")
+    assert [e["type"] for e in env.events("c") if e["reason"] == "InvalidDefinition"] == ["Warning"]
+
+    claim = env.get_claim("c")
+    claim["spec"]["resources"][0]["template"].update({"apiVersion": "v1", "kind": "ConfigMap"})
+    env.kube.replace(claim)
+    env.converge("c")
+    assert env.condition("c", "Synced")["status"] == "True"
+    assert env.get_claim("c")["status"]["resources"][0]["reference"]["kind"] == "ConfigMap"
+
+
 # --- §3.15 --------------------------------------------------------------------------------------------------------
 
 
