@@ -87,6 +87,28 @@ def test_ignoring_a_bound_claim_then_resuming_adopts_its_handle_and_resource(sta
     assert len(user.handles(f"{D}/resource-claim-name=c,{D}/resource-claim-namespace={ns}")) == 1
 
 
+def test_an_ignored_handle_is_left_alone_until_resumed(stack: LocalStack) -> None:
+    user = User(stack)
+    ns = user.namespace("ighandle")
+    user.provider("p-ighandle", config_map_provider(ns))
+    user.claim(ns, "c", {"provider": {"name": "p-ighandle", "parameterValues": {"greeting": "one"}}})
+    claim = user.wait_bound(ns, "c")
+    handle, cm = handle_name(claim), resource_name(user, claim)
+    user.custom.patch_namespaced_custom_object(D, "v1", NS, "resourcehandles", handle,
+                                               {"metadata": {"labels": {f"{D}/ignore": ""}}})
+    version = user.get_handle(handle)["metadata"]["resourceVersion"]
+    user.patch_claim(ns, "c", {"spec": {"provider": {"parameterValues": {"greeting": "two"}}}})
+    user.wait_claim(ns, "c", lambda c: status(c)["provider"]["parameterValues"]["greeting"] == "two",
+                    message="new value accepted on the claim")
+    assert user.get_handle(handle)["metadata"]["resourceVersion"] == version
+    assert user.config_map(ns, cm)["data"]["greeting"] == "one"
+
+    user.custom.patch_namespaced_custom_object(D, "v1", NS, "resourcehandles", handle,
+                                               {"metadata": {"labels": {f"{D}/ignore": None}}})
+    wait_for(lambda: user.config_map(ns, cm)["data"]["greeting"] == "two", timeout=10,
+             message="the change flows once the handle is resumed")
+
+
 # --- §3.2 provider selection --------------------------------------------------------------------------------
 
 
@@ -359,6 +381,20 @@ def test_auto_delete_and_auto_detach_from_the_summary(stack: LocalStack) -> None
              message="autoDetach deletes handle and ConfigMap")
     assert user.get_claim(ns, "det") is not None
     assert condition(claim, "Bound")["reason"] == "Detached"
+
+
+def test_detached_claim_is_deleted_when_its_lifespan_ends(stack: LocalStack) -> None:
+    user = User(stack)
+    ns = user.namespace("detend")
+    user.provider("p-detend", config_map_provider(ns, lifespan={"default": "6s"},
+                                                  statusSummaryTemplate={"greeting": "{{ greeting }}"}))
+    user.claim(ns, "c", {"provider": {"name": "p-detend", "parameterValues": {"greeting": "bye"}},
+                         "autoDetach": {"when": "status.summary.greeting == 'bye'"}})
+    claim = user.wait_claim(ns, "c", lambda c: (status(c).get("resourceHandle") or {}).get("detached"),
+                            message="detached at once")
+    end = parse(status(claim)["lifespan"]["end"])
+    user.wait_gone(ns, "c", timeout=12)
+    assert parse(timestamp()) >= end
 
 
 # --- §3.16 lifespans ------------------------------------------------------------------------------------------
