@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from poolboy import keys, timeutil
 from poolboy import kube as kube_errors
-from poolboy import timeutil
 from poolboy.object_meta import is_ignored
 
 if TYPE_CHECKING:
@@ -25,6 +25,11 @@ log = logging.getLogger(__name__)
 
 HANDLE_KIND = "ResourceHandle"
 CLAIM_KIND = "ResourceClaim"
+
+#: Label (``D/resource-claim-waiting``) on a claim that found no matching unbound handle and may not create one.
+#: Handle creation or a change of an unbound handle enqueues exactly the claims carrying it, so a waiting claim
+#: binds as soon as a matching handle appears instead of at its next periodic re-check (spec §3.8).
+WAITING_LABEL = "resource-claim-waiting"
 
 
 def claim_ref(ctx: Context, claim: Mapping[str, Any]) -> dict[str, str]:
@@ -64,6 +69,12 @@ def find_bound_handle(ctx: Context, claim: Mapping[str, Any]) -> dict[str, Any] 
             if bound_to(h, claim) and not is_deleting(h)]
     live.sort(key=lambda h: (h["metadata"].get("creationTimestamp") or "", h["metadata"]["name"]))
     return live[0] if live else None
+
+
+def waiting_claim_keys(ctx: Context) -> tuple[str, ...]:
+    """Keys of every claim waiting for an unbound handle (one label-selected list across namespaces)."""
+    claims = ctx.kube.list(ctx.settings.api_version, CLAIM_KIND, None, label_selector=ctx.label(WAITING_LABEL))
+    return tuple(keys.make(keys.CLAIM, c["metadata"]["namespace"], c["metadata"]["name"]) for c in claims)
 
 
 def list_unbound(ctx: Context, claim: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -247,6 +247,7 @@ class _ClaimRun:
         elif not recorded:
             self.record_binding(handle, "Bound", f"Adopted ResourceHandle {handle['metadata']['name']}")
 
+        self.set_waiting(False)
         limits = self.handle_limits(handle)
         self.first_ready(handle, limits)
         handle = self.propagate(handle, limits)
@@ -456,12 +457,19 @@ class _ClaimRun:
                 if handle is not None:
                     return handle
         if self.spec.get("disableCreation") or any(p.disable_creation for p in self._all_providers()):
+            self.set_waiting(True)
             self._condition("Bound", False, "NoMatchingHandle", "No matching unbound ResourceHandle; handle creation"
                                                                 " is disabled.")
             self._condition("Synced", True, "Synced", "")
             self.requeue.append(self.ctx.now + timedelta(seconds=self.ctx.settings.manage_claims_interval))
             return None
         return self._create(claim_resources)
+
+    def set_waiting(self, waiting: bool) -> None:
+        """Label a claim that waits for an unbound handle, so that a handle appearing enqueues it (§3.8)."""
+        label = self.ctx.label(binding.WAITING_LABEL)
+        if (label in (self.meta.get("labels") or {})) != waiting:
+            self._patch_claim({"metadata": {"labels": {label: "true" if waiting else None}}})
 
     def _bind(self, candidate: dict[str, Any], claim_resources: list[dict[str, Any]]) -> dict[str, Any] | None:
         end = None

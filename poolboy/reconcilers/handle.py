@@ -14,7 +14,7 @@ import copy
 import logging
 from typing import Any
 
-from poolboy import conditions, health, keys, kube, linked, managed_resources, templating, timeutil
+from poolboy import binding, conditions, health, keys, kube, linked, managed_resources, templating, timeutil
 from poolboy.context import Context
 from poolboy.merge import deep_merge
 from poolboy.object_meta import ensure_finalizer, is_ignored, our_finalizers, remove_finalizers
@@ -434,6 +434,9 @@ def _reconcile(ctx: Context, namespace: str, name: str) -> Result:
     _set_conditions(ctx, run.status, run.handle, None)
     changed = run.status != (run.handle.get("status") or {}) or run.status != old_status
     run.handle = _write_status(ctx, run.handle, run.status)
-    enqueue = _keys(_claim_key(run.handle), _pool_key(ctx, run.handle) if changed else None)
+    waiting: tuple[str, ...] = ()
+    if changed and not (run.handle.get("spec") or {}).get("resourceClaim"):
+        waiting = binding.waiting_claim_keys(ctx)  # an unbound handle appeared or changed: waiting claims look again
+    enqueue = _keys(_claim_key(run.handle), _pool_key(ctx, run.handle) if changed else None, *waiting)
     return Result(requeue_at=_requeue_at(run.handle), enqueue=enqueue)
 

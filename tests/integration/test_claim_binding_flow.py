@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
-from poolboy import binding
+from poolboy import binding, keys
 from poolboy.context import Context
 from poolboy.handle_factory import handle_name
 from tests.integration.test_claim_support import ClaimEnv, env_fixture, parse_ts, ts  # noqa: F401 - env_fixture provides "env"
@@ -186,6 +186,25 @@ def test_disable_creation_stays_unbound_then_binds_when_a_handle_appears(env: Cl
     _pool_handle(env, "guid-late1")
     env.converge("c")
     assert env.get_claim("c")["status"]["resourceHandle"]["name"] == "guid-late1"
+
+
+def test_waiting_claim_is_enqueued_by_a_new_unbound_handle_and_unlabelled_once_bound(env: ClaimEnv) -> None:
+    """The claim must not wait for its periodic re-check: the new handle's reconcile enqueues it (§3.8)."""
+    env.configmap_provider("p")
+    _resources_claim(env, disableCreation=True)
+    env.converge("c")
+    waiting = f"{env.d}/{binding.WAITING_LABEL}"
+    assert waiting in env.get_claim("c")["metadata"]["labels"]
+    _pool_handle(env, "guid-late1")
+    outcome = env.reconcile_once(keys.HANDLE, "guid-late1")
+    assert env.key("c") in outcome.enqueue
+    env.converge("c")
+    claim = env.get_claim("c")
+    assert claim["status"]["resourceHandle"]["name"] == "guid-late1"
+    assert waiting not in (claim["metadata"].get("labels") or {})
+    bound_outcome = env.reconcile_once(keys.HANDLE, "guid-late1")
+    assert env.key("c") in bound_outcome.enqueue  # its own claim, as always
+    assert [k for k in bound_outcome.enqueue if k.startswith("claim/")] == [env.key("c")]
 
 
 def test_provider_disable_creation_stays_unbound(env: ClaimEnv) -> None:
