@@ -14,43 +14,13 @@ from collections.abc import Iterator
 
 import pytest
 import redis
-from celery import Celery
 
-from poolboy.settings import Settings
 from tests.integration import engine_reconcilers as er
+from tests.integration.engine_settings import ENV, LEASE
 from tests.waiting import wait_for
-from workers.enqueue import Enqueuer
 from workers.testing import BeatProcess, WorkerProcess
 
 pytestmark = pytest.mark.slow
-
-LEASE = 2.0
-ENV = {
-    "POOLBOY_RECONCILERS": "tests.integration.engine_reconcilers:RECONCILERS",
-    "POOLBOY_GATE_LEASE_SECONDS": str(LEASE),
-    "POOLBOY_SWEEP_DUE_INTERVAL": "0.5",
-    "POOLBOY_MANAGE_CLAIMS_INTERVAL": "3600",
-    "POOLBOY_MANAGE_HANDLES_INTERVAL": "3600",
-    "POOLBOY_MANAGE_POOLS_INTERVAL": "3600",
-    "POOLBOY_RESYNC_INTERVAL": "3600",
-}
-
-
-@pytest.fixture()
-def r(redis_server) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(redis_server.url, decode_responses=True)
-    client.flushall()
-    yield client
-    client.close()
-
-
-@pytest.fixture()
-def enqueuer(redis_server) -> Iterator[Enqueuer]:
-    app = Celery("test-publisher", broker=redis_server.url, set_as_current=False)
-    settings = Settings.from_env(redis_url=redis_server.url, gate_lease_seconds=LEASE)
-    yield Enqueuer(settings, app)
-    app.close()
-
 
 @pytest.fixture()
 def stack(redis_server, r) -> Iterator[WorkerProcess]:

@@ -3,29 +3,16 @@
 from __future__ import annotations
 
 import urllib.request
-from collections.abc import Iterator
 
 import pytest
-import redis
-from celery import Celery
 from prometheus_client.parser import text_string_to_metric_families
 
-from poolboy.settings import Settings
 from tests.integration import engine_reconcilers as er
-from tests.integration.test_engine import ENV, LEASE
+from tests.integration.engine_settings import ENV
 from tests.waiting import wait_for
-from workers.enqueue import Enqueuer
 from workers.testing import WorkerProcess, free_port
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture()
-def r(redis_server) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(redis_server.url, decode_responses=True)
-    client.flushall()
-    yield client
-    client.close()
 
 
 def _scrape(port: int) -> dict[tuple[str, tuple], float]:
@@ -35,20 +22,17 @@ def _scrape(port: int) -> dict[tuple[str, tuple], float]:
             for family in text_string_to_metric_families(text) for s in family.samples}
 
 
-def test_reconcile_counts_are_summed_over_children(redis_server, r):
+def test_reconcile_counts_are_summed_over_children(redis_server, r, enqueuer):
     port = free_port()
     keys = [f"claim/metrics/k{i}" for i in range(10)]
     for key in keys:
         r.hset(f"behave:{key}", "sleep", "0.05")
     r.hset("behave:claim/metrics/bad", mapping={"raise": "permanent", "recheck_after": "3600"})
-    app = Celery("test-publisher", broker=redis_server.url, set_as_current=False)
-    enqueuer = Enqueuer(Settings.from_env(redis_url=redis_server.url, gate_lease_seconds=LEASE), app)
     with WorkerProcess(redis_server.url, ["claims"], 2, env={**ENV, "POOLBOY_METRICS_PORT": str(port)}):
         enqueuer.add_many([*keys, "claim/metrics/bad"])
         wait_for(lambda: all(er.completed(r, k) for k in [*keys, "claim/metrics/bad"]), 20, message="all runs")
         success = ("controller_runtime_reconcile_total", (("controller", "claim"), ("result", "success")))
         samples = wait_for(lambda: (s := _scrape(port)).get(success) == 10 and s, 10, message="10 successes")
-    app.close()
     assert samples[("controller_runtime_reconcile_total",
                     (("controller", "claim"), ("result", "permanent_error")))] == 1
     assert samples[("controller_runtime_reconcile_errors_total", (("controller", "claim"),))] == 1

@@ -5,30 +5,18 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 
 import pytest
-import redis
-from celery import Celery
 
 from poolboy.kube import KubeClient
 from poolboy.settings import Settings
 from tests.integration import engine_reconcilers as er
-from tests.integration.test_engine import ENV, LEASE
+from tests.integration.engine_settings import ENV
 from tests.waiting import wait_for
-from workers.enqueue import Enqueuer
 from workers.testing import BeatProcess, WorkerProcess
 
 pytestmark = pytest.mark.slow
 GROUP = "/apis/poolboy.gpte.redhat.com/v1"
-
-
-@pytest.fixture()
-def r(redis_server) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(redis_server.url, decode_responses=True)
-    client.flushall()
-    yield client
-    client.close()
 
 
 def _claim(name: str, value: str) -> dict:
@@ -42,7 +30,7 @@ def _set_value(kube: KubeClient, namespace: str, name: str, value: str) -> None:
                      {"metadata": {"annotations": {"test/value": value}}})
 
 
-def test_flushall_mid_run_then_resync_converges(devcluster, redis_server, r):
+def test_flushall_mid_run_then_resync_converges(devcluster, redis_server, r, enqueuer):
     namespace = f"observe-{uuid.uuid4().hex[:6]}"
     devcluster.request("POST", "/api/v1/namespaces",
                        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
@@ -52,8 +40,6 @@ def test_flushall_mid_run_then_resync_converges(devcluster, redis_server, r):
     keys = [f"claim/{namespace}/{name}" for name in names]
     kube = KubeClient.from_settings(Settings.from_env(), kubeconfig=str(devcluster.kubeconfig))
     env = {**ENV, "ENGINE_TEST_OBSERVE_PREFIX": "observe-", "POOLBOY_RESYNC_INTERVAL": "3"}
-    app = Celery("test-publisher", broker=redis_server.url, set_as_current=False)
-    enqueuer = Enqueuer(Settings.from_env(redis_url=redis_server.url, gate_lease_seconds=LEASE), app)
 
     def converged(value: str) -> bool:
         return all(r.get(f"observed:{key}") == value for key in keys)
@@ -72,5 +58,4 @@ def test_flushall_mid_run_then_resync_converges(devcluster, redis_server, r):
         for name in names:
             _set_value(kube, namespace, name, "v3")  # events nobody will deliver (no watcher here)
         wait_for(lambda: converged("v3"), 30, message="convergence after FLUSHALL via resync")
-    app.close()
     kube.close()

@@ -20,6 +20,7 @@ from poolboy.kube import (
     retry_on_conflict,
 )
 from poolboy.settings import Settings
+from tests.integration.manifests import crd
 from tests.waiting import wait_for
 
 D = "poolboy.gpte.redhat.com"
@@ -187,21 +188,6 @@ def test_crd_created_at_runtime_is_discovered(kube: KubeClient, namespace: str) 
     obj = kube.create({"apiVersion": f"{group}/v1", "kind": "Widget",
                        "metadata": {"name": "w", "namespace": namespace}, "spec": {"size": 1}})
     assert kube.get(f"{group}/v1", "Widget", "w", namespace)["metadata"]["uid"] == obj["metadata"]["uid"]
-
-
-def crd(group: str, kind: str) -> dict:
-    plural = kind.lower() + "s"
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{group}"},
-        "spec": {
-            "group": group, "scope": "Namespaced",
-            "names": {"kind": kind, "listKind": kind + "List", "plural": plural, "singular": kind.lower()},
-            "versions": [{"name": "v1", "served": True, "storage": True,
-                          "schema": {"openAPIV3Schema": {"type": "object",
-                                                         "x-kubernetes-preserve-unknown-fields": True}}}],
-        },
-    }
 
 
 def test_pagination(kube: KubeClient, namespace: str) -> None:
