@@ -3,16 +3,23 @@
 The same protocol as client-go's leaderelection: the holder renews ``spec.renewTime`` every ``retry_period``; every
 write is a PUT carrying the resourceVersion just read, so two candidates cannot both win. A candidate decides
 that the lease expired from its *own* monotonic clock: the record (holder, renewTime) has not changed for
-``lease_seconds`` since it first observed it. That makes expiry independent of clock skew between machines.
-A leader that cannot renew for ``renew_deadline`` steps down before anyone else may take over.
+``leaseDurationSeconds`` since it first observed it. That makes expiry independent of clock skew between machines.
+A leader that cannot renew for ``renew_deadline`` (shorter than the lease) steps down before anyone else may take
+over, even while a renew request hangs.
+
+``POOLBOY_WATCHER_LEASE_SECONDS`` is the promise "a standby takes over within this long after the leader dies"
+(:class:`LeaseTiming`), so the Lease's own ``leaseDurationSeconds`` is shorter than it: a standby only notices the
+dead leader's last renewal at its next poll and the expiry at a later one, and both delays count against the promise.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from poolboy.kube import AlreadyExists, ApiError, Conflict, KubeClient, NotFound
@@ -26,6 +33,30 @@ def _micro_time() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+@dataclass(frozen=True)
+class LeaseTiming:
+    """The three periods of an election, derived from the takeover promise.
+
+    After the leader's last renewal (at or before its death) a standby sees the new record within one poll
+    (``retry_period``), waits ``lease_duration`` on its own clock, and notices the expiry within one more poll: a
+    takeover at most ``lease_duration + 2 * retry_period`` (plus request latencies) after the death. With
+    ``retry_period = S/10`` and ``lease_duration = floor(0.7 S)`` that is at most 0.9 S, leaving 0.1 S (1.5 s for
+    the default 15 s) for the requests themselves. ``renew_deadline`` keeps client-go's 2/3 of the lease, so the
+    leader steps down a third of the lease before a standby could take over.
+    """
+
+    retry_period: float
+    lease_duration: int
+    renew_deadline: float
+
+    @classmethod
+    def for_takeover_within(cls, seconds: float) -> LeaseTiming:
+        seconds = max(1.0, float(seconds))
+        retry_period = seconds / 10
+        lease_duration = max(1, math.floor(seconds - 3 * retry_period + 1e-9))
+        return cls(retry_period=retry_period, lease_duration=lease_duration, renew_deadline=lease_duration * 2 / 3)
+
+
 class LeaderElector:
     def __init__(self, kube: KubeClient, namespace: str, name: str, identity: str, *, lease_seconds: float = 15.0,
                  on_started: Callable[[], None], on_stopped: Callable[[], None]) -> None:
@@ -33,16 +64,15 @@ class LeaderElector:
         self.namespace = namespace
         self.name = name
         self.identity = identity
-        self.lease_seconds = max(1.0, float(lease_seconds))
-        self.renew_deadline = self.lease_seconds * 2 / 3
-        self.retry_period = self.lease_seconds / 5
+        self.timing = LeaseTiming.for_takeover_within(lease_seconds)
         self.on_started = on_started
         self.on_stopped = on_stopped
         self.is_leader = False
         self._observed: tuple[str, str] | None = None
         self._observed_at = 0.0
-        self._last_renew = 0.0
+        self._last_renew = 0.0  # monotonic time at which the last successful renew request *began*
         self._taken_over = False  # the last read showed another, unexpired holder
+        self._lock = threading.Lock()  # leadership changes come from the campaign loop and the deadline watchdog
         self._stop = threading.Event()
 
     def stop(self) -> None:
@@ -50,28 +80,52 @@ class LeaderElector:
 
     def run(self) -> None:
         """Campaign and renew until :meth:`stop`; on the way out step down and release the lease."""
+        watchdog = threading.Thread(target=self._enforce_renew_deadline, name=f"lease-deadline-{self.name}",
+                                    daemon=True)
+        watchdog.start()
         try:
             while not self._stop.is_set():
+                started = time.monotonic()
                 try:
                     held = self._try_acquire_or_renew()
                 except ApiError as error:
                     log.warning("lease %s/%s: %s", self.namespace, self.name, error)
                     held = False
-                now = time.monotonic()
-                if held:
-                    self._last_renew = now
-                    if not self.is_leader:
-                        self._become(True)
-                elif self.is_leader and (self._taken_over or now - self._last_renew > self.renew_deadline):
-                    log.warning("lease %s/%s: %s, stepping down", self.namespace, self.name,
-                                "another watcher holds it" if self._taken_over else
-                                f"could not renew for {now - self._last_renew:.1f}s")
-                    self._become(False)
-                self._stop.wait(self.retry_period)
+                self._after_attempt(held, started)
+                self._stop.wait(self.timing.retry_period)
         finally:
-            if self.is_leader:
+            self._stop.set()
+            watchdog.join()
+            with self._lock:
+                if self.is_leader:
+                    self._become(False)
+                    self._release()
+
+    def _after_attempt(self, held: bool, started: float) -> None:
+        """Lead on a renewal, unless the request took so long that the renew deadline, counted from when it
+        began (the standby cannot have seen the new record earlier), already passed."""
+        with self._lock:
+            if held and time.monotonic() - started < self.timing.renew_deadline:
+                self._last_renew = started
+                if not self.is_leader:
+                    self._become(True)
+            elif self.is_leader and self._taken_over:
+                log.warning("lease %s/%s: another watcher holds it, stepping down", self.namespace, self.name)
                 self._become(False)
-                self._release()
+
+    def _enforce_renew_deadline(self) -> None:
+        """Step down once ``renew_deadline`` has passed without a renewal, on a thread of its own: a hanging renew
+        request can last the whole API timeout (30 s by default), longer than the lease, and must not keep this
+        watcher enqueuing after a standby may have taken over."""
+        while not self._stop.is_set():
+            with self._lock:
+                overdue = time.monotonic() - self._last_renew - self.timing.renew_deadline
+                if self.is_leader and overdue >= 0:
+                    log.warning("lease %s/%s: could not renew for %.1fs, stepping down", self.namespace, self.name,
+                                self.timing.renew_deadline + overdue)
+                    self._become(False)
+                wait = min(self.timing.retry_period, -overdue) if self.is_leader else self.timing.retry_period
+            self._stop.wait(wait)
 
     def _become(self, leader: bool) -> None:
         self.is_leader = leader
@@ -94,7 +148,7 @@ class LeaderElector:
         record = (holder, spec.get("renewTime") or "")
         if record != self._observed:
             self._observed, self._observed_at = record, time.monotonic()
-        duration = float(spec.get("leaseDurationSeconds") or self.lease_seconds)
+        duration = float(spec.get("leaseDurationSeconds") or self.timing.lease_duration)
         expired = time.monotonic() - self._observed_at >= duration
         if holder and holder != self.identity and not expired:
             self._taken_over = True
@@ -119,7 +173,7 @@ class LeaderElector:
         return {
             "apiVersion": LEASE_API, "kind": "Lease", "metadata": metadata,
             "spec": {
-                "holderIdentity": self.identity, "leaseDurationSeconds": max(1, round(self.lease_seconds)),
+                "holderIdentity": self.identity, "leaseDurationSeconds": self.timing.lease_duration,
                 "acquireTime": acquire_time, "renewTime": now, "leaseTransitions": transitions,
             },
         }

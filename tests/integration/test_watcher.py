@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -21,8 +22,9 @@ from prometheus_client import REGISTRY
 
 from poolboy.kube import AlreadyExists, ApiError, KubeClient
 from poolboy.settings import Settings
+from tests.integration.manifests import crd
 from tests.waiting import wait_for
-from watcher.leader import LEASE_API
+from watcher.leader import LEASE_API, LeaderElector
 from watcher.main import Watcher
 
 D = "poolboy.gpte.redhat.com"
@@ -82,21 +84,6 @@ def with_retries(fn, attempts: int = 50):
             if not error.transient or attempt == attempts - 1:
                 raise
     raise AssertionError("unreachable")
-
-
-def crd(group: str, kind: str) -> dict:
-    plural = kind.lower() + "s"
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{group}"},
-        "spec": {
-            "group": group, "scope": "Namespaced",
-            "names": {"kind": kind, "listKind": kind + "List", "plural": plural, "singular": kind.lower()},
-            "versions": [{"name": "v1", "served": True, "storage": True,
-                          "schema": {"openAPIV3Schema": {"type": "object",
-                                                         "x-kubernetes-preserve-unknown-fields": True}}}],
-        },
-    }
 
 
 def poolboy_obj(kind: str, namespace: str, name: str, spec: dict | None = None, **metadata) -> dict:
@@ -377,12 +364,42 @@ def test_leader_failover(devcluster, kube, opns, userns, tmp_path, processes) ->
     assert standby.count(f"claim/{userns}/one") == 0, "the standby must not enqueue"
 
     leader.signal(signal.SIGKILL)
+    died = time.monotonic()
     leader.process.wait(5)
     wait_for(lambda: lease_holder(kube, opns) == standby.identity, timeout=15,
              message="standby takes the lease within 15 s")
+    # a figure, not an assertion: with POOLBOY_WATCHER_LEASE_SECONDS=3 the election promises about 3 s
+    print(f"takeover {time.monotonic() - died:.2f}s after SIGKILL (lease seconds 3)")
     kube.create(poolboy_obj("ResourceClaim", userns, "two"))
     standby.wait(f"claim/{userns}/two")
     standby.wait(f"claim/{userns}/one")  # the take-over lists everything again
+
+
+def test_leader_steps_down_when_renewals_outlast_the_deadline(fresh_devcluster) -> None:
+    """Renewals that still succeed, but only after the renew deadline, must not keep a leader leading: a standby
+    judges expiry from when it saw the record, and may take over before such a renewal lands."""
+    kube = KubeClient.from_settings(settings_for("op"), kubeconfig=str(fresh_devcluster.kubeconfig))
+    opns = create_namespace(kube, "op")
+    changes: list[str] = []
+    elector = LeaderElector(kube, opns, "poolboy-watcher", "slow", lease_seconds=3,
+                            on_started=lambda: changes.append("started"), on_stopped=lambda: changes.append("stopped"))
+    thread = threading.Thread(target=elector.run, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: elector.is_leader, timeout=10, message="leadership")
+        # every Lease request now takes longer than the whole renew deadline (2/3 of a 2 s lease)
+        fresh_devcluster.request("PUT", "/_devcluster/faults", {"latency_ms": 2500, "kinds": ["leases"]})
+        wait_for(lambda: not elector.is_leader, timeout=15, message="step-down while renewals are too slow")
+        assert lease_holder(kube, opns) == "slow", "nobody else took the lease: the deadline alone ended it"
+        fresh_devcluster.request("PUT", "/_devcluster/faults", {})
+        wait_for(lambda: elector.is_leader, timeout=15, message="leadership again once renewals are fast")
+        assert changes[:3] == ["started", "stopped", "started"]
+    finally:
+        fresh_devcluster.request("PUT", "/_devcluster/faults", {})
+        elector.stop()
+        thread.join(15)
+        kube.close()
+    assert not thread.is_alive(), "elector did not stop"
 
 
 def test_gone_relists_without_missing_a_change(fresh_devcluster, tmp_path, processes) -> None:
