@@ -238,6 +238,30 @@ def test_immutable_parameter_change_is_refused_and_the_handle_keeps_the_last_val
              timeout=15, message="the allowed change flows to the handle")
 
 
+def test_provider_update_adds_a_parameter_and_tightens_rules_without_breaking_bound_claims(
+        stack: LocalStack) -> None:
+    user = User(stack)
+    ns = user.namespace("provupd")
+    user.provider("p-provupd", config_map_provider(ns))
+    user.claim(ns, "c", {"provider": {"name": "p-provupd", "parameterValues": {"greeting": "long-greeting"}}})
+    claim = user.wait_bound(ns, "c")
+    cm = resource_name(user, claim)
+
+    provider = user.custom.get_namespaced_custom_object(D, "v1", NS, "resourceproviders", "p-provupd")
+    provider["spec"]["parameters"] = [
+        {"name": "greeting", "allowUpdate": True, "default": {"value": "hello"},
+         "validation": {"openAPIV3Schema": {"type": "string", "maxLength": 5}}},
+        {"name": "color", "default": {"value": "blue"}}]
+    provider["spec"]["template"]["definition"]["data"]["color"] = "{{ color }}"
+    user.custom.replace_namespaced_custom_object(D, "v1", NS, "resourceproviders", "p-provupd", provider)
+
+    wait_for(lambda: user.config_map(ns, cm)["data"] == {"greeting": "long-greeting", "color": "blue"}, timeout=10,
+             message="the new parameter's default reaches the live resource")
+    claim = user.get_claim(ns, "c")
+    assert status(claim)["provider"]["parameterValues"] == {"greeting": "long-greeting", "color": "blue"}
+    assert "validationErrors" not in status(claim)["provider"]  # unchanged value stays valid; default not immutable
+
+
 def test_allow_update_parameter_change_reaches_the_live_resource(stack: LocalStack) -> None:
     user = User(stack)
     ns = user.namespace("flow")
@@ -320,6 +344,35 @@ def test_linked_provider_waits_for_the_base_resource_then_uses_its_state(stack: 
     app = resource_name(user, claim, 1)
     assert user.config_map(ns, app)["data"] == {"role": "app", "token": "t0k3n"}
     user.wait_claim(ns, "c", lambda c: "waitingFor" not in status(c)["resources"][1], message="waitingFor removed")
+
+
+def test_linked_provider_when_and_resource_name(stack: LocalStack) -> None:
+    user = User(stack)
+    ns = user.namespace("when")
+    user.provider("p-db", {
+        "parameters": [{"name": "size"}],
+        "template": {"enable": True, "definition": {
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": ns}, "data": {"size": "{{ size }}"}}},
+        "override": {"metadata": {"name": "db-{{ guid }}"}},
+    })
+    user.provider("p-web", {
+        "parameters": [{"name": "database", "default": {"value": True}},
+                       {"name": "size", "default": {"template": "{{ resource_claim.metadata.name }}-size"}}],
+        "linkedResourceProviders": [{"name": "p-db", "resourceName": "database", "when": "database",
+                                     "parameterValues": {"size": "{{ size }}"}}],
+        "template": {"enable": True, "definition": {
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": ns}, "data": {"role": "web"}}},
+        "override": {"metadata": {"name": "web-{{ guid }}"}},
+    })
+    user.claim(ns, "with-db", {"provider": {"name": "p-web", "parameterValues": {}}})
+    user.claim(ns, "no-db", {"provider": {"name": "p-web", "parameterValues": {"database": False}}})
+    with_db, no_db = user.wait_bound(ns, "with-db"), user.wait_bound(ns, "no-db")
+    assert [r["name"] for r in status(with_db)["resources"]] == ["database", "p-web"]
+    assert [r["name"] for r in status(no_db)["resources"]] == ["p-web"]
+    database = resource_name(user, with_db, 0)
+    assert user.config_map(ns, database)["data"] == {"size": "with-db-size"}
+    resource_name(user, with_db, 1)
+    assert resource_name(user, no_db, 0).startswith("web-")
 
 
 # --- §3.11 mirroring, §3.15 autoDelete/autoDetach -------------------------------------------------------------

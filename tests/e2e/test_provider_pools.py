@@ -92,7 +92,7 @@ def test_disable_creation_waits_then_binds_when_a_pool_handle_appears(stack: Loc
     assert not user.handles(f"{D}/resource-claim-namespace={ns}")
 
     user.pool("pool-nocreate", pool_spec("pp-nocreate", 1))
-    claim = user.wait_bound(ns, "c", timeout=8)
+    claim = user.wait_bound(ns, "c", timeout=4)  # well before the claim's periodic re-check
     handle = user.get_handle(claim["status"]["resourceHandle"]["name"])
     assert handle["metadata"]["labels"][f"{D}/resource-pool-name"] == "pool-nocreate"
     assert condition(claim, "Bound")["status"] == "True"
