@@ -1,26 +1,36 @@
 """Claim benchmarks W1–W5 on the whole local stack (devcluster, Redis, watcher, N workers, beat).
 
-Prints one JSON document (and a human summary on stderr). Workloads, kept identical across runs:
+Starts the stack exactly as ``poolboy dev`` does (:class:`stack.local.LocalStack`), creates the workload
+(:mod:`benchmarks.workload`), runs it, and prints one JSON document on stdout and a human summary on stderr.
 
-* the managed resource is a namespaced custom resource (``BenchItem``) whose CRD is created at runtime;
-* a provider with ``template.enable``, an OpenAPI schema requiring a string ``spec.value`` and an override
-  naming the resource ``<provider>-{{ guid }}``;
-* claims in their own namespace with ``resources[0] = {provider: {name}, template: {spec: {value: foo}}}``.
+* W1 warm burst: a pool of N; wait until its N handles and their resources exist and the system is idle; then
+  N claims as fast as one client can create them.
+* W2 cold burst: the same N claims, no pool (every claim creates its handle).
+* W3 steady: a pool of 20, claims at ``--rate`` per second for ``--seconds``.
+* W4 scaling: W1 with 1, 2 and 4 worker processes.
+* W5 scale-out: ``--scale-n`` claims cold (so twice as many claims + handles); memory of every component, Redis
+  memory, the duration of a full resync, and the time to converge after restarting watcher, workers and beat.
 
-W1 warm burst (pool of N, then N claims), W2 cold burst (no pool), W3 steady rate against a pool of 20,
-W4 = W1 with 1, 2 and 4 worker processes, W5 scale-out (many handles and claims; memory, resync, restart).
+Per claim, create→bound (``status.resourceHandle`` appears) and create→state (``status.resources[0].state``
+appears) are taken from a watch on claims. API requests come from devcluster's counters; the benchmark's own
+requests (claim creates, its watches, its polling) are subtracted so the figures are the operator's.
 
-    python benchmarks/claims.py --workloads W1,W2,W3 --n 300 --repeat 3
+    .venv/bin/python benchmarks/claims.py --workloads W1,W2,W3 --n 300 --repeat 3
+    .venv/bin/python benchmarks/claims.py --workloads W1 --n 300 --profile /tmp/prof   # py-spy the workers
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import json
+import platform
 import statistics
+import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,72 +39,17 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import psutil
-from kubernetes import client, config, watch
 
+from benchmarks import procstats, pyspy
+from benchmarks.workload import API, CLAIM_NS, OPERATOR_NS, claim, item_crd, namespace, pool, provider
+from poolboy.kube import AlreadyExists, KubeClient
 from stack.local import LocalStack, StackOptions
 
-D = "poolboy.gpte.redhat.com"
-OPERATOR_NS = "poolboy"
-CLAIM_NS = "bench"
-PROVIDER = "bench"
-ITEM_GROUP = "bench.example.com"
-
-
-# --- workload objects ------------------------------------------------------------------------------------------
-
-def item_crd() -> dict:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"benchitems.{ITEM_GROUP}"},
-        "spec": {
-            "group": ITEM_GROUP, "scope": "Namespaced",
-            "names": {"plural": "benchitems", "singular": "benchitem", "kind": "BenchItem"},
-            "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
-                "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}],
-        },
-    }
-
-
-def provider() -> dict:
-    return {
-        "apiVersion": f"{D}/v1", "kind": "ResourceProvider",
-        "metadata": {"name": PROVIDER, "namespace": OPERATOR_NS},
-        "spec": {
-            "match": {"apiVersion": f"{ITEM_GROUP}/v1", "kind": "BenchItem"},
-            "template": {"enable": True},
-            "default": {"apiVersion": f"{ITEM_GROUP}/v1", "kind": "BenchItem",
-                        "metadata": {"namespace": CLAIM_NS}},
-            "validation": {"openAPIV3Schema": {
-                "type": "object", "required": ["spec"],
-                "properties": {"spec": {"type": "object", "required": ["value"],
-                                        "properties": {"value": {"type": "string"}}}}}},
-            "override": {"metadata": {"name": PROVIDER + "-{{ guid }}"}},
-            "healthCheck": "true", "readinessCheck": "true",
-        },
-    }
-
-
-def claim_template() -> dict:
-    return {"apiVersion": f"{ITEM_GROUP}/v1", "kind": "BenchItem", "metadata": {"namespace": CLAIM_NS},
-            "spec": {"value": "foo"}}
-
-
-def pool(n: int) -> dict:
-    return {
-        "apiVersion": f"{D}/v1", "kind": "ResourcePool", "metadata": {"name": PROVIDER, "namespace": OPERATOR_NS},
-        "spec": {"minAvailable": n, "resources": [{
-            "provider": {"apiVersion": f"{D}/v1", "kind": "ResourceProvider", "name": PROVIDER,
-                         "namespace": OPERATOR_NS},
-            "template": claim_template()}]},
-    }
-
-
-def claim(name: str) -> dict:
-    return {"apiVersion": f"{D}/v1", "kind": "ResourceClaim", "metadata": {"name": name, "namespace": CLAIM_NS},
-            "spec": {"resources": [{"provider": {"name": PROVIDER}, "template": claim_template()}]}}
+WRITE_VERBS = ("create", "update", "patch", "delete")
 
 
 # --- measurement -------------------------------------------------------------------------------------------------
+
 
 @dataclass
 class ClaimClock:
@@ -114,6 +69,29 @@ class ClaimClock:
             if resources and resources[0].get("state") and name not in self.state:
                 self.state[name] = now
 
+    def done(self, names: list[str]) -> bool:
+        return len(self.bound) >= len(names) and len(self.state) >= len(names)
+
+
+@dataclass
+class HandleCensus:
+    """Unbound pool handles over time, from a watch on handles: W3's "the pool was never empty"."""
+
+    unbound: set[str] = field(default_factory=set)
+    minimum: int | None = None
+    tracking: bool = False
+
+    def observe(self, event_type: str, obj: dict) -> None:
+        name = obj["metadata"]["name"]
+        free = event_type != "DELETED" and not (obj.get("spec") or {}).get("resourceClaim") \
+            and not obj["metadata"].get("deletionTimestamp")
+        if free:
+            self.unbound.add(name)
+        else:
+            self.unbound.discard(name)
+        if self.tracking:
+            self.minimum = len(self.unbound) if self.minimum is None else min(self.minimum, len(self.unbound))
+
 
 def percentiles(values: list[float]) -> dict[str, float | None]:
     if not values:
@@ -127,27 +105,41 @@ def percentiles(values: list[float]) -> dict[str, float | None]:
 
 
 class Bench:
+    """One running stack plus the benchmark's own client, watches and counters."""
+
     def __init__(self, stack: LocalStack) -> None:
         self.stack = stack
-        configuration = client.Configuration()
-        config.load_kube_config(config_file=str(stack.kubeconfig), client_configuration=configuration)
-        configuration.connection_pool_maxsize = 16
-        self.api_client = client.ApiClient(configuration)
-        self.custom = client.CustomObjectsApi(self.api_client)
-        self.core = client.CoreV1Api(self.api_client)
-        self.ext = client.ApiextensionsV1Api(self.api_client)
+        self.kube = KubeClient.from_settings(kubeconfig=str(stack.kubeconfig))
+        self.own: collections.Counter[str] = collections.Counter()  # the benchmark's own requests by verb
+        self._stops: list[threading.Event] = []
+
+    def close(self) -> None:
+        for stop in self._stops:
+            stop.set()
+        self.kube.close()
+
+    # --- setup ---------------------------------------------------------------------------------------------
 
     def setup(self) -> None:
-        with suppress(client.ApiException):
-            self.ext.create_custom_resource_definition(item_crd())
-        with suppress(client.ApiException):
-            self.core.create_namespace({"metadata": {"name": CLAIM_NS}})
-        self.custom.create_namespaced_custom_object(D, "v1", OPERATOR_NS, "resourceproviders", provider())
+        for body in (item_crd(), namespace(CLAIM_NS), provider()):
+            with suppress(AlreadyExists):
+                self.kube.create(body)
+        # the CRD is served a moment after its creation; discovery is re-tried on a miss
+        self.wait(lambda: self._served("bench.example.com/v1", "BenchItem"), 30, "BenchItem served")
 
-    def list_items(self, plural: str, namespace: str) -> list[dict]:
-        return self.custom.list_namespaced_custom_object(D, "v1", namespace, plural)["items"]
+    def _served(self, api_version: str, kind: str) -> bool:
+        try:
+            self.kube.forget_discovery(api_version)
+            self.kube.resource_info(api_version, kind)
+            return True
+        except Exception:
+            return False
 
-    def wait(self, condition: Any, timeout: float, what: str, interval: float = 0.2) -> float:
+    def create(self, body: dict) -> dict:
+        self.own["create"] += 1
+        return self.kube.create(body)
+
+    def wait(self, condition: Callable[[], bool], timeout: float, what: str, interval: float = 0.2) -> float:
         start = time.monotonic()
         while time.monotonic() - start < timeout:
             if condition():
@@ -155,213 +147,387 @@ class Bench:
             time.sleep(interval)
         raise TimeoutError(f"timed out waiting for {what}")
 
-    def wait_pool_ready(self, n: int) -> float:
-        def ready() -> bool:
-            handles = [h for h in self.list_items("resourcehandles", OPERATOR_NS) if not h["spec"].get("resourceClaim")]
-            with_resources = [h for h in handles if any(r.get("reference") for r in
-                                                        (h.get("status") or {}).get("resources") or [])]
-            return len(with_resources) >= n
-        took = self.wait(ready, 600, f"{n} pool handles with resources", interval=0.5)
+    # --- devcluster counters -------------------------------------------------------------------------------
+
+    def counters(self) -> dict:
+        return self.stack.cluster.counters() if self.stack.cluster else {}
+
+    def reset_counters(self) -> None:
+        self.own.clear()
+        if self.stack.cluster:
+            self.stack.cluster.reset_counters()
+
+    def operator_requests(self) -> dict[str, int]:
+        """Requests by verb since the last reset, minus the benchmark's own."""
+        by_verb = self.counters().get("by_verb", {})
+        return {verb: count - self.own.get(verb, 0) for verb, count in sorted(by_verb.items())
+                if count - self.own.get(verb, 0) > 0}
+
+    def by_resource(self, n: int) -> dict[str, float]:
+        """Requests per claim by ``verb resource`` (the benchmark's own creates and watches included)."""
+        items = self.counters().get("items", [])
+        merged: collections.Counter[str] = collections.Counter()
+        for item in items:
+            merged[f"{item['verb']} {item['resource']}"] += item["count"]
+        return {k: round(v / n, 2) for k, v in merged.most_common()}
+
+    def wait_idle(self, quiet: float = 2.0, verbs: tuple[str, ...] | None = WRITE_VERBS,
+                  timeout: float = 900.0) -> float:
+        """Wait until no API request of ``verbs`` (None = any) for ``quiet`` s; returns when the last one was seen.
+
+        The benchmark's own requests count too, so no watch or poll of ours may run meanwhile."""
+        def count() -> int:  # the watcher's Lease renewals are background noise, not work
+            return sum(item["count"] for item in self.counters().get("items", [])
+                       if (verbs is None or item["verb"] in verbs) and not item["resource"].startswith("leases"))
+
+        began = time.monotonic()
+        last, since = None, began
+        while time.monotonic() - since < quiet:
+            if time.monotonic() - began > timeout:
+                raise TimeoutError("the system did not become idle")
+            value = count()
+            if value != last:
+                last, since = value, time.monotonic()
+            time.sleep(0.1)
+        return since
+
+    # --- watches -------------------------------------------------------------------------------------------
+
+    def _watch(self, kind: str, ns: str, on_event: Callable[[str, dict], None], ready: threading.Event,
+               stop: threading.Event) -> None:
+        """List-then-watch in a thread; every event goes to ``on_event`` as soon as it is read."""
+        while not stop.is_set():
+            try:
+                self.own["list"] += 1
+                items, version = self.kube.list_with_version(API, kind, ns)
+                for item in items:
+                    on_event("ADDED", item)
+                ready.set()
+                while not stop.is_set():
+                    self.own["watch"] += 1
+                    for event in self.kube.watch(API, kind, ns, resource_version=version, timeout_seconds=5):
+                        obj = event.get("object") or {}
+                        version = (obj.get("metadata") or {}).get("resourceVersion") or version
+                        if event.get("type") != "BOOKMARK":
+                            on_event(event["type"], obj)
+                        if stop.is_set():
+                            break
+            except Exception:
+                time.sleep(0.1)
+
+    def start_watch(self, kind: str, ns: str, on_event: Callable[[str, dict], None]) -> threading.Event:
+        ready, stop = threading.Event(), threading.Event()
+        threading.Thread(target=self._watch, args=(kind, ns, on_event, ready, stop), daemon=True).start()
+        if not ready.wait(30):
+            raise TimeoutError(f"watch on {kind} did not start")
+        self._stops.append(stop)
+        return stop
+
+    # --- workload steps ------------------------------------------------------------------------------------
+
+    def fill_pool(self, n: int) -> float:
+        """Create the pool; wait for N unbound handles whose resource exists, then for the system to go idle."""
+        began = time.monotonic()
+        self.create(pool(n))
+        census = HandleCensus()
+        ready: set[str] = set()
+
+        def on_handle(event_type: str, obj: dict) -> None:
+            census.observe(event_type, obj)
+            refs = [r for r in (obj.get("status") or {}).get("resources") or [] if r.get("reference")]
+            if refs and obj["metadata"]["name"] in census.unbound:
+                ready.add(obj["metadata"]["name"])
+
+        stop = self.start_watch("ResourceHandle", OPERATOR_NS, on_handle)
+        try:
+            self.wait(lambda: len(ready) >= n, 900, f"{n} pool handles with resources", interval=0.1)
+            took = time.monotonic() - began
+        finally:
+            stop.set()
         self.wait_idle()
         return took
 
-    def wait_idle(self, quiet: float = 2.0) -> None:
-        """Idle = no API write for ``quiet`` seconds (devcluster counters are the witness)."""
-        last, since = None, time.monotonic()
-        while time.monotonic() - since < quiet:
-            writes = self.write_count()
-            if writes != last:
-                last, since = writes, time.monotonic()
-            time.sleep(0.25)
-
-    def counters(self) -> dict:
-        return self.stack.cluster.request("GET", "/_devcluster/counters") if self.stack.cluster else {}
-
-    def write_count(self) -> int:
-        totals = self.counters().get("by_verb", {})
-        return sum(v for k, v in totals.items() if k in ("create", "update", "patch", "delete"))
-
-    def reset_counters(self) -> None:
-        if self.stack.cluster:
-            self.stack.cluster.request("POST", "/_devcluster/counters/reset")
-
-    def run_claims(self, names: list[str], rate: float | None, clock: ClaimClock, timeout: float) -> float:
-        stop = threading.Event()
-        watcher = threading.Thread(target=self._watch_claims, args=(clock, stop), daemon=True)
-        watcher.start()
-        time.sleep(0.3)  # the watch connects; a bookmark-free start is fine, the list covers the rest
+    def run_claims(self, names: list[str], rate: float | None, timeout: float) -> tuple[ClaimClock, float, float]:
+        """Create the claims (as fast as possible, or at ``rate``/s); returns the clock, start and create time."""
+        clock = ClaimClock()
+        stop = self.start_watch("ResourceClaim", CLAIM_NS, lambda _t, obj: clock.observe(obj))
         start = time.monotonic()
         for index, name in enumerate(names):
             if rate:
-                target = start + index / rate
-                delay = target - time.monotonic()
+                delay = start + index / rate - time.monotonic()
                 if delay > 0:
                     time.sleep(delay)
             clock.created[name] = time.monotonic()
-            self.custom.create_namespaced_custom_object(D, "v1", CLAIM_NS, "resourceclaims", claim(name))
+            self.create(claim(name))
+        created = time.monotonic() - start
         try:
-            self.wait(lambda: len(clock.bound) >= len(names) and len(clock.state) >= len(names), timeout,
-                      "all claims bound with state", interval=0.05)
+            self.wait(lambda: clock.done(names), timeout, "all claims bound with state", interval=0.02)
         finally:
             stop.set()
-        return max(clock.bound.values()) - start
+        return clock, start, created
 
-    def _watch_claims(self, clock: ClaimClock, stop: threading.Event) -> None:
-        while not stop.is_set():
-            stream = watch.Watch()
-            try:
-                for event in stream.stream(self.custom.list_namespaced_custom_object, D, "v1", CLAIM_NS,
-                                           "resourceclaims", timeout_seconds=5):
-                    clock.observe(event["object"])
-                    if stop.is_set():
-                        break
-            except Exception:
-                time.sleep(0.1)
-            finally:
-                stream.stop()
+    # --- components ----------------------------------------------------------------------------------------
 
-    def api_per_claim(self, n: int) -> dict[str, float]:
-        by_verb = self.counters().get("by_verb", {})
-        return {verb: round(count / n, 2) for verb, count in sorted(by_verb.items()) if count}
-
-    def resources(self) -> dict[str, dict[str, float]]:
-        """CPU seconds and peak RSS (MiB) per component, over its whole process tree."""
-        report = {}
+    def pids(self) -> dict[str, int]:
+        pids: dict[str, int] = {}
+        if self.stack.cluster and self.stack.cluster.process:
+            pids["devcluster"] = self.stack.cluster.process.pid
+        if self.stack.redis and self.stack.redis.process:
+            pids["redis"] = self.stack.redis.process.pid
         for child in self.stack.children:
-            if not child.process:
-                continue
-            with suppress(psutil.NoSuchProcess):
-                root = psutil.Process(child.process.pid)
-                procs = [root, *root.children(recursive=True)]
-                cpu = sum(p.cpu_times().user + p.cpu_times().system for p in procs)
-                rss = sum(p.memory_info().rss for p in procs) / 2**20
-                report[child.name] = {"cpu_s": round(cpu, 2), "rss_mib": round(rss, 1)}
-        return report
+            if child.process and child.alive:
+                pids[child.name] = child.process.pid
+        return pids
 
-
-def summarise(clock: ClaimClock, n: int) -> dict[str, Any]:
-    bound = [clock.bound[k] - clock.created[k] for k in clock.created if k in clock.bound]
-    state = [clock.state[k] - clock.created[k] for k in clock.created if k in clock.state]
-    return {"n": n, "create_to_bound": percentiles(bound), "create_to_state": percentiles(state)}
-
-
-def run_burst(workers: int, n: int, warm: bool) -> dict[str, Any]:
-    with LocalStack(StackOptions(workers=workers, concurrency=1)) as stack:
-        bench = Bench(stack)
-        bench.setup()
-        result: dict[str, Any] = {"workers": workers}
-        if warm:
-            bench.custom.create_namespaced_custom_object(D, "v1", OPERATOR_NS, "resourcepools", pool(n))
-            result["pool_fill_s"] = round(bench.wait_pool_ready(n), 2)
-        bench.reset_counters()
-        clock = ClaimClock()
-        result["all_bound_s"] = round(bench.run_claims([f"c{i:05d}" for i in range(n)], None, clock, 600), 3)
-        result["all_state_s"] = round(max(clock.state.values()) - min(clock.created.values()), 3)
-        result.update(summarise(clock, n))
-        bench.wait_idle()
-        result["api_requests_per_claim"] = bench.api_per_claim(n)
-        result["components"] = bench.resources()
-        return result
-
-
-def run_steady(workers: int, rate: float, seconds: float) -> dict[str, Any]:
-    with LocalStack(StackOptions(workers=workers, concurrency=1)) as stack:
-        bench = Bench(stack)
-        bench.setup()
-        bench.custom.create_namespaced_custom_object(D, "v1", OPERATOR_NS, "resourcepools", pool(20))
-        bench.wait_pool_ready(20)
-        bench.reset_counters()
-        n = int(rate * seconds)
-        empty_seen = threading.Event()
-        stop = threading.Event()
-
-        def monitor_pool() -> None:
-            while not stop.is_set():
-                status = bench.custom.get_namespaced_custom_object(
-                    D, "v1", OPERATOR_NS, "resourcepools", PROVIDER).get("status") or {}
-                if (status.get("resourceHandleCount") or {}).get("available", 1) == 0:
-                    empty_seen.set()
-                time.sleep(0.2)
-
-        threading.Thread(target=monitor_pool, daemon=True).start()
-        clock = ClaimClock()
-        bench.run_claims([f"s{i:05d}" for i in range(n)], rate, clock, seconds + 300)
-        stop.set()
-        result = {"workers": workers, "rate": rate, "seconds": seconds, "pool_ever_empty": empty_seen.is_set()}
-        result.update(summarise(clock, n))
-        bench.wait_idle()
-        result["api_requests_per_claim"] = bench.api_per_claim(n)
-        result["components"] = bench.resources()
-        return result
-
-
-def run_scale_out(workers: int, n: int) -> dict[str, Any]:
-    with LocalStack(StackOptions(workers=workers, concurrency=2)) as stack:
-        bench = Bench(stack)
-        bench.setup()
-        clock = ClaimClock()
-        result: dict[str, Any] = {"workers": workers, "n": n}
-        result["all_bound_s"] = round(bench.run_claims([f"x{i:05d}" for i in range(n)], None, clock, 3600), 2)
-        bench.wait_idle()
-        result["components"] = bench.resources()
+    def redis_memory_mib(self) -> float:
         import redis
 
-        result["redis_used_memory_mib"] = round(
-            redis.Redis.from_url(stack.redis_url).info("memory")["used_memory"] / 2**20, 1)
-        started = time.monotonic()
-        for child in stack.children:
-            child.stop()
-        stack.children.clear()
-        stack._start_components()
-        stack._wait_ready()
+        client = redis.Redis.from_url(self.stack.redis_url)
+        try:
+            return round(client.info("memory")["used_memory"] / 2**20, 1)
+        finally:
+            client.close()
+
+
+# --- one measured phase (counters, CPU, optional profile) ----------------------------------------------------------
+
+
+class Phase:
+    """Reset counters and snapshot CPU at the start; optionally py-spy the workers during the phase."""
+
+    def __init__(self, bench: Bench, profile_dir: Path | None, label: str) -> None:
+        self.bench = bench
+        self.pids = bench.pids()
         bench.reset_counters()
-        bench.wait_idle(quiet=3.0)
-        result["converge_after_restart_s"] = round(time.monotonic() - started, 2)
-        result["api_requests_after_restart"] = bench.counters().get("by_verb", {})
+        self.cpu = procstats.snapshot(self.pids)
+        self.recorder: pyspy.Recorder | None = None
+        if profile_dir is not None and pyspy.Recorder.available():
+            self.recorder = pyspy.Recorder(profile_dir / label)
+            for name, pid in self.pids.items():
+                if name.startswith("worker") or name in ("watcher", "devcluster"):
+                    self.recorder.start(name, pid)
+
+    def finish(self, n: int) -> dict[str, Any]:
+        bench = self.bench
+        bench.wait_idle()
+        result: dict[str, Any] = {}
+        requests = bench.operator_requests()
+        result["api_requests_per_claim"] = {
+            "total": round(sum(requests.values()) / n, 2), **{k: round(v / n, 2) for k, v in requests.items()}}
+        result["api_requests_by_resource"] = bench.by_resource(n)
+        result["components"] = procstats.report(self.pids, self.cpu)
+        result["redis_used_memory_mib"] = bench.redis_memory_mib()
+        if self.recorder is not None:
+            outputs = self.recorder.stop()
+            result["profiles"] = {name: str(path) for name, path in outputs.items()}
         return result
+
+
+def summarise(clock: ClaimClock, start: float, created_s: float) -> dict[str, Any]:
+    bound = [clock.bound[k] - clock.created[k] for k in clock.created if k in clock.bound]
+    state = [clock.state[k] - clock.created[k] for k in clock.created if k in clock.state]
+    n = len(clock.created)
+    all_bound = max(clock.bound.values()) - start
+    return {
+        "n": n, "create_s": round(created_s, 3), "all_bound_s": round(all_bound, 3),
+        "all_state_s": round(max(clock.state.values()) - start, 3),
+        "throughput_per_s": round(n / all_bound, 1) if all_bound > 0 else None,
+        "create_to_bound": percentiles(bound), "create_to_state": percentiles(state),
+    }
+
+
+def stack_options(args: argparse.Namespace, workers: int) -> StackOptions:
+    return StackOptions(workers=workers, concurrency=args.concurrency,
+                        log_dir=Path(args.log_dir) / f"w{workers}-{time.strftime('%H%M%S')}" if args.log_dir else None)
+
+
+def run_burst(args: argparse.Namespace, workers: int, n: int, warm: bool) -> dict[str, Any]:
+    label = f"{'W1' if warm else 'W2'}-{workers}w-{n}"
+    with LocalStack(stack_options(args, workers)) as stack:
+        bench = Bench(stack)
+        try:
+            bench.setup()
+            result: dict[str, Any] = {"workers": workers, "concurrency": args.concurrency}
+            if warm:
+                result["pool_fill_s"] = round(bench.fill_pool(n), 2)
+            phase = Phase(bench, args.profile, label)
+            clock, start, created = bench.run_claims([f"c{i:05d}" for i in range(n)], None, 900)
+            result.update(summarise(clock, start, created))
+            result.update(phase.finish(n))
+            return result
+        finally:
+            bench.close()
+
+
+def run_steady(args: argparse.Namespace) -> dict[str, Any]:
+    with LocalStack(stack_options(args, args.workers)) as stack:
+        bench = Bench(stack)
+        try:
+            bench.setup()
+            result: dict[str, Any] = {"workers": args.workers, "concurrency": args.concurrency,
+                                      "rate": args.rate, "seconds": args.seconds, "pool": 20}
+            result["pool_fill_s"] = round(bench.fill_pool(20), 2)
+            census = HandleCensus()
+            bench.start_watch("ResourceHandle", OPERATOR_NS, census.observe)
+            census.tracking = True
+            n = int(args.rate * args.seconds)
+            phase = Phase(bench, args.profile, "W3")
+            clock, start, created = bench.run_claims([f"s{i:05d}" for i in range(n)], args.rate, args.seconds + 300)
+            result.update(summarise(clock, start, created))
+            result["min_unbound_handles"] = census.minimum
+            result["pool_ever_empty"] = census.minimum == 0
+            result.update(phase.finish(n))
+            return result
+        finally:
+            bench.close()
+
+
+def _trigger_resync(stack: LocalStack) -> None:
+    from celery import Celery
+
+    from workers.names import PERIODIC_PREFIX, PERIODIC_QUEUE
+
+    probe = Celery(broker=stack.redis_url)
+    try:
+        probe.send_task(PERIODIC_PREFIX + "resync", queue=PERIODIC_QUEUE)
+    finally:
+        probe.close()
+
+
+def run_scale_out(args: argparse.Namespace) -> dict[str, Any]:
+    n = args.scale_n
+    with LocalStack(stack_options(args, args.workers)) as stack:
+        bench = Bench(stack)
+        try:
+            bench.setup()
+            result: dict[str, Any] = {"workers": args.workers, "concurrency": args.concurrency, "claims": n,
+                                      "handles": n}
+            phase = Phase(bench, None, "W5")
+            clock, start, created = bench.run_claims([f"x{i:05d}" for i in range(n)], None, 3600)
+            result.update(summarise(clock, start, created))
+            result.update(phase.finish(n))
+            # full resync: every object through the gate; converged objects cause reads only
+            bench.reset_counters()
+            began = time.monotonic()
+            _trigger_resync(stack)
+            bench.wait(lambda: bench.counters().get("total", 0) > 0, 60, "resync to start", interval=0.05)
+            last = bench.wait_idle(quiet=3.0, verbs=None)
+            result["resync_s"] = round(last - began, 2)
+            result["resync_requests"] = bench.operator_requests()
+            # restart every operator component (devcluster and Redis keep their state)
+            bench.reset_counters()
+            began = time.monotonic()
+            for child in reversed(stack.children):
+                child.stop()
+            stack.children.clear()
+            stack._start_components()
+            stack._wait_ready()
+            result["restart_ready_s"] = round(time.monotonic() - began, 2)
+            last = bench.wait_idle(quiet=3.0, verbs=None)
+            result["converge_after_restart_s"] = round(last - began, 2)
+            result["requests_after_restart"] = bench.operator_requests()
+            result["components_after_restart"] = procstats.report(bench.pids(), {})
+            return result
+        finally:
+            bench.close()
+
+
+# --- reporting ---------------------------------------------------------------------------------------------------
+
+
+def _get(run: dict[str, Any], path: tuple[str, ...]) -> Any:
+    value: Any = run
+    for part in path:
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
 
 
 def median_min(runs: list[dict[str, Any]], path: tuple[str, ...]) -> dict[str, float | None]:
-    values = []
-    for run in runs:
-        value: Any = run
-        for part in path:
-            value = value.get(part) if isinstance(value, dict) else None
-        if isinstance(value, (int, float)):
-            values.append(value)
-    return {"median": statistics.median(values) if values else None, "min": min(values) if values else None}
+    values = [v for v in (_get(run, path) for run in runs) if isinstance(v, (int, float))]
+    return {"median": round(statistics.median(values), 4) if values else None,
+            "min": min(values) if values else None}
+
+
+AGGREGATES = {
+    "all_bound_s": ("all_bound_s",), "all_state_s": ("all_state_s",),
+    "bound_p50_s": ("create_to_bound", "p50"), "bound_p99_s": ("create_to_bound", "p99"),
+    "state_p99_s": ("create_to_state", "p99"), "api_per_claim": ("api_requests_per_claim", "total"),
+    "throughput_per_s": ("throughput_per_s",),
+}
+
+
+def aggregate(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"runs": runs, **{name: median_min(runs, path) for name, path in AGGREGATES.items()}}
+
+
+def human(name: str, summary: dict[str, Any]) -> str:
+    def fmt(key: str) -> str:
+        value = summary.get(key) or {}
+        return f"{value.get('median')} (min {value.get('min')})"
+
+    return (f"{name}: all bound {fmt('all_bound_s')} s, bound p50 {fmt('bound_p50_s')} s, p99 {fmt('bound_p99_s')} s,"
+            f" state p99 {fmt('state_p99_s')} s, API/claim {fmt('api_per_claim')}")
+
+
+def versions() -> dict[str, str]:
+    from importlib.metadata import version
+
+    result = {"python": platform.python_version()}
+    for package in ("celery", "kombu", "redis", "kubernetes", "orjson"):
+        with suppress(Exception):
+            result[package] = version(package)
+    with suppress(Exception):
+        result["redis-server"] = subprocess.run(["redis-server", "--version"], capture_output=True, text=True,
+                                                check=False).stdout.split()[2]
+    with suppress(Exception):
+        result["git"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                       cwd=Path(__file__).resolve().parent.parent, check=False).stdout.strip()
+    return result
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workloads", default="W1,W2,W3,W4", help="comma list of W1..W5")
+    parser.add_argument("--workloads", default="W1,W2,W3", help="comma list of W1..W5 (default W1,W2,W3)")
     parser.add_argument("--n", type=int, default=300, help="claims per burst (W1, W2, W4)")
-    parser.add_argument("--workers", type=int, default=2, help="worker processes for W1–W3")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes for W1–W3, W5 (default 2)")
+    parser.add_argument("--concurrency", type=int, default=1, help="prefork pool size per worker (default 1)")
     parser.add_argument("--rate", type=float, default=5.0, help="W3 claims per second")
     parser.add_argument("--seconds", type=float, default=60.0, help="W3 duration")
-    parser.add_argument("--scale-n", type=int, default=10000, help="W5 claims")
+    parser.add_argument("--scale-n", type=int, default=5000, help="W5 claims (each gets a handle)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per workload (report median and min)")
+    parser.add_argument("--profile", type=Path, default=None, help="py-spy the workers, watcher, devcluster into DIR")
+    parser.add_argument("--log-dir", default=None, help="keep component logs under this directory")
+    parser.add_argument("--output", type=Path, default=None, help="also write the JSON document to this file")
     args = parser.parse_args()
 
     chosen = [w.strip().upper() for w in args.workloads.split(",") if w.strip()]
-    report: dict[str, Any] = {"machine": {"cpus": psutil.cpu_count(), "mem_gib": round(
-        psutil.virtual_memory().total / 2**30, 1)}, "date": time.strftime("%Y-%m-%d"), "workloads": {}}
-    plans = {
-        "W1": lambda: run_burst(args.workers, args.n, warm=True),
-        "W2": lambda: run_burst(args.workers, args.n, warm=False),
-        "W3": lambda: run_steady(args.workers, args.rate, args.seconds),
-        "W5": lambda: run_scale_out(args.workers, args.scale_n),
+    report: dict[str, Any] = {
+        "machine": {"cpus": psutil.cpu_count(), "mem_gib": round(psutil.virtual_memory().total / 2**30, 1),
+                    "cpu": platform.processor() or platform.machine(), "load_at_start": psutil.getloadavg()},
+        "date": time.strftime("%Y-%m-%d %H:%M"), "versions": versions(), "args": vars(args) | {
+            "profile": str(args.profile) if args.profile else None, "output": None},
+        "workloads": {}}
+    plans: dict[str, Callable[[], dict[str, Any]]] = {
+        "W1": lambda: run_burst(args, args.workers, args.n, warm=True),
+        "W2": lambda: run_burst(args, args.workers, args.n, warm=False),
+        "W3": lambda: run_steady(args),
+        "W5": lambda: run_scale_out(args),
     }
     for name in chosen:
         if name == "W4":
-            report["workloads"]["W4"] = {
-                str(w): [run_burst(w, args.n, warm=True) for _ in range(args.repeat)] for w in (1, 2, 4)}
+            report["workloads"]["W4"] = {}
+            for workers in (1, 2, 4):
+                summary = aggregate([run_burst(args, workers, args.n, warm=True) for _ in range(args.repeat)])
+                report["workloads"]["W4"][str(workers)] = summary
+                print(human(f"W4 {workers} workers", summary), file=sys.stderr, flush=True)
             continue
-        runs = [plans[name]() for _ in range(args.repeat)]
-        report["workloads"][name] = {"runs": runs, "all_bound_s": median_min(runs, ("all_bound_s",)),
-                                     "p99_bound_s": median_min(runs, ("create_to_bound", "p99"))}
-        print(f"{name}: {json.dumps(report['workloads'][name]['all_bound_s'])}", file=sys.stderr)
-    print(json.dumps(report, indent=2))
+        summary = aggregate([plans[name]() for _ in range(args.repeat)])
+        report["workloads"][name] = summary
+        print(human(name, summary), file=sys.stderr, flush=True)
+    document = json.dumps(report, indent=2, default=str)
+    if args.output:
+        args.output.write_text(document + "\n")
+    print(document)
     return 0
 
 

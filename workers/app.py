@@ -22,6 +22,14 @@ app.conf.include = ["workers.tasks", "workers.beat"]
 
 
 @worker_init.connect
+def _preload_reconcilers(**_: object) -> None:
+    """Import the domain in the parent, before the pool forks: children inherit it (see registry.preload)."""
+    from workers import registry
+
+    registry.preload()
+
+
+@worker_init.connect
 def _start_metrics(**_: object) -> None:
     from workers import metrics
 

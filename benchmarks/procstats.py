@@ -1,0 +1,61 @@
+"""CPU seconds and peak RSS of the stack's components, each over its whole process tree.
+
+A Celery worker is a parent plus prefork children and Redis/devcluster are plain subprocesses, so every figure is
+summed over the tree rooted at the component's pid. CPU is reported as a delta between two snapshots (so start-up
+and pool filling do not count towards a workload), peak RSS as the sum of each process's ``VmHWM`` (the kernel's
+high-water mark since the process started): an upper bound of the tree's true peak, which is what capacity
+planning needs.
+"""
+
+from __future__ import annotations
+
+from contextlib import suppress
+from pathlib import Path
+
+import psutil
+
+
+def _tree(pid: int) -> list[psutil.Process]:
+    try:
+        root = psutil.Process(pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _hwm_kib(pid: int) -> int:
+    """``VmHWM`` of one process in KiB (0 when it is gone or the field is missing)."""
+    with suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
+def cpu_seconds(pid: int) -> float:
+    total = 0.0
+    for proc in _tree(pid):
+        with suppress(psutil.NoSuchProcess):
+            times = proc.cpu_times()
+            total += times.user + times.system
+    return total
+
+
+def snapshot(pids: dict[str, int]) -> dict[str, float]:
+    """CPU seconds so far per component (pass two snapshots to :func:`report`)."""
+    return {name: cpu_seconds(pid) for name, pid in pids.items()}
+
+
+def report(pids: dict[str, int], before: dict[str, float]) -> dict[str, dict[str, float]]:
+    """Per component: CPU seconds since ``before``, current RSS and peak RSS (MiB) of the process tree."""
+    result: dict[str, dict[str, float]] = {}
+    for name, pid in pids.items():
+        procs = _tree(pid)
+        rss = 0
+        for proc in procs:
+            with suppress(psutil.NoSuchProcess):
+                rss += proc.memory_info().rss
+        peak = sum(_hwm_kib(p.pid) for p in procs) / 1024
+        result[name] = {"cpu_s": round(cpu_seconds(pid) - before.get(name, 0.0), 2),
+                        "rss_mib": round(rss / 2**20, 1), "peak_rss_mib": round(peak, 1)}
+    return result
