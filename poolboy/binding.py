@@ -49,19 +49,22 @@ def bound_to(handle: Mapping[str, Any], claim: Mapping[str, Any]) -> bool:
     return ref.get("name") == metadata["name"] and ref.get("namespace") == metadata["namespace"]
 
 
-def find_bound_handle(ctx: Context, claim: Mapping[str, Any]) -> dict[str, Any] | None:
+def find_bound_handle(ctx: Context, claim: Mapping[str, Any],
+                      recorded: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     """A live handle already bound to this claim (adopted instead of binding or creating another).
 
-    The handle named in ``status.resourceHandle`` is re-read first; otherwise the label query finds a handle whose
+    The handle named in ``status.resourceHandle`` is read first (``recorded`` is that handle when this run has
+    already read it: one read per run is enough); otherwise the label query finds a handle whose
     bind or create succeeded but whose claim status write did not. Deleting handles are never reused.
     """
     api_version = ctx.settings.api_version
     namespace = ctx.settings.operator_namespace
-    recorded = ((claim.get("status") or {}).get("resourceHandle") or {}).get("name")
-    if recorded:
-        handle = ctx.kube.get_or_none(api_version, HANDLE_KIND, recorded, namespace)
+    recorded_name = ((claim.get("status") or {}).get("resourceHandle") or {}).get("name")
+    if recorded_name:
+        handle = recorded if recorded is not None and recorded["metadata"]["name"] == recorded_name else \
+            ctx.kube.get_or_none(api_version, HANDLE_KIND, recorded_name, namespace)
         if handle is not None and bound_to(handle, claim) and not is_deleting(handle):
-            return handle
+            return dict(handle)
     metadata = claim["metadata"]
     selector = (f"{ctx.label('resource-claim-name')}={metadata['name']},"
                 f"{ctx.label('resource-claim-namespace')}={metadata['namespace']}")

@@ -157,6 +157,7 @@ class _ClaimRun:
         self.providers: list[Provider] = []  # one per resource (resources mode)
         self._resource_list: list[dict[str, Any]] | None = None
         self._bound_now = False  # bound or created in this run: no LifespanChange event for the initial end
+        self._recorded_handle: tuple[str, dict[str, Any] | None] | None = None  # (name, handle) read this run
 
     # -- helpers --
 
@@ -226,7 +227,7 @@ class _ClaimRun:
         else:
             self.validate_resources()
 
-        handle = binding.find_bound_handle(self.ctx, self.claim)
+        handle = binding.find_bound_handle(self.ctx, self.claim, recorded=self._known_handle())
         recorded = (self.status.get("resourceHandle") or {}).get("name")
         if handle is None and recorded:
             # The bound handle is gone or deleting: its deletion cascades to this claim; never rebind (§3.8).
@@ -366,11 +367,14 @@ class _ClaimRun:
                 "resource_provider": templating.wrap_object(provider.obj) if provider is not None else None}
 
     def _known_handle(self) -> dict[str, Any] | None:
+        """The recorded handle, read once per run (validation, parameters and binding all look at it)."""
         name = (self.status.get("resourceHandle") or {}).get("name")
         if not name:
             return None
-        return self.ctx.kube.get_or_none(self.ctx.settings.api_version, HANDLE_KIND, name,
-                                         self.ctx.settings.operator_namespace)
+        if self._recorded_handle is None or self._recorded_handle[0] != name:
+            self._recorded_handle = (name, self.ctx.kube.get_or_none(
+                self.ctx.settings.api_version, HANDLE_KIND, name, self.ctx.settings.operator_namespace))
+        return self._recorded_handle[1]
 
     def evaluate_parameters(self) -> None:
         assert self.provider is not None

@@ -435,8 +435,12 @@ def _reconcile(ctx: Context, namespace: str, name: str) -> Result:
     changed = run.status != (run.handle.get("status") or {}) or run.status != old_status
     run.handle = _write_status(ctx, run.handle, run.status)
     waiting: tuple[str, ...] = ()
-    if changed and not (run.handle.get("spec") or {}).get("resourceClaim"):
+    unbound = not (run.handle.get("spec") or {}).get("resourceClaim")
+    if changed and unbound:
         waiting = binding.waiting_claim_keys(ctx)  # an unbound handle appeared or changed: waiting claims look again
-    enqueue = _keys(_claim_key(run.handle), _pool_key(ctx, run.handle) if changed else None, *waiting)
+    # Only an unbound handle counts in its pool (its status lists unbound handles); the bind itself enqueues the
+    # pool, so a bound handle's later status changes (resource created, ready) need no pool run, each of which
+    # lists every unbound handle of the pool.
+    enqueue = _keys(_claim_key(run.handle), _pool_key(ctx, run.handle) if changed and unbound else None, *waiting)
     return Result(requeue_at=_requeue_at(run.handle), enqueue=enqueue)
 
