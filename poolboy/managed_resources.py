@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from poolboy import jsonpatch, kube
@@ -137,17 +137,25 @@ def update_ops(live: Mapping[str, Any], desired: Mapping[str, Any], update_filte
 
 
 def create_or_update(ctx: Context, desired: dict[str, Any], update_filters: list[dict[str, Any]],
-                     live: dict[str, Any] | None) -> dict[str, Any]:
-    """Create the resource if absent (409 = exists → update), else patch what the filters allow; returns live."""
+                     live: dict[str, Any] | None,
+                     on_created: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Create the resource if absent (409 = exists → update), else patch what the filters allow; returns live.
+
+    ``on_created`` is called with the new object only when this call really created it (not on a 409 adoption),
+    so the caller can emit a ``ResourceCreated`` Event exactly once, on the transition.
+    """
     metadata = desired["metadata"]
     for _ in range(5):
         if live is None:
             try:
-                return ctx.kube.create(desired)
+                created = ctx.kube.create(desired)
             except kube.AlreadyExists:
                 live = ctx.kube.get_or_none(desired["apiVersion"], desired["kind"], metadata["name"],
                                             metadata.get("namespace"))
                 continue
+            if on_created is not None:
+                on_created(created)
+            return created
         ops = update_ops(live, desired, update_filters, ctx.settings.domain)
         if not ops:
             return live

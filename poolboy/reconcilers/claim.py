@@ -13,7 +13,6 @@ status never; cross-object effects are ``enqueue``d keys.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import dataclasses
 import logging
@@ -93,6 +92,7 @@ def _finalize(ctx: Context, claim: dict[str, Any]) -> Result:
     metadata = claim["metadata"]
     handle_ref = (claim.get("status") or {}).get("resourceHandle") or {}
     enqueue: list[str] = []
+    names: set[str] = set()
     if not handle_ref.get("detached"):
         names = {handle_ref["name"]} if handle_ref.get("name") else set()
         selector = (f"{ctx.label('resource-claim-name')}={metadata['name']},"
@@ -110,10 +110,15 @@ def _finalize(ctx: Context, claim: dict[str, Any]) -> Result:
     finalizers = metadata.get("finalizers") or []
     remaining = [f for f in finalizers if not _is_ours(ctx, f)]
     if remaining != finalizers:
-        with contextlib.suppress(kube_errors.NotFound):
+        try:
             ctx.kube.patch_merge(ctx.settings.api_version, CLAIM_KIND, metadata["name"], metadata["namespace"],
                                  {"metadata": {"finalizers": remaining}},
                                  resource_version=metadata["resourceVersion"])
+        except kube_errors.NotFound:
+            return Result(enqueue=tuple(enqueue))
+        # once, when our finalizer goes (a conflict above re-runs the cleanup without having emitted it)
+        what = f"deleted ResourceHandle {', '.join(sorted(names))}" if names else "no ResourceHandle to delete"
+        ctx.kube.emit_event(claim, "Deleted", f"ResourceClaim deleted; {what}.")
     return Result(enqueue=tuple(enqueue))
 
 
@@ -151,6 +156,7 @@ class _ClaimRun:
         self.claim = claim
         self.status: dict[str, Any] = copy.deepcopy(claim.get("status") or {})
         self.events: list[tuple[str, str, str, str | None]] = []
+        self.handle_events: list[tuple[dict[str, Any], str, str]] = []  # (handle, reason, message)
         self.enqueue: list[str] = []
         self.requeue: list[datetime] = []
         self.provider: Provider | None = None  # provider mode
@@ -195,6 +201,11 @@ class _ClaimRun:
         for reason, message, type_, action in self.events:
             self.ctx.kube.emit_event(self.claim, reason, message, type=type_, action=action)
         self.events.clear()
+        # The bind is observed here, not by the handle reconciler: its Event on the handle is emitted here too
+        # (Events are not status, so this does not break single-writer status ownership).
+        for handle, reason, message in self.handle_events:
+            self.ctx.kube.emit_event(handle, reason, message)
+        self.handle_events.clear()
 
     def _synced_error(self, reason: str, message: str) -> None:
         """Synced=False with reason and message, and a Warning Event only when the error first appears or changes."""
@@ -532,6 +543,8 @@ class _ClaimRun:
         self.status["lifespan"] = claim_lifespan.status_lifespan({}, handle, limits, start=self.ctx.now)
         self.enqueue.append(keys.make(keys.HANDLE, handle["metadata"]["namespace"], handle["metadata"]["name"]))
         self._event(reason, message)
+        self.handle_events.append((handle, "Bound", f"Bound to ResourceClaim {self.meta['namespace']}/"
+                                                    f"{self.meta['name']}"))
         self._bound_now = True
 
     # §3.10 propagation
@@ -672,7 +685,7 @@ class _ClaimRun:
 
     def auto_delete_or_detach(self, handle: dict[str, Any]) -> bool:
         if self._auto_condition("autoDelete", handle):
-            self._event("Deleted", "autoDelete condition is true; deleting the claim")
+            self._event("AutoDelete", "autoDelete condition is true; deleting the claim")
             self.write_status()
             self.ctx.kube.delete_if_exists(self.ctx.settings.api_version, CLAIM_KIND, self.meta["name"],
                                            self.meta["namespace"])

@@ -83,15 +83,24 @@ def _references(handle: dict[str, Any]) -> list[dict[str, Any]]:
     return list(found.values())
 
 
-def _delete_resource(ctx: Context, ref: dict[str, Any]) -> None:
-    """Annotate ``D/resource-handle-deleted`` first (so its events are ignored), then delete; 404 is fine."""
+def describe_reference(ref: dict[str, Any]) -> str:
+    """``Kind namespace/name`` (or ``Kind name`` when cluster-scoped), as Event messages name a resource."""
+    where = f"{ref['namespace']}/{ref['name']}" if ref.get("namespace") else ref.get("name")
+    return f"{ref.get('kind')} {where}"
+
+
+def _delete_resource(ctx: Context, ref: dict[str, Any]) -> bool:
+    """Annotate ``D/resource-handle-deleted`` first (so its events are ignored), then delete; 404 is fine.
+
+    Returns whether this call deleted an existing resource, so a cleanup that is repeated (its finalizer removal
+    conflicted) does not emit its ``ResourceDeleted`` Events twice."""
     try:
         ctx.kube.patch_merge(ref["apiVersion"], ref["kind"], ref["name"], ref.get("namespace"),
                              {"metadata": {"annotations": {
                                  ctx.label("resource-handle-deleted"): timeutil.format_timestamp(ctx.now)}}})
-        ctx.kube.delete_if_exists(ref["apiVersion"], ref["kind"], ref["name"], ref.get("namespace"))
+        return ctx.kube.delete_if_exists(ref["apiVersion"], ref["kind"], ref["name"], ref.get("namespace"))
     except (kube.NotFound, kube.ApiMissing):
-        return
+        return False
 
 
 def _delete_bound_claim(ctx: Context, handle: dict[str, Any]) -> None:
@@ -116,7 +125,8 @@ def _cleanup(ctx: Context, handle: dict[str, Any]) -> Result:
     if not our_finalizers(ctx, handle):
         return Result()
     for ref in _references(handle):
-        _delete_resource(ctx, ref)
+        if _delete_resource(ctx, ref):
+            ctx.kube.emit_event(handle, "ResourceDeleted", f"Deleted {describe_reference(ref)}")
     _delete_bound_claim(ctx, handle)
     remove_finalizers(ctx, handle)
     return Result(enqueue=_keys(_pool_key(ctx, handle), _claim_key(handle)))
@@ -319,7 +329,13 @@ class _Run:
             self.write_status()  # durable before create; Conflict here re-runs the reconcile
         self.status_resources[index].pop("waitingFor", None)
         self.states[index] = managed_resources.create_or_update(self.ctx, definition, provider.update_filters,
-                                                                self.states[index])
+                                                                self.states[index], on_created=self.created)
+
+    def created(self, resource: dict[str, Any]) -> None:
+        """A managed resource was created by this run (not adopted): a ``ResourceCreated`` Event on the handle."""
+        metadata = resource.get("metadata") or {}
+        ref = {"kind": resource.get("kind"), "name": metadata.get("name"), "namespace": metadata.get("namespace")}
+        self.ctx.kube.emit_event(self.handle, "ResourceCreated", f"Created {describe_reference(ref)}")
 
     def compute_health(self) -> None:
         healthies: list[bool | None] = []
@@ -372,12 +388,26 @@ def _read_claim(ctx: Context, handle: dict[str, Any]) -> dict[str, Any] | None:
                                 ref["namespace"])
 
 
+def _claim_expired_event(ctx: Context, handle: dict[str, Any], claim: dict[str, Any] | None, end: str) -> None:
+    """The user sees the claim, not the handle: tell it why it is about to be deleted (before the cascade).
+
+    Only a claim that this handle's deletion will delete gets it: live, not detached, and bound to this handle."""
+    if claim is None or claim["metadata"].get("deletionTimestamp"):
+        return
+    recorded = (claim.get("status") or {}).get("resourceHandle") or {}
+    if recorded.get("detached") or (recorded.get("name") and recorded["name"] != handle["metadata"]["name"]):
+        return
+    ctx.kube.emit_event(claim, "Expired", f"Lifespan end {end} has passed; deleting ResourceHandle "
+                                          f"{handle['metadata']['name']} and this claim.")
+
+
 def _expiry(ctx: Context, handle: dict[str, Any], claim: dict[str, Any] | None) -> Result | None:
     spec = handle.get("spec") or {}
     end = (spec.get("lifespan") or {}).get("end")
     if end:
         try:
             if timeutil.parse_timestamp(end) <= ctx.now:
+                _claim_expired_event(ctx, handle, claim, end)
                 return _delete_handle(ctx, handle, "Expired", f"Lifespan end {end} has passed.")
         except ValueError:
             log.warning("handle %s: unparsable lifespan end %r", handle["metadata"]["name"], end)
