@@ -31,6 +31,16 @@ CLAIM_KIND = "ResourceClaim"
 #: binds as soon as a matching handle appears instead of at its next periodic re-check (spec §3.8).
 WAITING_LABEL = "resource-claim-waiting"
 
+#: Annotation (``D/resource-claim-uid``) recording which claim *object* a handle was bound to or created for. The
+#: claim reference in ``spec.resourceClaim`` only names it, so without this a claim recreated under the same name
+#: (while the old handle has not yet noticed its claim is gone) would inherit the old handle (spec §5).
+CLAIM_UID_ANNOTATION = "resource-claim-uid"
+
+
+def claim_uid_annotation(ctx: Context, claim: Mapping[str, Any]) -> dict[str, str]:
+    uid = claim["metadata"].get("uid")
+    return {ctx.label(CLAIM_UID_ANNOTATION): uid} if uid else {}
+
 
 def claim_ref(ctx: Context, claim: Mapping[str, Any]) -> dict[str, str]:
     metadata = claim["metadata"]
@@ -42,11 +52,16 @@ def is_deleting(obj: Mapping[str, Any]) -> bool:
     return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
 
 
-def bound_to(handle: Mapping[str, Any], claim: Mapping[str, Any]) -> bool:
-    """True when ``handle.spec.resourceClaim`` names this claim."""
+def bound_to(ctx: Context, handle: Mapping[str, Any], claim: Mapping[str, Any]) -> bool:
+    """True when ``handle.spec.resourceClaim`` names this claim and, if the handle recorded the claim's uid, that
+    uid is this claim's: a claim recreated under the same name is another claim (handles bound before the uid was
+    recorded match by name only)."""
     ref = (handle.get("spec") or {}).get("resourceClaim") or {}
     metadata = claim["metadata"]
-    return ref.get("name") == metadata["name"] and ref.get("namespace") == metadata["namespace"]
+    if ref.get("name") != metadata["name"] or ref.get("namespace") != metadata["namespace"]:
+        return False
+    recorded = ((handle.get("metadata") or {}).get("annotations") or {}).get(ctx.label(CLAIM_UID_ANNOTATION))
+    return not recorded or not metadata.get("uid") or recorded == metadata["uid"]
 
 
 def find_bound_handle(ctx: Context, claim: Mapping[str, Any],
@@ -63,13 +78,13 @@ def find_bound_handle(ctx: Context, claim: Mapping[str, Any],
     if recorded_name:
         handle = recorded if recorded is not None and recorded["metadata"]["name"] == recorded_name else \
             ctx.kube.get_or_none(api_version, HANDLE_KIND, recorded_name, namespace)
-        if handle is not None and bound_to(handle, claim) and not is_deleting(handle):
+        if handle is not None and bound_to(ctx, handle, claim) and not is_deleting(handle):
             return dict(handle)
     metadata = claim["metadata"]
     selector = (f"{ctx.label('resource-claim-name')}={metadata['name']},"
                 f"{ctx.label('resource-claim-namespace')}={metadata['namespace']}")
     live = [h for h in ctx.kube.list(api_version, HANDLE_KIND, namespace, label_selector=selector)
-            if bound_to(h, claim) and not is_deleting(h)]
+            if bound_to(ctx, h, claim) and not is_deleting(h)]
     live.sort(key=lambda h: (h["metadata"].get("creationTimestamp") or "", h["metadata"]["name"]))
     return live[0] if live else None
 
@@ -123,6 +138,8 @@ def bind_ops(ctx: Context, claim: Mapping[str, Any], handle: Mapping[str, Any], 
     ops: list[dict[str, Any]] = [
         {"op": "test", "path": "/metadata/resourceVersion", "value": metadata["resourceVersion"]},
         {"op": "add", "path": "/metadata/labels", "value": labels},
+        {"op": "add", "path": "/metadata/annotations",
+         "value": {**(metadata.get("annotations") or {}), **claim_uid_annotation(ctx, claim)}},
         {"op": "add", "path": "/spec/resourceClaim", "value": claim_ref(ctx, claim)},
     ]
     if provider_spec is not None:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from poolboy import kube as kube_errors
-from poolboy.binding import HANDLE_KIND, bound_to, claim_ref, is_deleting
+from poolboy.binding import HANDLE_KIND, bound_to, claim_ref, claim_uid_annotation, is_deleting
 from poolboy.result import PermanentError
 
 if TYPE_CHECKING:
@@ -52,6 +52,7 @@ def handle_body(ctx: Context, claim: Mapping[str, Any], name: str, *, provider_s
             "name": name,
             "namespace": ctx.settings.operator_namespace,
             "finalizers": [ctx.settings.finalizer],
+            "annotations": claim_uid_annotation(ctx, claim),
             "labels": {
                 ctx.label("resource-claim-name"): claim["metadata"]["name"],
                 ctx.label("resource-claim-namespace"): claim["metadata"]["namespace"],
@@ -75,7 +76,7 @@ def create_or_adopt(ctx: Context, claim: Mapping[str, Any], *, provider_spec: di
                                             ctx.settings.operator_namespace)
             if existing is None:
                 raise kube_errors.Conflict(409, "Conflict", f"handle {name} vanished after 409; retrying") from None
-            if bound_to(existing, claim) and not is_deleting(existing):
+            if bound_to(ctx, existing, claim) and not is_deleting(existing):
                 log.info("adopting existing handle %s of claim %s/%s", name, claim["metadata"]["namespace"],
                          claim["metadata"]["name"])
                 return existing, False

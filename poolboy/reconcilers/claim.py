@@ -99,7 +99,7 @@ def _finalize(ctx: Context, claim: dict[str, Any]) -> Result:
                     f"{ctx.label('resource-claim-namespace')}={metadata['namespace']}")
         for handle in ctx.kube.list(ctx.settings.api_version, HANDLE_KIND, ctx.settings.operator_namespace,
                                     label_selector=selector):
-            if binding.bound_to(handle, claim):
+            if binding.bound_to(ctx, handle, claim):
                 names.add(handle["metadata"]["name"])
         if not names:
             log.info("claim %s/%s deleted before binding", metadata["namespace"], metadata["name"])
@@ -603,6 +603,10 @@ class _ClaimRun:
                     resources[index]["template"] = merged
             if resources != (spec.get("resources") or []):
                 ops.append({"op": "add", "path": "/spec/resources", "value": resources})
+        annotations = handle["metadata"].get("annotations") or {}
+        uid_annotation = binding.claim_uid_annotation(self.ctx, self.claim)
+        if any(annotations.get(k) != v for k, v in uid_annotation.items()):  # a handle bound before uids were kept
+            ops.append({"op": "add", "path": "/metadata/annotations", "value": {**annotations, **uid_annotation}})
         requested = claim_lifespan.parse_optional((self.spec.get("lifespan") or {}).get("end"))
         if requested is not None:
             maximum = claim_lifespan.maximum_end(self._claim_with_status(), limits, self.ctx.now)

@@ -109,8 +109,8 @@ def _delete_bound_claim(ctx: Context, handle: dict[str, Any]) -> None:
         return
     claim = ctx.kube.get_or_none(ref.get("apiVersion") or ctx.settings.api_version, "ResourceClaim", ref["name"],
                                  ref["namespace"])
-    if claim is None or claim["metadata"].get("deletionTimestamp"):
-        return
+    if claim is None or claim["metadata"].get("deletionTimestamp") or not binding.bound_to(ctx, handle, claim):
+        return  # gone, going, or a claim recreated under the same name (another object: never ours to delete)
     status_handle = (claim.get("status") or {}).get("resourceHandle") or {}
     if status_handle.get("detached"):
         return
@@ -381,11 +381,13 @@ class _Run:
 
 
 def _read_claim(ctx: Context, handle: dict[str, Any]) -> dict[str, Any] | None:
+    """The bound claim, or None when it is gone, including when a new claim now has its name (another uid)."""
     ref = (handle.get("spec") or {}).get("resourceClaim")
     if not ref:
         return None
-    return ctx.kube.get_or_none(ref.get("apiVersion") or ctx.settings.api_version, "ResourceClaim", ref["name"],
-                                ref["namespace"])
+    claim = ctx.kube.get_or_none(ref.get("apiVersion") or ctx.settings.api_version, "ResourceClaim", ref["name"],
+                                 ref["namespace"])
+    return claim if claim is not None and binding.bound_to(ctx, handle, claim) else None
 
 
 def _claim_expired_event(ctx: Context, handle: dict[str, Any], claim: dict[str, Any] | None, end: str) -> None:
