@@ -87,3 +87,101 @@ def test_status_written_by_someone_else_during_the_handle_run_survives(env: Clai
     assert status["external"] == "kept"
     assert status["resources"][0]["reference"]["kind"] == "ConfigMap"
     assert env.kube.get_or_none("v1", "ConfigMap", status["resources"][0]["reference"]["name"], env.ns)
+
+
+# --- "One bad watch event never stops the watch" ---------------------------------------------------------------------
+
+
+def test_one_event_that_breaks_the_handler_does_not_stop_the_watch(env: ClaimEnv) -> None:
+    """The watcher's callback fails on one object (listed and later modified); objects created after it still arrive,
+    and so does the poison object's own later change."""
+    from tests.waiting import wait_for
+    from watcher.informer import Informer
+
+    seen: list[tuple[str, str]] = []
+
+    def callback(event_type: str, obj: dict) -> None:
+        name = obj["metadata"]["name"]
+        seen.append((event_type, name))
+        if name == "poison":
+            raise ValueError("cannot handle this object")
+
+    env.kube.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "poison", "namespace": env.ns}})
+    informer = Informer(env.kube, "v1", "ConfigMap", callback, namespace=env.ns, watch_timeout=5).start()
+    try:
+        wait_for(lambda: ("LISTED", "poison") in seen, timeout=10, message="the listed poison object")
+        env.kube.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "after", "namespace": env.ns}})
+        env.kube.patch_merge("v1", "ConfigMap", "poison", env.ns, {"data": {"x": "1"}})
+        env.kube.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "last", "namespace": env.ns}})
+        wait_for(lambda: {("ADDED", "after"), ("MODIFIED", "poison"), ("ADDED", "last")} <= set(seen), timeout=10,
+                 message="events after the failing ones")
+    finally:
+        informer.stop()
+        informer.join(5)
+
+
+# --- "the finalizer is removed only after cleanup succeeds, so resources never leak without an owner" -----------------
+
+
+def test_handle_finalizer_stays_until_its_resources_are_really_deleted(env: ClaimEnv) -> None:
+    from poolboy import kube as kube_errors
+
+    env.configmap_provider("p")
+    _claim(env)
+    env.converge("c")
+    handle = env.claim_handle("c")
+    name = handle["metadata"]["name"]
+    configmap = handle["status"]["resources"][0]["reference"]["name"]
+    original = env.kube.delete
+
+    def failing_delete(api_version: str, kind: str, *args, **kwargs):
+        if kind == "ConfigMap":
+            raise kube_errors.ApiError(503, "ServiceUnavailable", "injected")
+        return original(api_version, kind, *args, **kwargs)
+
+    env.kube.delete(env.api, "ResourceHandle", name, env.op)
+    env.kube.delete = failing_delete  # type: ignore[method-assign]
+    try:
+        outcome = env.reconcile_once("handle", name)
+    except kube_errors.ApiError as error:
+        outcome = error
+    finally:
+        env.kube.delete = original  # type: ignore[method-assign]
+    assert isinstance(outcome, kube_errors.ApiError), outcome
+    assert env.get_handle(name)["metadata"]["finalizers"] == [env.d], "finalizer kept while cleanup failed"
+    assert env.kube.get_or_none("v1", "ConfigMap", configmap, env.ns) is not None
+    env.converge_key(env.key_of("handle", name))  # the retry succeeds
+    assert env.get_handle(name) is None and env.kube.get_or_none("v1", "ConfigMap", configmap, env.ns) is None
+
+
+# --- "Many resources of one claim changing at once must not lose or fail claim status updates" -----------------------
+
+
+def test_many_resources_changing_at_once_all_reach_the_claim_status(env: ClaimEnv) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from poolboy.context import Context, utcnow
+    from poolboy.reconcilers import claim as claim_reconciler
+
+    env.configmap_provider("p", updateFilters=[{"pathMatch": "/data/.*"}])
+    env.claim("c", {"resources": [{"name": f"r{i}", "provider": {"name": "p"}, "template": {"data": {"v": "0"}}}
+                                  for i in range(4)]})
+    env.converge("c")
+    refs = [r["reference"]["name"] for r in env.claim_handle("c")["status"]["resources"]]
+    assert len(refs) == 4
+
+    def change(index: int) -> None:
+        for value in range(1, 6):
+            env.kube.patch_merge("v1", "ConfigMap", refs[index], env.ns, {"data": {"v": str(value)}})
+
+    def reconcile() -> None:  # several workers' worth of claim runs, racing each other and the writes
+        for _ in range(6):
+            claim_reconciler.reconcile(Context(kube=env.kube, settings=env.settings, now=utcnow()), env.ns, "c")
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        futures = [pool.submit(change, i) for i in range(4)] + [pool.submit(reconcile) for _ in range(3)]
+        for future in futures:
+            future.result()  # no reconcile failed
+    env.reconcile_claim("c")  # the run the last resource event triggers
+    states = [r["state"]["data"]["v"] for r in env.get_claim("c")["status"]["resources"]]
+    assert states == ["5", "5", "5", "5"]
