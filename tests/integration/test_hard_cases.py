@@ -58,6 +58,23 @@ def test_claim_recreated_after_its_predecessor_vanished_without_cleanup_gets_a_n
     assert env.get_claim("c") is not None and env.claim_handle("c")["metadata"]["name"] == new
 
 
+def test_deleting_bound_handle_is_never_reused_and_the_claim_is_not_rebound(env: ClaimEnv) -> None:
+    """"Deleting handles are never bound or reused, and a remembered 'bound handle' is re-read before it is reused":
+    the claim's recorded handle is deleting, so the claim shows Bound=False/HandleDeleted and gets no other handle."""
+    env.configmap_provider("p")
+    _claim(env)
+    env.converge("c")
+    old = env.claim_handle("c")["metadata"]["name"]
+    env.kube.patch_merge(env.api, "ResourceHandle", old, env.op,
+                         {"metadata": {"finalizers": [env.d, "example.com/hold"]}})
+    env.kube.delete(env.api, "ResourceHandle", old, env.op)
+    env.reconcile_claim("c")
+    claim = env.get_claim("c")
+    assert claim["status"]["resourceHandle"]["name"] == old
+    assert env.condition("c", "Bound")["reason"] == "HandleDeleted"
+    assert [h["metadata"]["name"] for h in env.handles()] == [old]
+
+
 # --- "Initialising handle.status.resources concurrently with other status writers must not clobber either side" ----
 
 
