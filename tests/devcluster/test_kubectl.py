@@ -151,3 +151,14 @@ def test_api_resources(kubectl: Any, widgets: Crd) -> None:
     assert "configmaps" in first and "cm" in first["configmaps"]
     assert "namespaces" in first and "leases" in first and "customresourcedefinitions" in first
     assert widgets.plural in first and widgets.short_name in first[widgets.plural]
+
+
+def test_explain_custom_resource_field(kubectl: Any) -> None:
+    """`kubectl explain` finds a CRD's schema through the OpenAPI v3 document (Poolboy's CRDs are loaded)."""
+    out = kubectl("explain", "resourceclaims.spec.lifespan").stdout
+    assert "KIND:       ResourceClaim" in out
+    assert "start" in out and "end" in out
+
+
+def test_explain_builtin_kind(kubectl: Any) -> None:
+    assert "KIND:       ConfigMap" in kubectl("explain", "configmap").stdout
