@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from poolboy import timeutil
+from poolboy.binding import template_hash_labels
 from poolboy.provider import Provider
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ def _lifespan(ctx: Context, pool: Mapping[str, Any], providers: list[Provider]) 
 
 def build_pool_handle(ctx: Context, pool: Mapping[str, Any], providers: list[Provider], *,
                       scaling_name: str | None = None, name: str | None = None) -> dict[str, Any]:
-    """The ResourceHandle body a pool creates (spec §3.18)."""
+    """The ResourceHandle body a pool creates (spec §3.18), labelled with its template hash in resources mode."""
     metadata = pool["metadata"]
     spec = pool.get("spec") or {}
     labels = {ctx.label("resource-pool-name"): metadata["name"],
@@ -71,6 +72,9 @@ def build_pool_handle(ctx: Context, pool: Mapping[str, Any], providers: list[Pro
         handle_spec["provider"] = spec["provider"]
     else:
         handle_spec["resources"] = spec.get("resources") or []
+        # a claim finds this handle by its template hash; a provider-mode handle gets it when its resources are
+        # generated (handle reconcile)
+        labels.update(template_hash_labels(ctx, handle_spec["resources"]))
     lifespan = _lifespan(ctx, pool, providers)
     if lifespan:
         handle_spec["lifespan"] = lifespan
