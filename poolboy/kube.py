@@ -28,7 +28,7 @@ import urllib3
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 
-from poolboy.observability import observe_api_request
+from poolboy.observability import observe_api_request, observe_write
 from poolboy.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -382,16 +382,22 @@ class KubeClient:
 
     def create(self, body: dict) -> dict:
         info, namespace, _ = self._info_for(body)
-        return self._request("POST", info.path(namespace), body=body)
+        result = self._request("POST", info.path(namespace), body=body)
+        observe_write("create", result)
+        return result
 
     def replace(self, body: dict) -> dict:
         """PUT the whole object; ``metadata.resourceVersion`` in ``body`` makes it a compare-and-swap."""
         info, namespace, name = self._info_for(body)
-        return self._request("PUT", info.path(namespace, name), body=body)
+        result = self._request("PUT", info.path(namespace, name), body=body)
+        observe_write("replace", result, _body_version(body))
+        return result
 
     def replace_status(self, body: dict) -> dict:
         info, namespace, name = self._info_for(body)
-        return self._request("PUT", info.path(namespace, name, "status"), body=body)
+        result = self._request("PUT", info.path(namespace, name, "status"), body=body)
+        observe_write("replace", result, _body_version(body))
+        return result
 
     def patch_merge(self, api_version: str, kind: str, name: str, namespace: str | None, patch: dict, *,
                     resource_version: str | None = None, status: bool = False) -> dict:
@@ -399,15 +405,19 @@ class KubeClient:
         if resource_version is not None:
             patch = {**patch, "metadata": {**(patch.get("metadata") or {}), "resourceVersion": resource_version}}
         info = self.resource_info(api_version, kind)
-        return self._request("PATCH", info.path(namespace, name, "status" if status else None), body=patch,
-                             content_type=MERGE_PATCH)
+        result = self._request("PATCH", info.path(namespace, name, "status" if status else None), body=patch,
+                               content_type=MERGE_PATCH)
+        observe_write("patch", result, resource_version)
+        return result
 
     def patch_json(self, api_version: str, kind: str, name: str, namespace: str | None, ops: list[dict], *,
                    status: bool = False) -> dict:
         """JSON patch (RFC 6902); a failing ``test`` op is a 422 :class:`Invalid`."""
         info = self.resource_info(api_version, kind)
-        return self._request("PATCH", info.path(namespace, name, "status" if status else None), body=list(ops),
-                             content_type=JSON_PATCH)
+        result = self._request("PATCH", info.path(namespace, name, "status" if status else None), body=list(ops),
+                               content_type=JSON_PATCH)
+        observe_write("patch", result, _tested_version(ops))
+        return result
 
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,
                propagation: str | None = None, uid: str | None = None) -> dict | None:
@@ -517,6 +527,20 @@ def _lines(response: Any) -> Iterator[bytes]:
                 yield line
     if buffer.strip():
         yield buffer.strip()
+
+
+def _body_version(body: dict) -> str | None:
+    """The resourceVersion a PUT body requires (None: an unconditional replace)."""
+    version = (body.get("metadata") or {}).get("resourceVersion")
+    return str(version) if version else None
+
+
+def _tested_version(ops: list[dict]) -> str | None:
+    """The resourceVersion a JSON patch requires through a ``test`` op (None: no such op)."""
+    for op in ops:
+        if op.get("op") == "test" and op.get("path") == "/metadata/resourceVersion" and op.get("value"):
+            return str(op["value"])
+    return None
 
 
 def _loads_or_none(raw: bytes) -> dict | None:

@@ -53,18 +53,21 @@ def run(args: argparse.Namespace) -> int:
 
         start_http_server(port)
     kube = KubeClient.from_settings(settings, kubeconfig=args.kubeconfig)
+    own_writes = None
     if args.record_keys:
         sink = _file_sink(args.record_keys)
     else:
         from workers.enqueue import Enqueuer
+        from workers.own_writes import OwnWrites
 
         enqueuer = Enqueuer(settings)
+        own_writes = OwnWrites(enqueuer.gate.redis)  # events of the operator's own writes add no key
 
         def sink(key: str) -> None:
             enqueuer.add(key, priority="event")
 
     watcher = Watcher(settings, kube, sink, identity=args.identity, leader_election=not args.no_leader_election,
-                      watch_timeout=args.watch_timeout)
+                      watch_timeout=args.watch_timeout, own_writes=own_writes)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: watcher.stop())
     watcher.run()

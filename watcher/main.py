@@ -3,6 +3,10 @@
 Every event — spec, metadata or status-only — becomes ``sink(key)``; a (re)list hands over every key again, so a
 restarted watcher loses nothing. The watcher holds no domain logic: what a key means is the workers' business.
 The sink is pluggable so tests can record keys; ``poolboy watcher`` wires it to the gate's Enqueuer.
+
+One exception: with an ``own_writes`` checker (``poolboy watcher`` passes :class:`workers.own_writes.OwnWrites`),
+a MODIFIED event that is the write of a run of the same key is not handed to the sink (see
+:mod:`workers.own_writes`). If the check fails, the key goes to the sink as usual.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import socket
 import threading
 import uuid
 from collections.abc import Callable
+from typing import Protocol
 
 from poolboy import keys
 from poolboy.kube import KubeClient
@@ -25,6 +30,12 @@ from watcher.managed import ManagedResources
 log = logging.getLogger(__name__)
 
 Sink = Callable[[str], None]
+
+
+class OwnWriteCheck(Protocol):
+    def check(self, key: str, ident: str) -> str:
+        """"skip" (the key's own write), "deferred" (the key's running run decides) or "add"."""
+        ...
 
 #: Poolboy kinds, and whether each is watched in all namespaces (claims) or only the operator namespace
 POOLBOY_KINDS: tuple[tuple[str, bool], ...] = (
@@ -42,8 +53,10 @@ def default_identity() -> str:
 
 class Watcher:
     def __init__(self, settings: Settings, kube: KubeClient, sink: Sink, *, identity: str | None = None,
-                 leader_election: bool = True, watch_timeout: int = 300) -> None:
+                 leader_election: bool = True, watch_timeout: int = 300,
+                 own_writes: OwnWriteCheck | None = None) -> None:
         self.settings = settings
+        self.own_writes = own_writes
         self.kube = kube
         self.sink = sink
         self.identity = identity or default_identity()
@@ -119,13 +132,37 @@ class Watcher:
             if managed is not None:
                 managed.on_handle_event(event_type, obj)
         key = mapping.poolboy_key(obj, self.settings)
-        if key is not None:
+        if key is not None and not self._own_write(key, event_type, obj):
             self._emit(key)
 
     def _on_managed_event(self, event_type: str, obj: dict) -> None:
         key = mapping.managed_key(obj, self.settings)
-        if key is not None:
+        if key is not None and not self._own_write(key, event_type, obj):
             self._emit(key)
+
+    def _own_write(self, key: str, event_type: str, obj: dict) -> bool:
+        """True when the event needs no ``sink(key)``: a run of ``key`` wrote it, or the running one will judge it.
+
+        Any failure answers False: an extra run is cheap, a lost change is not.
+        """
+        if self.own_writes is None:
+            return False
+        ident = mapping.write_id(event_type, obj)
+        if ident is None:
+            return False
+        try:
+            verdict = self.own_writes.check(key, ident)
+        except Exception as error:
+            metrics.OWN_WRITE_CHECK_ERRORS.inc()
+            log.warning("own-write check failed for %s (%s); adding the key", key, error)
+            return False
+        if verdict == "skip":
+            metrics.SKIPPED.labels("own-write").inc()
+            return True
+        if verdict == "deferred":
+            metrics.SKIPPED.labels("deferred").inc()
+            return True
+        return False
 
     def _emit(self, key: str) -> None:
         """Hand a key to the sink, retrying while it fails (e.g. Redis down): dropping it would lose the change.

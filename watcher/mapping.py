@@ -1,7 +1,8 @@
 """Watch event -> work keys. Pure: no API calls, no domain logic, just names.
 
 Poolboy kinds map to their own key. A managed resource maps to the handle named by its annotations (spec §3.20);
-that handle's reconcile then enqueues its claim.
+that handle's reconcile then enqueues its claim. :func:`write_id` names the write behind an event, so that the
+operator's own writes can be told apart (see :mod:`workers.own_writes`).
 """
 
 from __future__ import annotations
@@ -36,3 +37,19 @@ def managed_key(obj: dict, settings: Settings) -> str | None:
         return None
     namespace = annotations.get(settings.label("resource-handle-namespace")) or settings.operator_namespace
     return keys.make(keys.HANDLE, namespace, name)
+
+
+def write_id(event_type: str, obj: dict) -> str | None:
+    """``"<uid>/<resourceVersion>"`` of an event that may be the operator's own write, else None.
+
+    Only MODIFIED events of live objects qualify: never ADDED (a create, or an object that starts to match the
+    watch), never DELETED, never an object being deleted (its finalizer work must always run), never a listed
+    object (a re-list must deliver everything).
+    """
+    if event_type != "MODIFIED":
+        return None
+    metadata = obj.get("metadata") or {}
+    if metadata.get("deletionTimestamp"):
+        return None
+    uid, version = metadata.get("uid"), metadata.get("resourceVersion")
+    return f"{uid}/{version}" if uid and version else None

@@ -11,3 +11,9 @@ KEYS = Counter("poolboy_watcher_keys_total", "Work keys handed to the gate", ["k
 SINK_ERRORS = Counter("poolboy_watcher_sink_errors_total", "Failed attempts to hand a key to the gate")
 INFORMERS = Gauge("poolboy_watcher_informers", "Running informers", ["group"])
 LEADER = Gauge("poolboy_watcher_leader", "1 while this watcher holds the lease and watches")
+SKIPPED = Counter("poolboy_watch_events_skipped_total",
+                  "Watch events that added no key: the operator's own write (own-write), or handed to the run of "
+                  "their key that was going on, which re-runs the key only for someone else's change (deferred)",
+                  ["reason"])
+OWN_WRITE_CHECK_ERRORS = Counter("poolboy_watcher_own_write_check_errors_total",
+                                 "Own-write checks that failed (the key was added as usual)")

@@ -1,4 +1,4 @@
-"""Per-process singletons of a worker: Redis client, gate, due-index, enqueuer, Kubernetes client.
+"""Per-process singletons of a worker: Redis client, gate, due-index, enqueuer, own-write records, Kubernetes client.
 
 Created lazily on first use, i.e. inside each prefork child after the fork, so no socket is shared across
 processes.
@@ -17,6 +17,7 @@ from poolboy.settings import Settings
 from workers.due import DueIndex
 from workers.enqueue import Enqueuer
 from workers.gate import Gate
+from workers.own_writes import OwnWrites
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +29,7 @@ class Runtime:
     gate: Gate
     due: DueIndex
     enqueuer: Enqueuer
+    own_writes: OwnWrites | None = None
     _kube: Any = field(default=None, repr=False)
 
     @property
@@ -46,11 +48,12 @@ class Runtime:
 
 @cache
 def runtime() -> Runtime:
-    from workers import metrics
+    from workers import metrics, own_writes
     from workers.app import app, settings
 
     metrics.install_api_hook()
+    own_writes.install_write_hook()
     client = redis.Redis.from_url(settings.redis_url, socket_timeout=10, socket_connect_timeout=5,
                                   health_check_interval=25)
     gate = Gate.from_settings(settings, client)
-    return Runtime(settings, client, gate, DueIndex(client), Enqueuer(settings, app, gate))
+    return Runtime(settings, client, gate, DueIndex(client), Enqueuer(settings, app, gate), OwnWrites(client))

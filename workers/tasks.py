@@ -2,7 +2,8 @@
 
 START the gate (drop the message if another run holds the key), reconcile under a renewed lease, map the outcome
 to the due-index / the gate / a short countdown, and always DONE (which re-publishes once if events arrived during
-the run). Outcomes:
+the run). Before DONE the run *settles* its own writes (:mod:`workers.own_writes`): their watch events do not run
+the key again, while any other change that arrived during the run does. Outcomes:
 
 * ``Result`` -> done; ``requeue_at`` goes to the due-index, ``enqueue`` keys go through the gate.
 * ``PermanentError`` -> re-check at now + ``recheck_after`` via the due-index (never a hot loop).
@@ -24,7 +25,7 @@ from celery import Task
 from poolboy.context import Context
 from poolboy.keys import KINDS, parse
 from poolboy.result import PermanentError, Result, TransientError
-from workers import backoff, metrics, registry
+from workers import backoff, metrics, own_writes, registry
 from workers.app import app
 from workers.config import MAX_COUNTDOWN
 from workers.gate import LeaseKeeper
@@ -107,6 +108,28 @@ def reconcile_once(rt: Runtime, kind: str, key: str) -> Outcome:
     return _on_success(rt, key, result)
 
 
+def settle(rt: Runtime, key: str, token: str, idents: list[str]) -> None:
+    """Record this run's own writes and judge the events deferred to it; still holding the lease, so adding the
+    key here makes it "pending while running" and DONE publishes exactly one more run. Never raises: DONE must
+    follow whatever happens here."""
+    if rt.own_writes is None:
+        return
+    try:
+        settled = rt.own_writes.settle(key, token, idents)
+        foreign = bool(settled.foreign)
+        own_writes.DEFERRED_EVENTS.labels(outcome="own-write").inc(settled.own)
+        own_writes.DEFERRED_EVENTS.labels(outcome="rerun").inc(len(settled.foreign))
+    except Exception as error:  # cannot tell which deferred events were ours: assume one was not
+        log.warning("%s: could not settle own writes (%s); running the key again", key, error)
+        foreign = True
+    if not foreign:
+        return
+    try:
+        rt.enqueuer.add(key, "event")
+    except Exception as error:  # Redis is away: DONE fails too and the lease reaper re-runs the key
+        log.warning("%s: could not re-add the key after a change during the run: %s", key, error)
+
+
 def execute(task: Task, kind: str, key: str) -> str:
     rt = runtime()
     msg_id = task.request.id or uuid.uuid4().hex
@@ -120,14 +143,16 @@ def execute(task: Task, kind: str, key: str) -> str:
         metrics.GATE_WAIT.labels(controller=kind).observe(started.waited)
     began = time.monotonic()
     outcome = Outcome("error")
+    writes = own_writes.Collector()
     try:
-        with LeaseKeeper(rt.gate, key, token) as keeper:
+        with LeaseKeeper(rt.gate, key, token) as keeper, own_writes.collecting(writes):
             outcome = reconcile_once(rt, kind, key)
         if keeper.lost.is_set():
             log.warning("%s: lease lost during the run; another run may have overlapped", key)
     finally:
         metrics.RECONCILE_TIME.labels(controller=kind).observe(time.monotonic() - began)
         metrics.RECONCILE_TOTAL.labels(controller=kind, result=outcome.result).inc()
+        settle(rt, key, token, writes.idents)
         rerun = rt.gate.done(key, token)
         if rerun:
             rt.enqueuer.publish(rerun)
