@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from poolboy import keys, matching, timeutil
+from poolboy import keys, timeutil
 from poolboy import kube as kube_errors
 from poolboy.object_meta import is_ignored
 
@@ -30,11 +30,6 @@ CLAIM_KIND = "ResourceClaim"
 #: Handle creation or a change of an unbound handle enqueues exactly the claims carrying it, so a waiting claim
 #: binds as soon as a matching handle appears instead of at its next periodic re-check (spec §3.8).
 WAITING_LABEL = "resource-claim-waiting"
-
-#: Label (``D/resource-template-hash``) on unbound handles: :func:`poolboy.matching.template_hash` of their
-#: ``spec.resources``. Set when a pool creates a handle (resources mode) or when the handle reconcile regenerates
-#: or finds it stale; a claim lists the handles carrying its own hash before listing every unbound handle.
-TEMPLATE_HASH_LABEL = "resource-template-hash"
 
 #: Annotation (``D/resource-claim-uid``) recording which claim *object* a handle was bound to or created for. The
 #: claim reference in ``spec.resourceClaim`` only names it, so without this a claim recreated under the same name
@@ -100,63 +95,20 @@ def waiting_claim_keys(ctx: Context) -> tuple[str, ...]:
     return tuple(keys.make(keys.CLAIM, c["metadata"]["namespace"], c["metadata"]["name"]) for c in claims)
 
 
-def template_hash_labels(ctx: Context, resources: Any) -> dict[str, str]:
-    """``{D/resource-template-hash: hash}`` for a handle with these ``spec.resources`` (empty when there is none)."""
-    value = matching.template_hash(resources) if resources else None
-    return {ctx.label(TEMPLATE_HASH_LABEL): value} if value else {}
-
-
-def _unbound_selector(ctx: Context, claim: Mapping[str, Any]) -> str:
-    selector = "!" + ctx.label("resource-claim-name")
-    pool = ((claim.get("metadata") or {}).get("annotations") or {}).get(ctx.label("resource-pool-name"))
-    if pool:
-        selector += f",{ctx.label('resource-pool-name')}={pool}"
-    return selector
-
-
-def _list_unbound(ctx: Context, selector: str) -> list[dict[str, Any]]:
-    handles = ctx.kube.list(ctx.settings.api_version, HANDLE_KIND, ctx.settings.operator_namespace,
-                            label_selector=selector)
-    return [h for h in handles
-            if not (h.get("spec") or {}).get("resourceClaim") and not is_deleting(h) and not is_ignored(ctx, h)]
-
-
 def list_unbound(ctx: Context, claim: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Unbound, non-deleting handles in the operator namespace, restricted to the claim's pool if it names one.
 
     Ignored handles (``D/ignore``) are left out: binding writes to the handle, and Poolboy writes nothing to an
     ignored object (spec §3.1).
     """
-    return _list_unbound(ctx, _unbound_selector(ctx, claim))
-
-
-def list_exact(ctx: Context, claim: Mapping[str, Any], claim_resources: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The unbound handles (as :func:`list_unbound`) whose template hash is the claim's, by label.
-
-    The label is only an index: each handle's hash is recomputed from its ``spec.resources`` as listed, so a handle
-    whose label went stale (its resources edited before the handle reconcile refreshed it) is left out here.
-    """
-    wanted = matching.template_hash(claim_resources) if claim_resources else None
-    if not wanted:
-        return []
-    selector = f"{_unbound_selector(ctx, claim)},{ctx.label(TEMPLATE_HASH_LABEL)}={wanted}"
-    return [h for h in _list_unbound(ctx, selector)
-            if matching.template_hash((h.get("spec") or {}).get("resources") or []) == wanted]
-
-
-def candidate_listings(ctx: Context, claim: Mapping[str, Any],
-                       claim_resources: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
-    """Unbound handles to try, in rounds: first the exact matches (when there are any), then all of them.
-
-    An exact match has the best possible score on ranking criteria 1–3, so when one is bindable the claim binds
-    the best of them without listing every unbound handle (O(N) per claim, O(N²) per burst). The caller moves on
-    to the next round only when no handle of this one could be bound (all excluded, or every bind lost a race),
-    so the outcome "bind an existing handle or not" is exactly the full listing's.
-    """
-    exact = list_exact(ctx, claim, claim_resources)
-    if exact:
-        yield exact
-    yield list_unbound(ctx, claim)
+    selector = "!" + ctx.label("resource-claim-name")
+    pool = ((claim.get("metadata") or {}).get("annotations") or {}).get(ctx.label("resource-pool-name"))
+    if pool:
+        selector += f",{ctx.label('resource-pool-name')}={pool}"
+    handles = ctx.kube.list(ctx.settings.api_version, HANDLE_KIND, ctx.settings.operator_namespace,
+                            label_selector=selector)
+    return [h for h in handles
+            if not (h.get("spec") or {}).get("resourceClaim") and not is_deleting(h) and not is_ignored(ctx, h)]
 
 
 def provider_compatible(handle: Mapping[str, Any], provider_names: list[str]) -> bool:

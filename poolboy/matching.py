@@ -13,21 +13,12 @@ Decisions where the spec leaves room:
   template and make every selection ambiguous.
 - Ranking criterion 2 counts a resource-name mismatch only where the claim resource names itself: a claim
   resource without a ``name`` has no preference.
-- ``template_hash(resources)`` is a short digest of exactly what criteria 1–3 compare: the ordered list of
-  ``[provider name, resource name or None, template or {}]``, as canonical JSON (sorted keys, orjson's type-exact
-  encoding: ``1``, ``1.0`` and ``true`` all differ). Equal hashes mean equal count, equal provider names, equal
-  names and JSON-identical templates, hence zero diff ops and zero name mismatches: the best possible score on
-  criteria 1–3 (a handle with *another* hash may tie, e.g. one with extra template fields). Unequal hashes say
-  nothing. Binding uses it to find exact matches by label before listing every unbound handle.
 """
 
 from __future__ import annotations
 
-import hashlib
 from datetime import datetime, timedelta
 from typing import Any
-
-import orjson
 
 from poolboy import DEFAULT_DOMAIN
 from poolboy.jsonpatch import diff, json_equal, path_matches
@@ -40,7 +31,6 @@ __all__ = [
     "rank_candidates",
     "select_providers",
     "template_diff_ops",
-    "template_hash",
     "template_matches",
 ]
 
@@ -110,22 +100,6 @@ def _pool_name(handle: dict, domain: str) -> str | None:
     )
 
 
-def template_hash(resources: Any) -> str | None:
-    """Digest of what ranking criteria 1–3 compare (see the module docstring); ``None`` when not computable.
-
-    20 lowercase hex characters: a valid label value, stable across processes and Python versions.
-    """
-    if not isinstance(resources, list):
-        return None
-    canonical = [[_provider_name(r), (r.get("name") or None), (r.get("template") or {})]
-                 if isinstance(r, dict) else r for r in resources]
-    try:
-        encoded = orjson.dumps(canonical, option=orjson.OPT_SORT_KEYS)
-    except (TypeError, orjson.JSONEncodeError):  # not JSON (cannot come from the API): no shortcut
-        return None
-    return hashlib.blake2b(encoded, digest_size=10).hexdigest()
-
-
 def _expires_soon(handle: dict, now: datetime) -> bool:
     end = _get(handle, "spec", "lifespan", "end")
     if not end:
@@ -144,13 +118,8 @@ def exclusion_reason(
     *,
     domain: str = DEFAULT_DOMAIN,
     claim_resources: list[dict] | None = None,
-    _exact: str | None = None,
 ) -> str | None:
-    """Why ``handle`` cannot bind ``claim`` (spec §3.8 candidate rules), or ``None`` when it is a candidate.
-
-    ``_exact`` (the claim resources' :func:`template_hash`) lets a handle with the same hash skip the template
-    diffs, whose outcome is then known (no ops).
-    """
+    """Why ``handle`` cannot bind ``claim`` (spec §3.8 candidate rules), or ``None`` when it is a candidate."""
     resources = claim_resources if claim_resources is not None else (_get(claim, "spec", "resources") or [])
     handle_resources = _get(handle, "spec", "resources") or []
     now = parse_timestamp(now)  # accepts naive (taken as UTC) and aware datetimes
@@ -167,8 +136,6 @@ def exclusion_reason(
         return "expires within 120s"
     if len(handle_resources) > len(resources):
         return "more resources than the claim"
-    if _exact is not None and _exact == template_hash(handle_resources):
-        return None  # same providers and JSON-identical templates: nothing to diff
     for index, handle_resource in enumerate(handle_resources):
         claim_resource = resources[index]
         if _provider_name(handle_resource) != _provider_name(claim_resource):
@@ -179,20 +146,17 @@ def exclusion_reason(
     return None
 
 
-def _rank_key(resources: list[dict], handle: dict, exact: str | None = None) -> tuple:
+def _rank_key(resources: list[dict], handle: dict) -> tuple:
     handle_resources = _get(handle, "spec", "resources") or []
-    if exact is not None and exact == template_hash(handle_resources):
-        name_mismatches = diff_ops = 0  # criteria 1-3 are known to be zero for an equal hash
-    else:
-        name_mismatches = sum(
-            1
-            for index, handle_resource in enumerate(handle_resources)
-            if resources[index].get("name") and resources[index].get("name") != handle_resource.get("name")
-        )
-        diff_ops = sum(
-            len(template_diff_ops(handle_resource.get("template"), resources[index].get("template")))
-            for index, handle_resource in enumerate(handle_resources)
-        )
+    name_mismatches = sum(
+        1
+        for index, handle_resource in enumerate(handle_resources)
+        if resources[index].get("name") and resources[index].get("name") != handle_resource.get("name")
+    )
+    diff_ops = sum(
+        len(template_diff_ops(handle_resource.get("template"), resources[index].get("template")))
+        for index, handle_resource in enumerate(handle_resources)
+    )
     healthy = _get(handle, "status", "healthy") is True
     ready = _get(handle, "status", "ready") is True  # unknown readiness is not preferred over known unready
     score = _get(handle, "spec", "preferenceScore")
@@ -229,11 +193,9 @@ def rank_candidates(
     ``providers`` maps provider name → provider object (for ``matchIgnore``).
     """
     resources = claim_resources if claim_resources is not None else (_get(claim, "spec", "resources") or [])
-    exact = template_hash(resources)
     candidates = [
         handle
         for handle in handles
-        if exclusion_reason(claim, handle, providers, now, domain=domain, claim_resources=resources,
-                            _exact=exact) is None
+        if exclusion_reason(claim, handle, providers, now, domain=domain, claim_resources=resources) is None
     ]
-    return sorted(candidates, key=lambda handle: _rank_key(resources, handle, exact))
+    return sorted(candidates, key=lambda handle: _rank_key(resources, handle))

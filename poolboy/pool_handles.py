@@ -15,7 +15,6 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from poolboy import timeutil
-from poolboy.binding import template_hash_labels
 from poolboy.provider import Provider
 
 if TYPE_CHECKING:
@@ -55,7 +54,7 @@ def _lifespan(ctx: Context, pool: Mapping[str, Any], providers: list[Provider]) 
 
 def build_pool_handle(ctx: Context, pool: Mapping[str, Any], providers: list[Provider], *,
                       scaling_name: str | None = None, name: str | None = None) -> dict[str, Any]:
-    """The ResourceHandle body a pool creates (spec §3.18), labelled with its template hash in resources mode."""
+    """The ResourceHandle body a pool creates (spec §3.18)."""
     metadata = pool["metadata"]
     spec = pool.get("spec") or {}
     labels = {ctx.label("resource-pool-name"): metadata["name"],
@@ -72,9 +71,6 @@ def build_pool_handle(ctx: Context, pool: Mapping[str, Any], providers: list[Pro
         handle_spec["provider"] = spec["provider"]
     else:
         handle_spec["resources"] = spec.get("resources") or []
-        # a claim finds this handle by its template hash; a provider-mode handle gets it when its resources are
-        # generated (handle reconcile)
-        labels.update(template_hash_labels(ctx, handle_spec["resources"]))
     lifespan = _lifespan(ctx, pool, providers)
     if lifespan:
         handle_spec["lifespan"] = lifespan

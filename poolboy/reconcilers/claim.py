@@ -461,10 +461,9 @@ class _ClaimRun:
     def bind_or_create(self) -> dict[str, Any] | None:
         claim_resources = self._claim_resources()
         provider_names = [p.name for p in self._all_providers()]
-        for listing in binding.candidate_listings(self.ctx, self.claim, claim_resources):  # exact matches first
-            candidates = [h for h in listing if binding.provider_compatible(h, provider_names)]
-            if not candidates:
-                continue
+        candidates = [h for h in binding.list_unbound(self.ctx, self.claim)
+                      if binding.provider_compatible(h, provider_names)]
+        if candidates:
             providers = _providers_by_name(self.ctx, candidates, self._all_providers())
             ranked = matching.rank_candidates(self.claim, candidates, providers, self.ctx.now,
                                               domain=self.ctx.settings.domain, claim_resources=claim_resources)

@@ -186,36 +186,8 @@ def _regenerate(ctx: Context, handle: dict[str, Any], claim: dict[str, Any] | No
     if not patch:
         return handle
     metadata = handle["metadata"]
-    body: dict[str, Any] = {"spec": patch}
-    labels = _template_label_patch(ctx, handle, resources)
-    if labels:
-        body["metadata"] = {"labels": labels}  # the same write: no second event for the label
     return ctx.kube.patch_merge(handle["apiVersion"], KIND, metadata["name"], metadata["namespace"],
-                                body, resource_version=metadata["resourceVersion"])
-
-
-def _template_label_patch(ctx: Context, handle: dict[str, Any], resources: Any) -> dict[str, str | None]:
-    """The label change keeping ``D/resource-template-hash`` equal to the hash of ``resources`` (``{}``: none).
-
-    Only unbound handles are kept current: claims look the label up among unbound handles only, and a bound
-    handle's resources change with its claim (propagation) without any use for the label.
-    """
-    if (handle.get("spec") or {}).get("resourceClaim"):
-        return {}
-    key = ctx.label(binding.TEMPLATE_HASH_LABEL)
-    wanted = binding.template_hash_labels(ctx, resources).get(key)
-    current = (handle["metadata"].get("labels") or {}).get(key)
-    return {} if current == wanted else {key: wanted}
-
-
-def _refresh_template_label(ctx: Context, handle: dict[str, Any]) -> dict[str, Any]:
-    """Relabel an unbound handle whose ``spec.resources`` changed (e.g. edited by hand) since it was labelled."""
-    labels = _template_label_patch(ctx, handle, (handle.get("spec") or {}).get("resources") or [])
-    if not labels:
-        return handle
-    metadata = handle["metadata"]
-    return ctx.kube.patch_merge(handle["apiVersion"], KIND, metadata["name"], metadata["namespace"],
-                                {"metadata": {"labels": labels}}, resource_version=metadata["resourceVersion"])
+                                {"spec": patch}, resource_version=metadata["resourceVersion"])
 
 
 # --- status ------------------------------------------------------------------------------------------------------
@@ -285,8 +257,6 @@ class _Run:
         self.states: list[dict[str, Any] | None] = [managed_resources.read_live(ctx, e.get("reference"))
                                                     for e in self.status_resources]
         self._requester: Requester | None = None
-        self.wrote_resources = False  # a managed resource was created or patched in the current pass
-        self.run_again = False  # still changing after the passes of this run: the handle must run once more
 
     @property
     def requester(self) -> Requester:
@@ -358,27 +328,8 @@ class _Run:
             entry.pop("waitingFor", None)
             self.write_status()  # durable before create; Conflict here re-runs the reconcile
         self.status_resources[index].pop("waitingFor", None)
-        before = self.states[index]
         self.states[index] = managed_resources.create_or_update(self.ctx, definition, provider.update_filters,
-                                                                before, on_created=self.created)
-        if _version(self.states[index]) != _version(before):
-            self.wrote_resources = True
-
-    def manage_all(self, passes: int = 2) -> None:
-        """Create or update every resource; again while a pass wrote any.
-
-        A definition can read the live state of another resource (linked ``waitFor``/``templateVars``, a later
-        index included) or its own; the watch events of this run's own writes do not run the handle again
-        (:mod:`workers.own_writes`), so the run itself converges. A second pass costs no API request when nothing
-        changes (states are in memory). Still writing after ``passes``: ``run_again`` asks for one more run.
-        """
-        for _ in range(passes):
-            self.wrote_resources = False
-            for index in range(len(self.resources)):
-                self.manage(index)
-            if not self.wrote_resources:
-                return
-        self.run_again = True
+                                                                self.states[index], on_created=self.created)
 
     def created(self, resource: dict[str, Any]) -> None:
         """A managed resource was created by this run (not adopted): a ``ResourceCreated`` Event on the handle."""
@@ -427,10 +378,6 @@ class _Run:
 
 
 # --- the reconcile -----------------------------------------------------------------------------------------------
-
-
-def _version(obj: dict[str, Any] | None) -> str | None:
-    return ((obj or {}).get("metadata") or {}).get("resourceVersion")
 
 
 def _read_claim(ctx: Context, handle: dict[str, Any]) -> dict[str, Any] | None:
@@ -505,9 +452,10 @@ def _reconcile(ctx: Context, namespace: str, name: str) -> Result:
     old_status = handle.get("status") or {}
     run: _Run | None = None
     try:
-        handle = _refresh_template_label(ctx, _regenerate(ctx, handle, claim, providers))
+        handle = _regenerate(ctx, handle, claim, providers)
         run = _Run(ctx, handle, claim, providers)
-        run.manage_all()
+        for index in range(len(run.resources)):
+            run.manage(index)
         run.compute_health()
     except PermanentError as error:
         run = run or _Run(ctx, handle, claim, providers)
@@ -525,7 +473,6 @@ def _reconcile(ctx: Context, namespace: str, name: str) -> Result:
     # Only an unbound handle counts in its pool (its status lists unbound handles); the bind itself enqueues the
     # pool, so a bound handle's later status changes (resource created, ready) need no pool run, each of which
     # lists every unbound handle of the pool.
-    enqueue = _keys(_claim_key(run.handle), _pool_key(ctx, run.handle) if changed and unbound else None, *waiting,
-                    keys.make(keys.HANDLE, namespace, name) if run.run_again else None)
+    enqueue = _keys(_claim_key(run.handle), _pool_key(ctx, run.handle) if changed and unbound else None, *waiting)
     return Result(requeue_at=_requeue_at(run.handle), enqueue=enqueue)
 
