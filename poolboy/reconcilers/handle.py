@@ -257,6 +257,8 @@ class _Run:
         self.states: list[dict[str, Any] | None] = [managed_resources.read_live(ctx, e.get("reference"))
                                                     for e in self.status_resources]
         self._requester: Requester | None = None
+        self.wrote_resources = False  # a managed resource was created or patched in the current pass
+        self.run_again = False  # still changing after the passes of this run: the handle must run once more
 
     @property
     def requester(self) -> Requester:
@@ -328,8 +330,28 @@ class _Run:
             entry.pop("waitingFor", None)
             self.write_status()  # durable before create; Conflict here re-runs the reconcile
         self.status_resources[index].pop("waitingFor", None)
+        before = self.states[index]
         self.states[index] = managed_resources.create_or_update(self.ctx, definition, provider.update_filters,
-                                                                self.states[index], on_created=self.created)
+                                                                before, on_created=self.created)
+        if _version(self.states[index]) != _version(before):
+            self.wrote_resources = True
+
+    def manage_all(self) -> None:
+        """Create or update every resource; again while a pass wrote any.
+
+        A definition can read the live state of another resource (linked ``waitFor``/``templateVars``, a later
+        index included) or its own; the watch events of this run's own writes do not run the handle again
+        (:mod:`workers.own_writes`), so the run itself converges. A pass that changes nothing costs no API request
+        (states are in memory). A chain of N linked resources settles in at most N writing passes; still writing
+        after N + 1 passes (a definition that keeps changing), ``run_again`` asks for one more run.
+        """
+        for _ in range(len(self.resources) + 1):
+            self.wrote_resources = False
+            for index in range(len(self.resources)):
+                self.manage(index)
+            if not self.wrote_resources:
+                return
+        self.run_again = True
 
     def created(self, resource: dict[str, Any]) -> None:
         """A managed resource was created by this run (not adopted): a ``ResourceCreated`` Event on the handle."""
@@ -378,6 +400,10 @@ class _Run:
 
 
 # --- the reconcile -----------------------------------------------------------------------------------------------
+
+
+def _version(obj: dict[str, Any] | None) -> str | None:
+    return ((obj or {}).get("metadata") or {}).get("resourceVersion")
 
 
 def _read_claim(ctx: Context, handle: dict[str, Any]) -> dict[str, Any] | None:
@@ -454,8 +480,7 @@ def _reconcile(ctx: Context, namespace: str, name: str) -> Result:
     try:
         handle = _regenerate(ctx, handle, claim, providers)
         run = _Run(ctx, handle, claim, providers)
-        for index in range(len(run.resources)):
-            run.manage(index)
+        run.manage_all()
         run.compute_health()
     except PermanentError as error:
         run = run or _Run(ctx, handle, claim, providers)
@@ -473,6 +498,7 @@ def _reconcile(ctx: Context, namespace: str, name: str) -> Result:
     # Only an unbound handle counts in its pool (its status lists unbound handles); the bind itself enqueues the
     # pool, so a bound handle's later status changes (resource created, ready) need no pool run, each of which
     # lists every unbound handle of the pool.
-    enqueue = _keys(_claim_key(run.handle), _pool_key(ctx, run.handle) if changed and unbound else None, *waiting)
+    enqueue = _keys(_claim_key(run.handle), _pool_key(ctx, run.handle) if changed and unbound else None, *waiting,
+                    keys.make(keys.HANDLE, namespace, name) if run.run_again else None)
     return Result(requeue_at=_requeue_at(run.handle), enqueue=enqueue)
 
