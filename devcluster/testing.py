@@ -6,6 +6,8 @@ process (never in-thread) so that tests exercise real HTTP, real chunked watch s
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
 import os
 import re
@@ -22,6 +24,17 @@ from typing import Any
 READY_PATTERN = re.compile(r"(http://127\.0\.0\.1:\d+)")
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CRDS = ROOT / "helm" / "crds"
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """``preexec_fn`` for helper subprocesses: SIGTERM when the process that started them dies, so a killed test
+    run or ``poolboy dev`` never leaves orphaned servers behind (Linux ``prctl``; a no-op elsewhere). Start them
+    from a long-lived thread: the signal follows the death of the forking thread."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 class DevCluster:
@@ -55,7 +68,7 @@ class DevCluster:
         log = open(self.log_path, "w")  # noqa: SIM115 - closed with the process
         self.process = subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=log, text=True, cwd=ROOT, start_new_session=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=die_with_parent,
         )
         self.url = self._wait_ready(log)
         # Keep draining stdout so the server never blocks on a full pipe.

@@ -45,8 +45,11 @@ class Settings:
     gate_lease_seconds: float = 30.0
     #: a pending gate mark expires after this long (must exceed the worst queue wait)
     gate_pending_ttl: float = 900.0
-    #: a queued pending mark older than this with no run active is presumed lost and re-published
-    gate_stale_seconds: float = 300.0
+    #: a queued pending mark older than this with no run active is presumed lost and re-published by the next
+    #: add (an event or a periodic sweep). This bounds how long a key stays stuck when a worker dies holding a
+    #: prefetched, unstarted message (which Redis only restores after the visibility timeout); a duplicate
+    #: published during a longer backlog is absorbed by the gate.
+    gate_stale_seconds: float = 60.0
     #: most due keys (and expired leases) moved into the gate per sweep tick
     sweep_due_batch: int = 1000
     #: reconcile task time limits (prefork pool): soft raises inside the task, hard kills the child

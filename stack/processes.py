@@ -9,6 +9,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from devcluster.testing import die_with_parent
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -26,7 +28,7 @@ class Child:
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child for its lifetime
         self.process = subprocess.Popen(
             [sys.executable, "-m", "stack.cli", *self.argv], stdout=log, stderr=subprocess.STDOUT,
-            env=self.env, cwd=ROOT, start_new_session=True,
+            env=self.env, cwd=ROOT, start_new_session=True, preexec_fn=die_with_parent,
         )
         log.close()
         return self

@@ -79,7 +79,7 @@ class Gate:
     """The four gate transitions plus the lease reaper, against one Redis client."""
 
     def __init__(self, client: redis.Redis, lease_seconds: float = 30.0, pending_ttl: float = 900.0,
-                 stale_seconds: float = 300.0) -> None:
+                 stale_seconds: float = 60.0) -> None:
         self.redis = client
         self.lease_ms = max(1, int(lease_seconds * 1000))
         self.pending_ttl = max(1, int(pending_ttl))

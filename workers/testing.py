@@ -18,6 +18,8 @@ import time
 import uuid
 from pathlib import Path
 
+from devcluster.testing import die_with_parent
+
 
 def free_port() -> int:
     """A TCP port that is free on loopback right now."""
@@ -43,7 +45,7 @@ class RedisServer:
         self.process = subprocess.Popen(
             [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
              "--dir", self._tmp.name, "--logfile", str(Path(self._tmp.name) / "redis.log")],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=die_with_parent,
         )
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:

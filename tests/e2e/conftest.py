@@ -15,6 +15,8 @@ FAST_INTERVALS = {
     "POOLBOY_MANAGE_POOLS_INTERVAL": "3",
     "POOLBOY_RESYNC_INTERVAL": "60",
     "POOLBOY_PERMANENT_ERROR_RECHECK": "10",
+    # a worker SIGKILLed with a prefetched message leaves its key marked queued; re-publish it soon
+    "POOLBOY_GATE_STALE_SECONDS": "10",
 }
 
 
