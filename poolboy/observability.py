@@ -10,36 +10,49 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 log = logging.getLogger(__name__)
 
+C = TypeVar("C", bound=Callable[..., None])
+
+
+class Hook(Generic[C]):
+    """A list of callbacks fired with the same arguments; a failing callback is logged, never raised into the
+    reporting caller (an API request or a write must not fail because a metric or a record could not be taken)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._callbacks: list[C] = []
+
+    def register(self, callback: C) -> C:
+        """Add ``callback`` once; returns it so it can be used as a decorator."""
+        if callback not in self._callbacks:
+            self._callbacks.append(callback)
+        return callback
+
+    def remove(self, callback: C) -> None:
+        if callback in self._callbacks:
+            self._callbacks.remove(callback)
+
+    def __bool__(self) -> bool:
+        return bool(self._callbacks)
+
+    def fire(self, *args: Any) -> None:
+        for callback in tuple(self._callbacks):
+            try:
+                callback(*args)
+            except Exception:
+                log.exception("%s callback failed", self.name)
+
+
 ApiRequestCallback = Callable[[str, int], None]
 
-_api_request_callbacks: list[ApiRequestCallback] = []
-
-
-def on_api_request(callback: ApiRequestCallback) -> ApiRequestCallback:
-    """Register ``callback(method, code)``, called after every Kubernetes API request (code 0 = network error).
-
-    Returns the callback so it can be used as a decorator.
-    """
-    if callback not in _api_request_callbacks:
-        _api_request_callbacks.append(callback)
-    return callback
-
-
-def remove_api_request_callback(callback: ApiRequestCallback) -> None:
-    if callback in _api_request_callbacks:
-        _api_request_callbacks.remove(callback)
-
-
-def observe_api_request(method: str, code: int) -> None:
-    """Report one API request; a failing callback is logged, never raised into the caller's request path."""
-    for callback in tuple(_api_request_callbacks):
-        try:
-            callback(method, code)
-        except Exception:
-            log.exception("api request metrics callback failed")
+#: ``callback(method, code)`` after every Kubernetes API request (code 0 = network error)
+api_requests: Hook[ApiRequestCallback] = Hook("api request")
+on_api_request = api_requests.register
+remove_api_request_callback = api_requests.remove
+observe_api_request = api_requests.fire
 
 
 # --- writes ------------------------------------------------------------------------------------------------------
@@ -67,35 +80,17 @@ class Write:
 
 WriteCallback = Callable[[Write], None]
 
-_write_callbacks: list[WriteCallback] = []
-
-
-def on_write(callback: WriteCallback) -> WriteCallback:
-    """Register ``callback(write)``, called after every successful create/replace/patch (never delete).
-
-    Returns the callback so it can be used as a decorator.
-    """
-    if callback not in _write_callbacks:
-        _write_callbacks.append(callback)
-    return callback
-
-
-def remove_write_callback(callback: WriteCallback) -> None:
-    if callback in _write_callbacks:
-        _write_callbacks.remove(callback)
+#: ``callback(write)`` after every successful create/replace/patch (never delete)
+writes: Hook[WriteCallback] = Hook("write")
+on_write = writes.register
+remove_write_callback = writes.remove
 
 
 def observe_write(verb: str, obj: object, precondition: str | None = None) -> None:
-    """Report the object a write returned; a failing callback is logged, never raised into the write's caller."""
-    if not _write_callbacks or not isinstance(obj, dict):
+    """Report the object a write returned (nothing to do when no callback is registered)."""
+    if not writes or not isinstance(obj, dict):
         return
     metadata = obj.get("metadata") or {}
     uid, version = metadata.get("uid"), metadata.get("resourceVersion")
-    if not uid or not version:
-        return
-    write = Write(verb, str(uid), str(version), precondition)
-    for callback in tuple(_write_callbacks):
-        try:
-            callback(write)
-        except Exception:
-            log.exception("write callback failed")
+    if uid and version:
+        writes.fire(Write(verb, str(uid), str(version), precondition))
