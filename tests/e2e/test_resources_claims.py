@@ -14,14 +14,14 @@ import shutil
 import subprocess
 import time
 import urllib.request
-import uuid
 from typing import Any
 
 import pytest
-from kubernetes import client, config
-from kubernetes.client.rest import ApiException
+from kubernetes import client
 
 from stack.local import LocalStack
+from tests.e2e import provider_support
+from tests.e2e.provider_support import condition
 from tests.waiting import wait_for
 
 D = "poolboy.gpte.redhat.com"
@@ -34,96 +34,43 @@ needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kube
 # --- a user with the official client -------------------------------------------------------------------------------
 
 
-class User:
-    """Creates objects and reads back only what Poolboy shows (status, conditions, Events, managed resources)."""
+class User(provider_support.User):
+    """The provider-mode scenarios' user, plus what these scenarios read: CRDs, JSON patches, Event summaries."""
 
     def __init__(self, stack: LocalStack) -> None:
-        configuration = client.Configuration()
-        config.load_kube_config(config_file=str(stack.kubeconfig), client_configuration=configuration)
-        api_client = client.ApiClient(configuration)
-        self.stack = stack
-        self.custom = client.CustomObjectsApi(api_client)
-        self.core = client.CoreV1Api(api_client)
-        self.extensions = client.ApiextensionsV1Api(api_client)
+        super().__init__(stack)
+        self.extensions = client.ApiextensionsV1Api(self.custom.api_client)
 
-    def namespace(self, prefix: str) -> str:
-        name = f"{prefix}-{uuid.uuid4().hex[:5]}"
-        self.core.create_namespace({"metadata": {"name": name}})
-        return name
-
-    def provider(self, name: str, spec: dict[str, Any]) -> None:
-        self.custom.create_namespaced_custom_object(D, "v1", NS, "resourceproviders", {
-            "apiVersion": V1, "kind": "ResourceProvider", "metadata": {"name": name, "namespace": NS}, "spec": spec})
-
-    def pool(self, name: str, spec: dict[str, Any]) -> None:
-        self.custom.create_namespaced_custom_object(D, "v1", NS, "resourcepools", {
-            "apiVersion": V1, "kind": "ResourcePool", "metadata": {"name": name, "namespace": NS}, "spec": spec})
-
-    def claim(self, namespace: str, name: str, spec: dict[str, Any]) -> None:
-        self.custom.create_namespaced_custom_object(D, "v1", namespace, "resourceclaims", {
-            "apiVersion": V1, "kind": "ResourceClaim", "metadata": {"name": name, "namespace": namespace},
-            "spec": spec})
-
-    def patch_claim(self, namespace: str, name: str, ops: list[dict[str, Any]]) -> None:
+    def json_patch_claim(self, namespace: str, name: str, ops: list[dict[str, Any]]) -> None:
         """A JSON patch (a list body is sent as ``application/json-patch+json``, like ``kubectl patch --type json``)."""
         self.custom.patch_namespaced_custom_object(D, "v1", namespace, "resourceclaims", name, ops,
                                                    _content_type="application/json-patch+json")
 
-    def get_claim(self, namespace: str, name: str) -> dict[str, Any]:
-        return self.custom.get_namespaced_custom_object(D, "v1", namespace, "resourceclaims", name)
-
-    def get_handle(self, name: str) -> dict[str, Any] | None:
-        try:
-            return self.custom.get_namespaced_custom_object(D, "v1", NS, "resourcehandles", name)
-        except ApiException as error:
-            if error.status == 404:
-                return None
-            raise
-
-    def handles(self, label_selector: str = "") -> list[dict[str, Any]]:
-        return self.custom.list_namespaced_custom_object(D, "v1", NS, "resourcehandles",
-                                                         label_selector=label_selector)["items"]
-
-    def config_map(self, namespace: str, name: str) -> dict[str, Any] | None:
-        try:
-            return self.core.read_namespaced_config_map(name, namespace).to_dict()
-        except ApiException as error:
-            if error.status == 404:
-                return None
-            raise
-
-    def events(self, namespace: str, name: str) -> list[dict[str, Any]]:
+    def event_summaries(self, namespace: str, name: str) -> list[dict[str, Any]]:
         items = self.core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}").items
         return [{"reason": e.reason, "message": e.message, "type": e.type} for e in items]
 
-    def wait_claim(self, namespace: str, name: str, predicate: Any, message: str, timeout: float = 20) -> dict:
-        def check() -> dict[str, Any] | None:
-            claim = self.get_claim(namespace, name)
-            return claim if predicate(claim) else None
-
-        return wait_for(check, timeout=timeout, interval=0.1, message=f"{namespace}/{name}: {message}")
+    def wait_claim_for(self, namespace: str, name: str, predicate: Any, message: str, timeout: float = 20) -> dict:
+        """``wait_claim`` with the message first, as these scenarios read best."""
+        return self.wait_claim(namespace, name, predicate, timeout=timeout, message=message)
 
     def wait_synced_error(self, namespace: str, name: str, reason: str) -> dict[str, Any]:
-        return self.wait_claim(namespace, name, lambda c: condition(c, "Synced").get("reason") == reason,
-                               f"Synced=False {reason}")
+        return self.wait_claim_for(namespace, name, lambda c: condition(c, "Synced").get("reason") == reason,
+                                   f"Synced=False {reason}")
 
     def wait_ready(self, namespace: str, name: str) -> dict[str, Any]:
-        return self.wait_claim(namespace, name, lambda c: condition(c, "Ready").get("status") == "True", "Ready")
+        return self.wait_claim_for(namespace, name, lambda c: condition(c, "Ready").get("status") == "True", "Ready")
 
     def wait_event(self, namespace: str, name: str, reason: str, type_: str = "Warning") -> dict[str, Any]:
         def check() -> dict[str, Any] | None:
-            return next((e for e in self.events(namespace, name) if e["reason"] == reason and e["type"] == type_),
-                        None)
+            events = self.event_summaries(namespace, name)
+            return next((e for e in events if e["reason"] == reason and e["type"] == type_), None)
 
         return wait_for(check, timeout=10, interval=0.1, message=f"{type_} Event {reason} on {namespace}/{name}")
 
     def api_counters(self) -> dict[str, Any]:
         with urllib.request.urlopen(f"{self.stack.api_url}/_devcluster/counters", timeout=5) as response:
             return json.load(response)
-
-
-def condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
-    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == type_), {})
 
 
 def status(obj: dict[str, Any] | None) -> dict[str, Any]:
@@ -234,7 +181,7 @@ def test_resources_claim_is_initialised_from_defaults_and_gets_its_own_handle(st
     assert annotations[f"{D}/resource-index"] == "1"
     assert annotations[f"{D}/resource-provider-name"] == f"{ns}-matched"
     assert annotations[f"{D}/resource-claim-name"] == "c"
-    user.wait_claim(ns, "c", lambda c: (status(c)["resources"][0].get("state") or {}).get("data", {}).get("owner")
+    user.wait_claim_for(ns, "c", lambda c: (status(c)["resources"][0].get("state") or {}).get("data", {}).get("owner")
                     == "c", "state of the first resource mirrored")
 
     table = kubectl(stack, "get", "rclaim", "-n", ns)
@@ -273,7 +220,8 @@ def test_zero_and_ambiguous_provider_matches_report_and_recover(stack: LocalStac
     user.wait_event(ns, "two", "AmbiguousProviderMatch")
     assert "resourceHandle" not in status(claim)
 
-    user.patch_claim(ns, "two", [{"op": "add", "path": "/spec/resources/0/provider", "value": {"name": f"{ns}-b"}}])
+    user.json_patch_claim(ns, "two", [{"op": "add", "path": "/spec/resources/0/provider",
+                                       "value": {"name": f"{ns}-b"}}])
     claim = user.wait_ready(ns, "two")
     assert condition(claim, "Synced")["status"] == "True"
     assert status(claim)["resources"][0]["provider"]["name"] == f"{ns}-b"
@@ -315,19 +263,21 @@ def test_validation_errors_are_exact_block_updates_and_clear_when_fixed(stack: L
          'Validation check "explodes" failed with exception: division by zero'),
     ]
     for ops, expected in cases:
-        user.patch_claim(ns, "c", ops)
-        claim = user.wait_claim(ns, "c", lambda c, e=expected: status(c)["resources"][0].get("validationError") == e,
-                                f"validationError {expected!r}")
+        user.json_patch_claim(ns, "c", ops)
+        claim = user.wait_claim_for(ns, "c",
+                                    lambda c, e=expected: status(c)["resources"][0].get("validationError") == e,
+                                    f"validationError {expected!r}")
         synced = condition(claim, "Synced")
         assert (synced["status"], synced["reason"]) == ("False", "ValidationFailed")
         assert synced["message"] == f"spec.resources[0]: {expected}"
         wait_for(lambda e=expected: any(ev["message"] == f"spec.resources[0]: {e}" and ev["type"] == "Warning"
-                                        for ev in user.events(ns, "c")), timeout=10, message=f"Event for {expected}")
+                                        for ev in user.event_summaries(ns, "c")),
+                 timeout=10, message=f"Event for {expected}")
     # no handle update while invalid: the live resource still has the last accepted values
     assert (user.config_map(ns, cm_name) or {})["data"] == {"color": "blue", "size": "small"}
 
-    user.patch_claim(ns, "c", [{"op": "replace", "path": f"{path}/size", "value": "medium"}])
-    claim = user.wait_claim(ns, "c", lambda c: "validationError" not in status(c)["resources"][0]
+    user.json_patch_claim(ns, "c", [{"op": "replace", "path": f"{path}/size", "value": "medium"}])
+    claim = user.wait_claim_for(ns, "c", lambda c: "validationError" not in status(c)["resources"][0]
                             and condition(c, "Synced").get("status") == "True", "validation error cleared")
     wait_for(lambda: (user.config_map(ns, cm_name) or {}).get("data") == {"color": "red", "size": "medium"},
              timeout=15, interval=0.1, message="fixed template reaches the live resource")
@@ -345,13 +295,13 @@ def test_template_changes_reach_the_resource_only_where_update_filters_allow(sta
         statusSummaryTemplate={"phase": "{{ resources[-1].state.data.phase | default('unknown') }}"}))
     user.claim(ns, "c", {"resources": [{"provider": {"name": f"{ns}-p"}, "template": {
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"labels": {"a": "1"}}, "data": {"x": "1"}}}]})
-    claim = user.wait_claim(ns, "c", lambda c: condition(c, "Bound").get("status") == "True", "bound")
+    claim = user.wait_claim_for(ns, "c", lambda c: condition(c, "Bound").get("status") == "True", "bound")
     cm_name = reference(user, claim)["name"]
     handle_name = status(claim)["resourceHandle"]["name"]
-    assert condition(user.wait_claim(ns, "c", lambda c: condition(c, "Ready"), "Ready condition"),
+    assert condition(user.wait_claim_for(ns, "c", lambda c: condition(c, "Ready"), "Ready condition"),
                      "Ready")["status"] == "False"
 
-    user.patch_claim(ns, "c", [{"op": "replace", "path": "/spec/resources/0/template/data/x", "value": "2"},
+    user.json_patch_claim(ns, "c", [{"op": "replace", "path": "/spec/resources/0/template/data/x", "value": "2"},
                                {"op": "add", "path": "/spec/resources/0/template/metadata/labels/b", "value": "2"}])
     wait_for(lambda: (user.config_map(ns, cm_name) or {}).get("data", {}).get("x") == "2", timeout=15, interval=0.1,
              message="allowed data change reaches the ConfigMap")
@@ -361,7 +311,7 @@ def test_template_changes_reach_the_resource_only_where_update_filters_allow(sta
 
     # someone else changes the live resource (data only): readiness, state and summary follow promptly
     user.core.patch_namespaced_config_map(cm_name, ns, {"data": {"ready": "yes", "phase": "running"}})
-    claim = user.wait_claim(ns, "c", lambda c: status(c).get("ready") is True
+    claim = user.wait_claim_for(ns, "c", lambda c: status(c).get("ready") is True
                             and status(c).get("summary") == {"phase": "running"}, "ready and summary", timeout=10)
     assert status(claim)["resources"][0]["state"]["data"]["ready"] == "yes"
     assert condition(claim, "Ready")["status"] == "True"
@@ -378,15 +328,15 @@ def test_changing_the_kind_of_a_created_resource_is_refused(stack: LocalStack) -
                                         "template": {"apiVersion": "v1", "kind": "ConfigMap"}}]})
     claim = user.wait_ready(ns, "c")
     cm_name = reference(user, claim)["name"]
-    user.patch_claim(ns, "c", [{"op": "replace", "path": "/spec/resources/0/template/kind", "value": "Secret"}])
-    claim = user.wait_claim(ns, "c", lambda c: "would change from" in condition(c, "Synced").get("message", ""),
+    user.json_patch_claim(ns, "c", [{"op": "replace", "path": "/spec/resources/0/template/kind", "value": "Secret"}])
+    claim = user.wait_claim_for(ns, "c", lambda c: "would change from" in condition(c, "Synced").get("message", ""),
                             "reference change refused on the claim")
     assert condition(claim, "Synced")["status"] == "False"
     user.wait_event(ns, "c", condition(claim, "Synced")["reason"])
     assert user.config_map(ns, cm_name) is not None
 
-    user.patch_claim(ns, "c", [{"op": "replace", "path": "/spec/resources/0/template/kind", "value": "ConfigMap"}])
-    user.wait_claim(ns, "c", lambda c: condition(c, "Synced").get("status") == "True", "Synced again")
+    user.json_patch_claim(ns, "c", [{"op": "replace", "path": "/spec/resources/0/template/kind", "value": "ConfigMap"}])
+    user.wait_claim_for(ns, "c", lambda c: condition(c, "Synced").get("status") == "True", "Synced again")
 
 
 # --- §3.12: a missing API, then the custom kind is created at runtime -------------------------------------------------
@@ -415,7 +365,7 @@ def test_missing_api_is_reported_then_a_crd_created_at_runtime_is_used(stack: Lo
                  "versions": [{"name": "v1alpha1", "served": True, "storage": True, "subresources": {"status": {}},
                                "schema": {"openAPIV3Schema": {"type": "object",
                                                               "x-kubernetes-preserve-unknown-fields": True}}}]}})
-    claim = user.wait_claim(ns, "c", lambda c: condition(c, "Synced").get("status") == "True"
+    claim = user.wait_claim_for(ns, "c", lambda c: condition(c, "Synced").get("status") == "True"
                             and (status(c)["resources"][0].get("state") or {}).get("spec") == {"size": 1},
                             "Gadget created once its CRD exists", timeout=30)
     assert condition(claim, "Ready")["status"] == "False"
@@ -424,7 +374,8 @@ def test_missing_api_is_reported_then_a_crd_created_at_runtime_is_used(stack: Lo
     # a status-only change of the custom resource makes the claim ready promptly (watched kind, §3.20)
     user.custom.patch_namespaced_custom_object_status(group, "v1alpha1", ns, "gadgets", name,
                                                       {"status": {"phase": "Running"}})
-    claim = user.wait_claim(ns, "c", lambda c: status(c).get("ready") is True, "ready after status change", timeout=5)
+    claim = user.wait_claim_for(ns, "c", lambda c: status(c).get("ready") is True, "ready after status change",
+                                timeout=5)
     assert status(claim)["resources"][0]["state"]["status"] == {"phase": "Running"}
     assert status(claim)["healthy"] is True
 
@@ -532,13 +483,13 @@ def test_bad_input_ends_as_condition_and_event_without_a_hot_loop_and_recovers(s
     assert reads <= 4 * len(bad), reads
 
     # the user fixes each claim (or the administrator the provider): each recovers promptly
-    user.patch_claim(ns, "unknown", [{"op": "replace", "path": "/spec/resources/0/provider/name",
+    user.json_patch_claim(ns, "unknown", [{"op": "replace", "path": "/spec/resources/0/provider/name",
                                       "value": f"{ns}-good"}])
-    user.patch_claim(ns, "nokind", [{"op": "add", "path": "/spec/resources/0/template/apiVersion", "value": "v1"},
+    user.json_patch_claim(ns, "nokind", [{"op": "add", "path": "/spec/resources/0/template/apiVersion", "value": "v1"},
                                     {"op": "add", "path": "/spec/resources/0/template/kind", "value": "ConfigMap"}])
-    user.patch_claim(ns, "neither", [{"op": "add", "path": "/spec/resources",
+    user.json_patch_claim(ns, "neither", [{"op": "add", "path": "/spec/resources",
                                       "value": [{"provider": {"name": f"{ns}-good"}, "template": cm}]}])
-    user.patch_claim(ns, "both", [{"op": "remove", "path": "/spec/provider"}])
+    user.json_patch_claim(ns, "both", [{"op": "remove", "path": "/spec/provider"}])
     user.custom.patch_namespaced_custom_object(D, "v1", NS, "resourceproviders", f"{ns}-tpl", {
         "spec": {"override": {"data": {"x": "{{ undefined_thing | default('fixed') }}"}}}})
     user.custom.patch_namespaced_custom_object(D, "v1", NS, "resourceproviders", f"{ns}-life", {
