@@ -142,6 +142,11 @@ class User:
                  message=f"claim {namespace}/{name} deleted")
 
 
+def status(obj: dict[str, Any] | None) -> dict[str, Any]:
+    """``obj.status`` ({} when the object or its status is absent)."""
+    return (obj or {}).get("status") or {}
+
+
 def condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
     """The condition of ``type_`` in ``obj.status.conditions`` ({} when absent)."""
     for item in (obj.get("status") or {}).get("conditions") or []:

@@ -16,13 +16,10 @@ from tests.e2e.provider_support import (
     condition,
     config_map_provider,
     parse,
+    status,
     timestamp,
 )
 from tests.waiting import wait_for
-
-
-def status(obj: dict | None) -> dict:
-    return (obj or {}).get("status") or {}
 
 
 def handle_name(claim: dict) -> str:

@@ -21,7 +21,7 @@ from kubernetes import client
 
 from stack.local import LocalStack
 from tests.e2e import provider_support
-from tests.e2e.provider_support import condition
+from tests.e2e.provider_support import condition, status
 from tests.waiting import wait_for
 
 D = "poolboy.gpte.redhat.com"
@@ -71,10 +71,6 @@ class User(provider_support.User):
     def api_counters(self) -> dict[str, Any]:
         with urllib.request.urlopen(f"{self.stack.api_url}/_devcluster/counters", timeout=5) as response:
             return json.load(response)
-
-
-def status(obj: dict[str, Any] | None) -> dict[str, Any]:
-    return (obj or {}).get("status") or {}
 
 
 def kubectl(stack: LocalStack, *args: str) -> subprocess.CompletedProcess[str]:
