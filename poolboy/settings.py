@@ -65,6 +65,10 @@ class Settings:
     #: Kubernetes Lease used to elect the active watcher
     watcher_lease_name: str = "poolboy-watcher"
     watcher_lease_seconds: float = 15.0
+    #: reconcilers read through the shared cache the watcher keeps in Redis (off: every read goes to the API)
+    read_cache: bool = True
+    #: how long the cache stays trusted without a heartbeat from the active watcher (renewed every third of it)
+    cache_alive_seconds: float = 15.0
     #: port of the Prometheus metrics endpoint (0 disables it)
     metrics_port: int = 0
     #: names of environment variables, kept for documentation and ``poolboy dev``

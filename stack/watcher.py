@@ -54,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
         start_http_server(port)
     kube = KubeClient.from_settings(settings, kubeconfig=args.kubeconfig)
     own_writes = None
+    cache = None
     if args.record_keys:
         sink = _file_sink(args.record_keys)
     else:
@@ -62,12 +63,16 @@ def run(args: argparse.Namespace) -> int:
 
         enqueuer = Enqueuer(settings)
         own_writes = OwnWrites(enqueuer.gate.redis)  # events of the operator's own writes add no key
+        if settings.read_cache:
+            from watcher.cache_writer import CacheWriter
+
+            cache = CacheWriter(enqueuer.gate.redis, settings.domain, alive_seconds=settings.cache_alive_seconds)
 
         def sink(key: str) -> None:
             enqueuer.add(key, priority="event")
 
     watcher = Watcher(settings, kube, sink, identity=args.identity, leader_election=not args.no_leader_election,
-                      watch_timeout=args.watch_timeout, own_writes=own_writes)
+                      watch_timeout=args.watch_timeout, own_writes=own_writes, cache=cache)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: watcher.stop())
     watcher.run()

@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 
 #: ``callback(event_type, obj)``; event_type is ADDED / MODIFIED / DELETED from the watch, or LISTED on a (re)list
 EventCallback = Callable[[str, dict], None]
+#: ``on_list(informer, items)`` once per (re)list, before any LISTED callback (e.g. to fill and prune a cache first)
+ListCallback = Callable[["Informer", list], None]
 
 LISTED = "LISTED"
 
@@ -56,9 +58,11 @@ class Informer:
     label_selector: str | None = None
     watch_timeout: int = 300
     backoff: Backoff = field(default_factory=Backoff)
+    on_list: ListCallback | None = None
 
     def __post_init__(self) -> None:
         self._stop = threading.Event()
+        self._relist = threading.Event()
         self._thread: threading.Thread | None = None
         #: (namespace, name) -> metadata-only copy of the last version seen; for deletions missed while down
         self._seen: dict[tuple[str, str], dict] = {}
@@ -88,6 +92,16 @@ class Informer:
             except Exception:  # already closed, or an urllib3 without shutdown(): the stream times out instead
                 log.debug("%s: could not interrupt the watch stream", self.name, exc_info=True)
 
+    def request_relist(self) -> None:
+        """List again as soon as possible (e.g. Redis lost its state): every object is delivered again."""
+        self._relist.set()
+        stream = self._stream
+        if stream is not None:
+            try:
+                stream.shutdown()
+            except Exception:
+                log.debug("%s: could not interrupt the watch stream", self.name, exc_info=True)
+
     def join(self, timeout: float | None = None) -> None:
         if self._thread is not None:
             self._thread.join(timeout)
@@ -102,7 +116,8 @@ class Informer:
         need_list = True
         while not self._stop.is_set():
             try:
-                if need_list:
+                if need_list or self._relist.is_set():
+                    self._relist.clear()
                     self._list()
                     need_list = False
                     self.backoff.reset()
@@ -124,6 +139,9 @@ class Informer:
             except Exception:
                 if self._stop.is_set():
                     return
+                if self._relist.is_set():  # the stream was interrupted on purpose
+                    need_list = True
+                    continue
                 delay = self.backoff.next_delay()
                 log.exception("%s: unexpected failure; re-listing in %.1fs", self.name, delay)
                 metrics.WATCH_RESTARTS.labels(self.kind, "error").inc()
@@ -133,6 +151,11 @@ class Informer:
     def _list(self) -> None:
         items, version = self.kube.list_with_version(self.api_version, self.kind, self.namespace,
                                                      label_selector=self.label_selector)
+        for obj in items:
+            obj.setdefault("apiVersion", self.api_version)
+            obj.setdefault("kind", self.kind)
+        if self.on_list is not None:
+            self.on_list(self, items)
         current: dict[tuple[str, str], dict] = {}
         for obj in items:
             if self._stop.is_set():

@@ -17,7 +17,8 @@ import socket
 import threading
 import uuid
 from collections.abc import Callable
-from typing import Protocol
+from functools import partial
+from typing import TYPE_CHECKING, Protocol
 
 from poolboy import keys
 from poolboy.kube import KubeClient
@@ -26,6 +27,9 @@ from watcher import mapping, metrics
 from watcher.informer import Backoff, Informer
 from watcher.leader import LeaderElector
 from watcher.managed import ManagedResources
+
+if TYPE_CHECKING:
+    from watcher.cache_writer import CacheWriter
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +50,9 @@ POOLBOY_KINDS: tuple[tuple[str, bool], ...] = (
     (keys.KINDS[keys.SCALING], False),
 )
 
+#: kinds watched only to fill the shared read cache (no key of their own): the requester's namespace (§3.14)
+CACHE_ONLY_KINDS: tuple[tuple[str, str], ...] = (("v1", "Namespace"),)
+
 
 def default_identity() -> str:
     return f"{os.environ.get('HOSTNAME') or socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
@@ -54,8 +61,11 @@ def default_identity() -> str:
 class Watcher:
     def __init__(self, settings: Settings, kube: KubeClient, sink: Sink, *, identity: str | None = None,
                  leader_election: bool = True, watch_timeout: int = 300,
-                 own_writes: OwnWriteCheck | None = None) -> None:
+                 own_writes: OwnWriteCheck | None = None, cache: CacheWriter | None = None) -> None:
         self.settings = settings
+        self.cache = cache
+        if cache is not None:
+            cache.on_redis_lost = self.relist_all
         self.own_writes = own_writes
         self.kube = kube
         self.sink = sink
@@ -100,14 +110,23 @@ class Watcher:
         with self._lock:
             if self._informers:
                 return
-            self._managed = ManagedResources(self.kube, self._on_managed_event, watch_timeout=self.watch_timeout)
+            on_list = self.cache.on_list if self.cache is not None else None
+            if self.cache is not None:
+                self.cache.start()
+            self._managed = ManagedResources(self.kube, self._on_managed_event, watch_timeout=self.watch_timeout,
+                                             informer_factory=partial(Informer, on_list=on_list))
             for kind, all_namespaces in POOLBOY_KINDS:
                 self._informers.append(Informer(
                     kube=self.kube, api_version=self.settings.api_version, kind=kind,
                     namespace=None if all_namespaces else self.settings.operator_namespace,
                     label_selector=self.label_selector, callback=self._on_poolboy_event,
-                    watch_timeout=self.watch_timeout, backoff=Backoff(),
+                    watch_timeout=self.watch_timeout, backoff=Backoff(), on_list=on_list,
                 ).start())
+            if self.cache is not None:
+                for api_version, kind in CACHE_ONLY_KINDS:
+                    self._informers.append(Informer(
+                        kube=self.kube, api_version=api_version, kind=kind, callback=self._on_cache_only_event,
+                        watch_timeout=self.watch_timeout, backoff=Backoff(), on_list=on_list).start())
             metrics.INFORMERS.labels("poolboy").set(len(self._informers))
             metrics.LEADER.set(1)
         log.info("%s: watching", self.identity)
@@ -122,11 +141,27 @@ class Watcher:
             informer.stop()
         if managed is not None:
             managed.stop_all()
+        if self.cache is not None and informers:
+            self.cache.stop()
         log.info("%s: stopped watching", self.identity)
 
     # --- events ----------------------------------------------------------------------------------------------
 
+    def relist_all(self) -> None:
+        """Every informer lists again (Redis lost the gate, the due-index and the cache): every key is re-added."""
+        with self._lock:
+            informers = list(self._informers)
+            managed = self._managed
+        for informer in informers + (managed.informers() if managed is not None else []):
+            informer.request_relist()
+
+    def _on_cache_only_event(self, event_type: str, obj: dict) -> None:
+        if self.cache is not None:
+            self.cache.on_event(event_type, obj)
+
     def _on_poolboy_event(self, event_type: str, obj: dict) -> None:
+        if self.cache is not None:
+            self.cache.on_event(event_type, obj)
         if obj.get("kind") == keys.KINDS[keys.HANDLE]:
             managed = self._managed
             if managed is not None:
@@ -136,6 +171,8 @@ class Watcher:
             self._emit(key)
 
     def _on_managed_event(self, event_type: str, obj: dict) -> None:
+        if self.cache is not None:
+            self.cache.on_event(event_type, obj)
         key = mapping.managed_key(obj, self.settings)
         if key is not None and not self._own_write(key, event_type, obj):
             self._emit(key)

@@ -56,6 +56,10 @@ class ManagedResources:
         self._lock = threading.Lock()
         self._closed = False
 
+    def informers(self) -> list[Informer]:
+        with self._lock:
+            return list(self._informers.values())
+
     def on_handle_event(self, event_type: str, handle: dict) -> None:
         """Update the targets of one handle (called for every handle event and listed handle)."""
         metadata = handle.get("metadata") or {}

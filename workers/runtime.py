@@ -14,6 +14,8 @@ from typing import Any
 import redis
 
 from poolboy.settings import Settings
+from workers.cache import ObjectCache
+from workers.cached_client import CachedKubeClient
 from workers.due import DueIndex
 from workers.enqueue import Enqueuer
 from workers.gate import Gate
@@ -30,6 +32,7 @@ class Runtime:
     due: DueIndex
     enqueuer: Enqueuer
     own_writes: OwnWrites | None = None
+    cache: ObjectCache | None = None
     _kube: Any = field(default=None, repr=False)
 
     @property
@@ -45,6 +48,11 @@ class Runtime:
                 return None
         return self._kube
 
+    def reader(self) -> CachedKubeClient | None:
+        """A fresh per-run client: cache-first reads, write-through (see :mod:`workers.cached_client`)."""
+        kube = self.kube
+        return None if kube is None else CachedKubeClient(kube, self.cache)
+
 
 @cache
 def runtime() -> Runtime:
@@ -56,4 +64,5 @@ def runtime() -> Runtime:
     client = redis.Redis.from_url(settings.redis_url, socket_timeout=10, socket_connect_timeout=5,
                                   health_check_interval=25)
     gate = Gate.from_settings(settings, client)
-    return Runtime(settings, client, gate, DueIndex(client), Enqueuer(settings, app, gate), OwnWrites(client))
+    cache = ObjectCache(client, settings.domain) if settings.read_cache else None
+    return Runtime(settings, client, gate, DueIndex(client), Enqueuer(settings, app, gate), OwnWrites(client), cache)

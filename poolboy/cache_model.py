@@ -1,0 +1,139 @@
+"""What the shared read cache stores and how it answers a list: pure, no Redis.
+
+The watcher writes every object it sees into the cache together with the *index memberships* computed here; the
+workers read single objects by identity and answer label-selected lists from the same indexes. Keeping the rules
+in one pure module means writer and reader can never disagree about which index an object belongs to.
+
+Indexes (names, not Redis keys):
+
+* ``kind|<apiVersion>|<kind>|<namespace>`` — every cached object of a kind in a namespace (``""`` = cluster-wide
+  objects). Lists without a usable equality term read this one.
+* ``label|<apiVersion>|<kind>|<key>=<value>`` and ``label|<apiVersion>|<kind>|<key>`` — objects of a Poolboy kind
+  carrying a label of the operator's domain (``D/...``), by value and by presence. Only the domain's own labels are
+  indexed: they are the only ones the reconcilers select on, and it keeps the index count bounded.
+
+Label selectors use the subset of the Kubernetes syntax the reconcilers need: ``k``, ``!k``, ``k=v``, ``k==v`` and
+``k!=v`` joined by commas. Anything else (``in``, ``notin``) is :class:`Unanswerable`, and the reader asks the API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+class Unanswerable(ValueError):
+    """A selector the cache cannot answer from its indexes; the caller lists from the API instead."""
+
+
+@dataclass(frozen=True)
+class Term:
+    key: str
+    op: str  # "exists" | "!exists" | "=" | "!="
+    value: str = ""
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        if self.op == "exists":
+            return self.key in labels
+        if self.op == "!exists":
+            return self.key not in labels
+        if self.op == "=":
+            return labels.get(self.key) == self.value
+        return labels.get(self.key) != self.value
+
+
+def parse_selector(selector: str | None) -> tuple[Term, ...]:
+    """``"a=b,!c"`` -> terms; raises :class:`Unanswerable` for set-based syntax."""
+    terms: list[Term] = []
+    for raw in (selector or "").split(","):
+        part = raw.strip()
+        if not part:
+            continue
+        if " in " in part or " notin " in part or "(" in part:
+            raise Unanswerable(f"set-based selector {part!r}")
+        if part.startswith("!"):
+            terms.append(Term(part[1:].strip(), "!exists"))
+        elif "!=" in part:
+            key, value = part.split("!=", 1)
+            terms.append(Term(key.strip(), "!=", value.strip()))
+        elif "=" in part:
+            key, value = part.replace("==", "=", 1).split("=", 1)
+            terms.append(Term(key.strip(), "=", value.strip()))
+        else:
+            terms.append(Term(part, "exists"))
+    return tuple(terms)
+
+
+def selector_matches(terms: Iterable[Term], obj: Mapping[str, Any]) -> bool:
+    labels = ((obj.get("metadata") or {}).get("labels")) or {}
+    return all(term.matches(labels) for term in terms)
+
+
+def kind_index(api_version: str, kind: str, namespace: str | None) -> str:
+    return f"kind|{api_version}|{kind}|{namespace or ''}"
+
+
+def label_index(api_version: str, kind: str, key: str, value: str | None = None) -> str:
+    return f"label|{api_version}|{kind}|{key}" + (f"={value}" if value is not None else "")
+
+
+def object_id(api_version: str, kind: str, namespace: str | None, name: str) -> str:
+    """The cache identity of one object (apiVersion and kind, because managed resources of any kind are cached)."""
+    return f"{api_version}|{kind}|{namespace or ''}|{name}"
+
+
+def identity(obj: Mapping[str, Any]) -> str:
+    metadata = obj.get("metadata") or {}
+    return object_id(obj.get("apiVersion") or "", obj.get("kind") or "", metadata.get("namespace"),
+                     metadata.get("name") or "")
+
+
+def indexes(obj: Mapping[str, Any], domain: str) -> list[str]:
+    """Every index ``obj`` belongs to; Poolboy kinds (API group ``domain``) are also indexed by their D/ labels."""
+    api_version, kind = obj.get("apiVersion") or "", obj.get("kind") or ""
+    metadata = obj.get("metadata") or {}
+    result = [kind_index(api_version, kind, metadata.get("namespace"))]
+    if api_version.split("/", 1)[0] == domain:
+        prefix = domain + "/"
+        for key, value in sorted((metadata.get("labels") or {}).items()):
+            if key.startswith(prefix):
+                result.append(label_index(api_version, kind, key))
+                result.append(label_index(api_version, kind, key, str(value)))
+    return result
+
+
+def plan_list(api_version: str, kind: str, namespace: str | None, terms: tuple[Term, ...],
+              domain: str) -> list[str]:
+    """The indexes to intersect for a list: the positive terms on indexed (domain) labels, else the kind index.
+
+    A list across all namespaces (``namespace=None``) of a namespaced kind can only be answered from label
+    indexes; with no indexed term it is :class:`Unanswerable` (the kind indexes are per namespace).
+    """
+    indexed = api_version.split("/", 1)[0] == domain
+    chosen = [label_index(api_version, kind, t.key, t.value if t.op == "=" else None)
+              for t in terms if indexed and t.op in ("=", "exists") and t.key.startswith(domain + "/")]
+    if chosen:
+        return chosen
+    if namespace is None:
+        raise Unanswerable("a list across namespaces without an indexed label")
+    return [kind_index(api_version, kind, namespace)]
+
+
+def in_namespace(obj: Mapping[str, Any], namespace: str | None) -> bool:
+    return namespace is None or (obj.get("metadata") or {}).get("namespace") == namespace
+
+
+def newer(candidate: str | None, current: str | None) -> bool:
+    """Whether resourceVersion ``candidate`` is newer than ``current``.
+
+    resourceVersions are opaque to clients in general, but every real API server (etcd revisions) and devcluster
+    issue increasing integers; when both are integers they are compared as such, otherwise the candidate wins (the
+    watcher's view is authoritative)."""
+    if not current:
+        return True
+    if not candidate:
+        return False
+    if candidate.isdigit() and current.isdigit():
+        return int(candidate) > int(current)
+    return True

@@ -1,0 +1,122 @@
+"""The active watcher's side of the shared read cache (:mod:`workers.cache`), and its Redis-loss detector.
+
+* Every (re)list fills the cache with what the API returned and prunes what it no longer has, *before* the listed
+  keys reach the gate, so the runs they cause read at least the listed versions; the scope is then ``synced``.
+* Every watch event writes the cache before its key reaches the gate (ADDED/MODIFIED: the object, DELETED: a
+  tombstone), for the same reason.
+* A heartbeat thread keeps the ``alive`` key while this watcher leads, and checks every second that Redis still
+  holds this watcher's epoch key. If not, Redis lost its data (restarted without persistence, FLUSHALL, failover to
+  an empty replica): the gate, the due-index and the cache are gone, so every informer lists again at once, which
+  refills the cache and hands every key to the gate again, without waiting for the periodic resync (issue 11).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Callable
+
+import redis
+from prometheus_client import Counter
+
+from poolboy import cache_model
+from watcher.informer import Informer
+from workers.cache import ObjectCache
+
+log = logging.getLogger(__name__)
+
+EPOCH = "poolboy:epoch"
+
+CACHE_WRITES = Counter("poolboy_cache_writes_total", "Writes of the watcher into the shared cache", ["op"])
+CACHE_ERRORS = Counter("poolboy_cache_write_errors_total", "Failed writes of the watcher into the shared cache")
+REDIS_LOSSES = Counter("poolboy_redis_state_lost_total",
+                       "Times the watcher found Redis without its epoch key (Redis restarted empty or flushed)")
+
+
+class CacheWriter:
+    def __init__(self, client: redis.Redis, domain: str, *, alive_seconds: float = 15.0,
+                 on_redis_lost: Callable[[], None] | None = None, check_interval: float = 1.0) -> None:
+        self.cache = ObjectCache(client, domain)
+        self.redis = client
+        self.alive_seconds = alive_seconds
+        self.check_interval = check_interval
+        self.on_redis_lost = on_redis_lost
+        self.epoch = uuid.uuid4().hex
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # --- informer callbacks ----------------------------------------------------------------------------------
+
+    def on_list(self, informer: Informer, items: list[dict]) -> None:
+        try:
+            self.cache.put_many(items)
+            listed = {cache_model.identity(obj) for obj in items}
+            removed = self.cache.prune(informer.api_version, informer.kind, informer.namespace, listed,
+                                       cache_model.parse_selector(informer.label_selector))
+            self.cache.mark_synced(informer.api_version, informer.kind, informer.namespace)
+            CACHE_WRITES.labels("list").inc(len(items))
+            CACHE_WRITES.labels("prune").inc(removed)
+        except Exception as error:  # the cache only costs speed: the keys still go to the gate
+            CACHE_ERRORS.inc()
+            log.warning("%s: could not fill the cache from the list: %s", informer.name, error)
+
+    def on_event(self, event_type: str, obj: dict) -> None:
+        if event_type == "LISTED":
+            return  # written by on_list
+        try:
+            if event_type == "DELETED":
+                self.cache.delete(obj)
+            else:
+                self.cache.put(obj)
+            CACHE_WRITES.labels(event_type.lower()).inc()
+        except Exception as error:
+            CACHE_ERRORS.inc()
+            log.warning("could not write %s of %s to the cache: %s", event_type, cache_model.identity(obj), error)
+
+    # --- leadership ------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """This watcher leads: lists are answered only after its informers listed; heartbeat and epoch from now."""
+        self._stop.clear()
+        try:
+            self.cache.reset()
+            self.redis.set(EPOCH, self.epoch)
+            self.cache.heartbeat(self.alive_seconds)
+        except Exception as error:
+            log.warning("cache start: %s", error)
+        self._thread = threading.Thread(target=self._loop, name="cache heartbeat", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+        try:
+            self.cache.retire()
+        except Exception as error:
+            log.debug("cache retire: %s", error)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.check_interval):
+            try:
+                self.check()
+            except Exception as error:  # Redis away: readers already fall back to the API
+                log.debug("cache heartbeat failed: %s", error)
+
+    def check(self) -> bool:
+        """Renew the heartbeat; True (and a re-list of everything) when Redis lost this watcher's epoch."""
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.get(EPOCH)
+        pipe.set(EPOCH, self.epoch)
+        epoch, _ = pipe.execute()
+        lost = epoch is None or epoch.decode() != self.epoch
+        if lost:
+            REDIS_LOSSES.inc()
+            log.warning("Redis lost its state (epoch key %s); re-listing everything", "gone" if epoch is None
+                        else "replaced")
+            self.cache.reset()
+            if self.on_redis_lost is not None:
+                self.on_redis_lost()
+        self.cache.heartbeat(self.alive_seconds)
+        return lost

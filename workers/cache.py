@@ -1,0 +1,208 @@
+"""The shared read cache in Redis: controller-runtime's informer cache, shared by every worker process.
+
+The active watcher writes each object's latest version as it sees it (on every event and re-list) and removes it on
+DELETED; workers read objects by identity and answer label-selected lists from the indexes of
+:mod:`poolboy.cache_model`. Workers also write through what their own writes returned, so the next run (of this
+object or of another one reading it) does not read the version before its own write.
+
+Correctness never depends on the cache (DESIGN invariants 3 and 6):
+
+* every write computed from a read keeps its precondition, so a stale read costs one failed write and a fresh read
+  (:class:`workers.cached_client.CachedKubeClient` switches to API reads for the rest of the run);
+* a version only replaces an older one (resourceVersions compared as integers, :func:`poolboy.cache_model.newer`),
+  and a DELETED leaves a short tombstone so a late write-through cannot resurrect the object;
+* readers use the cache only while the watcher's ``alive`` key exists (renewed by the active watcher, gone when it
+  dies, when Redis restarts empty or on FLUSHALL) and lists only for scopes whose informer has listed since the
+  watcher took over (``synced``); otherwise they read from the API.
+
+Redis layout (prefix ``poolboy:cache:``): ``o:<id>`` a HASH ``{rv, doc, idx}`` per object (``idx`` = its index
+memberships, so an update moves it between indexes atomically); ``i:<index>`` a SET of object ids; ``synced`` a
+SET of listed scopes; ``alive`` the watcher's heartbeat. Not for Redis Cluster (the scripts touch keys computed
+at run time).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+import redis
+
+from poolboy import cache_model
+
+log = logging.getLogger(__name__)
+
+PREFIX = "poolboy:cache:"
+ALIVE = PREFIX + "alive"
+SYNCED = PREFIX + "synced"
+#: how long a DELETED is remembered against late writes of older versions
+TOMBSTONE_TTL_S = 120
+
+# KEYS[1] object hash. ARGV: rv, doc, insert ("1": may create the entry), object id, index prefix, indexes...
+_PUT = """
+local cur = redis.call('HGET', KEYS[1], 'rv')
+if cur then
+  local a, b = tonumber(ARGV[1]), tonumber(cur)
+  if a and b and a <= b then return 0 end
+elseif ARGV[3] ~= '1' then
+  return 0
+end
+local old = redis.call('HGET', KEYS[1], 'idx')
+local new = {}
+for i = 6, #ARGV do new[ARGV[i]] = true end
+if old and old ~= '' then
+  for name in string.gmatch(old, '[^\\n]+') do
+    if not new[name] then redis.call('SREM', ARGV[5] .. name, ARGV[4]) end
+  end
+end
+for i = 6, #ARGV do redis.call('SADD', ARGV[5] .. ARGV[i], ARGV[4]) end
+redis.call('HSET', KEYS[1], 'rv', ARGV[1], 'doc', ARGV[2], 'idx', table.concat(ARGV, '\\n', 6))
+redis.call('HDEL', KEYS[1], 'tomb')
+redis.call('PERSIST', KEYS[1])
+return 1
+"""
+
+# KEYS[1] object hash. ARGV: rv ('' = unconditional), object id, index prefix, tombstone ttl
+_DELETE = """
+local cur = redis.call('HGET', KEYS[1], 'rv')
+if cur and ARGV[1] ~= '' then
+  local a, b = tonumber(ARGV[1]), tonumber(cur)
+  if a and b and b > a then return 0 end
+end
+local old = redis.call('HGET', KEYS[1], 'idx')
+if old and old ~= '' then
+  for name in string.gmatch(old, '[^\\n]+') do redis.call('SREM', ARGV[3] .. name, ARGV[2]) end
+end
+redis.call('DEL', KEYS[1])
+if ARGV[1] ~= '' then
+  redis.call('HSET', KEYS[1], 'rv', ARGV[1], 'tomb', '1')
+  redis.call('EXPIRE', KEYS[1], tonumber(ARGV[4]))
+end
+return 1
+"""
+
+
+def object_key(ident: str) -> str:
+    return f"{PREFIX}o:{ident}"
+
+
+def index_key(index: str) -> str:
+    return f"{PREFIX}i:{index}"
+
+
+def scope(api_version: str, kind: str, namespace: str | None) -> str:
+    """A listed collection: ``apiVersion|kind|namespace`` (``*`` = all namespaces or cluster-scoped)."""
+    return f"{api_version}|{kind}|{namespace or '*'}"
+
+
+class ObjectCache:
+    """Reads and writes of the cache; one instance per process (a redis-py client is thread-safe)."""
+
+    def __init__(self, client: redis.Redis, domain: str) -> None:
+        self.redis = client
+        self.domain = domain
+        self._put = client.register_script(_PUT)
+        self._delete = client.register_script(_DELETE)
+
+    # --- writes (watcher, and write-through from workers) ------------------------------------------------------
+
+    def put(self, obj: dict, *, insert: bool = True, pipe: Any = None) -> None:
+        """Store ``obj`` if it is newer than the cached version; ``insert=False`` only updates an existing entry."""
+        metadata = obj.get("metadata") or {}
+        rv = metadata.get("resourceVersion")
+        if not rv or not metadata.get("name") or not obj.get("kind"):
+            return
+        ident = cache_model.identity(obj)
+        args = [rv, orjson.dumps(obj), "1" if insert else "0", ident, PREFIX + "i:",
+                *cache_model.indexes(obj, self.domain), cache_model.kind_index(obj.get("apiVersion") or "",
+                                                                              obj["kind"], "*")]
+        self._put(keys=[object_key(ident)], args=args, client=pipe)
+
+    def delete(self, obj: dict, *, pipe: Any = None) -> None:
+        metadata = obj.get("metadata") or {}
+        if not metadata.get("name"):
+            return
+        ident = cache_model.identity(obj)
+        self._delete(keys=[object_key(ident)],
+                     args=[metadata.get("resourceVersion") or "", ident, PREFIX + "i:", TOMBSTONE_TTL_S], client=pipe)
+
+    def put_many(self, objects: Iterable[dict]) -> None:
+        pipe = self.redis.pipeline(transaction=False)
+        for obj in objects:
+            self.put(obj, pipe=pipe)
+        pipe.execute()
+
+    def prune(self, api_version: str, kind: str, namespace: str | None, listed: set[str],
+              terms: tuple[cache_model.Term, ...] = ()) -> int:
+        """Remove cached objects of a just-listed collection that the list did not return (deleted while no watcher
+        was watching, or by a previous leader's stale view)."""
+        members = self.redis.smembers(index_key(cache_model.kind_index(api_version, kind, namespace or "*")))
+        stale = [m.decode() for m in members if m.decode() not in listed]
+        removed = 0
+        for ident in stale:
+            doc = self.redis.hget(object_key(ident), "doc")
+            obj = orjson.loads(doc) if doc else None
+            if obj is not None and terms and not cache_model.selector_matches(terms, obj):
+                continue  # outside this informer's selector: not its to prune
+            self._delete(keys=[object_key(ident)], args=["", ident, PREFIX + "i:", TOMBSTONE_TTL_S])
+            removed += 1
+        return removed
+
+    def mark_synced(self, api_version: str, kind: str, namespace: str | None) -> None:
+        self.redis.sadd(SYNCED, scope(api_version, kind, namespace))
+
+    def reset(self) -> None:
+        """A new watcher takes over: no list is answered from the cache until its informers have listed again."""
+        self.redis.delete(SYNCED)
+
+    def heartbeat(self, ttl_s: float) -> None:
+        self.redis.set(ALIVE, "1", px=int(ttl_s * 1000))
+
+    def retire(self) -> None:
+        self.redis.delete(ALIVE, SYNCED)
+
+    # --- reads (workers) ----------------------------------------------------------------------------------------
+
+    def get(self, api_version: str, kind: str, namespace: str | None, name: str) -> dict | None:
+        """The cached object, or None on a miss, a tombstone, or when no watcher keeps the cache alive."""
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.exists(ALIVE)
+        pipe.hget(object_key(cache_model.object_id(api_version, kind, namespace, name)), "doc")
+        alive, doc = pipe.execute()
+        return orjson.loads(doc) if alive and doc else None
+
+    def list(self, api_version: str, kind: str, namespace: str | None,
+             label_selector: str | None) -> list[dict] | None:
+        """The objects a list would return, or None when the cache cannot answer (then ask the API)."""
+        try:
+            terms = cache_model.parse_selector(label_selector)
+            plan = cache_model.plan_list(api_version, kind, namespace, terms, self.domain)
+        except cache_model.Unanswerable:
+            return None
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.exists(ALIVE)
+        pipe.smismember(SYNCED, [scope(api_version, kind, "*"), scope(api_version, kind, namespace)])
+        pipe.sinter([index_key(name) for name in plan])
+        alive, synced, members = pipe.execute()
+        if not alive or not any(synced):
+            return None
+        idents = sorted(m.decode() for m in members)
+        if not idents:
+            return []
+        docs = self._docs(idents)
+        result = []
+        for doc in docs:
+            if not doc:
+                continue
+            obj = orjson.loads(doc)
+            if cache_model.in_namespace(obj, namespace) and cache_model.selector_matches(terms, obj):
+                result.append(obj)
+        return result
+
+    def _docs(self, idents: list[str]) -> list[bytes | None]:
+        pipe = self.redis.pipeline(transaction=False)
+        for ident in idents:
+            pipe.hget(object_key(ident), "doc")
+        return pipe.execute()
