@@ -474,23 +474,30 @@ class KubeClient:
         return result
 
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,
-               propagation: str | None = None, uid: str | None = None) -> dict | None:
-        """Delete; returns the object when it lingers (finalizers), None when the server answers with a Status."""
+               propagation: str | None = None, uid: str | None = None,
+               resource_version: str | None = None) -> dict | None:
+        """Delete; returns the object when it lingers (finalizers), None when the server answers with a Status.
+
+        ``uid`` and ``resource_version`` are preconditions (409 Conflict when the object is another one, or changed
+        since it was read): a delete decided from a possibly stale read must carry ``resource_version``."""
         info = self.resource_info(api_version, kind)
         options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
         if propagation:
             options["propagationPolicy"] = propagation
-        if uid:
-            options["preconditions"] = {"uid": uid}
+        preconditions = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v}
+        if preconditions:
+            options["preconditions"] = preconditions
         result = self._request("DELETE", info.path(namespace, name), body=options)
         if isinstance(result, dict) and result.get("kind") != "Status":
             return result
         return None
 
     def delete_if_exists(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,
-                         propagation: str | None = None, uid: str | None = None) -> bool:
+                         propagation: str | None = None, uid: str | None = None,
+                         resource_version: str | None = None) -> bool:
         try:
-            self.delete(api_version, kind, name, namespace, propagation=propagation, uid=uid)
+            self.delete(api_version, kind, name, namespace, propagation=propagation, uid=uid,
+                        resource_version=resource_version)
         except NotFound:
             return False
         return True

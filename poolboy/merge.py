@@ -45,3 +45,29 @@ def _merge_lists(base: list, update: list, overwrite: bool) -> list:
     ]
     merged.extend(copy.deepcopy(item) for item in update[len(base) :])
     return merged
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """Apply a JSON merge patch (RFC 7386) and return the result: maps merge, ``None`` removes a key, anything
+    else (lists included) replaces. ``target`` is not modified. Used to keep a run's copy of an object equal to
+    what the API server will make of the patch it stages."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+def combine_merge_patches(first: dict, second: dict) -> dict:
+    """One merge patch with the effect of ``first`` then ``second`` (a later ``None`` still removes the key)."""
+    result = dict(first)
+    for key, value in second.items():
+        if isinstance(value, dict) and isinstance(result.get(key), dict):
+            result[key] = combine_merge_patches(result[key], value)
+        else:
+            result[key] = copy.deepcopy(value)
+    return result

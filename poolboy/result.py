@@ -24,6 +24,9 @@ class Result:
 
     requeue_at: datetime | None = None
     enqueue: tuple[str, ...] = field(default_factory=tuple)
+    #: keys that must run soon but not necessarily at once (a pool after a bind): the engine may hold them for up to
+    #: ``Settings.batch_seconds`` so that a burst of binds costs the pool one run, not one per bind
+    batch: tuple[str, ...] = field(default_factory=tuple)
 
     @staticmethod
     def done(*enqueue: str) -> Result:
@@ -33,7 +36,8 @@ class Result:
         """Combine two results: the earlier deadline wins, enqueued keys are unioned in order."""
         times = [t for t in (self.requeue_at, other.requeue_at) if t is not None]
         keys = tuple(dict.fromkeys(self.enqueue + other.enqueue))
-        return Result(requeue_at=min(times) if times else None, enqueue=keys)
+        batch = tuple(dict.fromkeys(self.batch + other.batch))
+        return Result(requeue_at=min(times) if times else None, enqueue=keys, batch=batch)
 
 
 class PermanentError(Exception):

@@ -65,6 +65,8 @@ class Settings:
     #: Kubernetes Lease used to elect the active watcher
     watcher_lease_name: str = "poolboy-watcher"
     watcher_lease_seconds: float = 15.0
+    #: how long a key a run asks to run "soon" (a pool after a bind) may wait, so a burst costs one run of it
+    batch_seconds: float = 0.5
     #: reconcilers read through the shared cache the watcher keeps in Redis (off: every read goes to the API)
     read_cache: bool = True
     #: how long the cache stays trusted without a heartbeat from the active watcher (renewed every third of it)

@@ -101,3 +101,9 @@ class CachedKubeClient:
 
     def patch_json(self, *args: Any, **kwargs: Any) -> dict:
         return self._write(lambda: self._client.patch_json(*args, **kwargs))
+
+    def delete(self, *args: Any, **kwargs: Any) -> dict | None:
+        return self._write(lambda: self._client.delete(*args, **kwargs))
+
+    def delete_if_exists(self, *args: Any, **kwargs: Any) -> bool:
+        return self._write(lambda: self._client.delete_if_exists(*args, **kwargs))

@@ -36,7 +36,7 @@ from poolboy import conditions as cond
 from poolboy import kube as kube_errors
 from poolboy import lifespan as lifespan_rules
 from poolboy.context import Context
-from poolboy.merge import deep_merge
+from poolboy.merge import combine_merge_patches, deep_merge, merge_patch
 from poolboy.object_meta import is_ignored
 from poolboy.provider import Provider, ProviderNotFound
 from poolboy.result import PermanentError, Result
@@ -58,17 +58,18 @@ def _reconcile_once(ctx: Context, namespace: str, name: str) -> Result:
         return Result()
     if binding.is_deleting(claim):
         return _finalize(ctx, claim)
-    claim = _ensure_finalizer(ctx, claim)
 
     requested_start = claim_lifespan.parse_optional(((claim.get("spec") or {}).get("lifespan") or {}).get("start"))
     if requested_start is not None and requested_start > ctx.now:
+        _ensure_finalizer(ctx, claim)
         return Result(requeue_at=requested_start)  # nothing at all before the start (§3.16)
 
     handle_ref = (claim.get("status") or {}).get("resourceHandle") or {}
     if handle_ref.get("detached"):
-        return _detached(ctx, claim)
+        return _detached(ctx, _ensure_finalizer(ctx, claim))
 
     run = _ClaimRun(ctx, claim)
+    run.stage_finalizer()
     try:
         return run.process()
     except PermanentError as error:
@@ -158,12 +159,15 @@ class _ClaimRun:
         self.events: list[tuple[str, str, str, str | None]] = []
         self.handle_events: list[tuple[dict[str, Any], str, str]] = []  # (handle, reason, message)
         self.enqueue: list[str] = []
+        self.batch: list[str] = []  # keys to run soon, batched (the pool of a bound handle)
         self.requeue: list[datetime] = []
         self.provider: Provider | None = None  # provider mode
         self.providers: list[Provider] = []  # one per resource (resources mode)
         self._resource_list: list[dict[str, Any]] | None = None
         self._bound_now = False  # bound or created in this run: no LifespanChange event for the initial end
         self._recorded_handle: tuple[str, dict[str, Any] | None] | None = None  # (name, handle) read this run
+        self.staged: dict[str, Any] = {}  # metadata/spec changes not yet written (one merge patch per run)
+        self.read_version: str = claim["metadata"]["resourceVersion"]  # precondition of that patch
 
     # -- helpers --
 
@@ -187,13 +191,28 @@ class _ClaimRun:
         self.events.append((reason, message, type_, action))
 
     def _patch_claim(self, patch: dict[str, Any]) -> None:
-        """Metadata/spec write with the claim's resourceVersion as precondition; keeps the run's copy current."""
+        """Stage a metadata/spec change: the run's copy shows it at once, the API gets every staged change of the
+        run in ONE merge patch (:meth:`flush_claim`), before anything that depends on it is written elsewhere."""
+        self.claim = merge_patch(self.claim, patch)
+        self.staged = combine_merge_patches(self.staged, patch)
+
+    def stage_finalizer(self) -> None:
+        finalizers = self.meta.get("finalizers") or []
+        if self.ctx.settings.finalizer not in finalizers:
+            self._patch_claim({"metadata": {"finalizers": [*finalizers, self.ctx.settings.finalizer]}})
+
+    def flush_claim(self) -> None:
+        """Write the staged metadata/spec changes, with the resourceVersion the run read as precondition."""
+        if not self.staged:
+            return
+        patch, self.staged = self.staged, {}
         self.claim = self.ctx.kube.patch_merge(self.ctx.settings.api_version, CLAIM_KIND, self.meta["name"],
-                                               self.meta["namespace"], patch,
-                                               resource_version=self.meta["resourceVersion"])
+                                               self.meta["namespace"], patch, resource_version=self.read_version)
+        self.read_version = self.meta["resourceVersion"]
 
     def write_status(self) -> None:
         """Write the status only when it changed (a converged claim produces no write), then emit events."""
+        self.flush_claim()
         if self.status != (self.claim.get("status") or {}):
             body = copy.deepcopy(self.claim)
             body["status"] = self.status
@@ -223,7 +242,8 @@ class _ClaimRun:
 
     def result(self) -> Result:
         future = [t for t in self.requeue if t > self.ctx.now]
-        return Result(requeue_at=min(future) if future else None, enqueue=tuple(dict.fromkeys(self.enqueue)))
+        return Result(requeue_at=min(future) if future else None, enqueue=tuple(dict.fromkeys(self.enqueue)),
+                      batch=tuple(dict.fromkeys(self.batch)))
 
     # -- the steps, in order --
 
@@ -459,6 +479,7 @@ class _ClaimRun:
         return [self.provider] if self.provider is not None else self.providers
 
     def bind_or_create(self) -> dict[str, Any] | None:
+        self.flush_claim()  # the finalizer (and init) must be on the claim before a handle is bound or created
         claim_resources = self._claim_resources()
         provider_names = [p.name for p in self._all_providers()]
         candidates = [h for h in binding.list_unbound(self.ctx, self.claim)
@@ -500,7 +521,7 @@ class _ClaimRun:
             return None
         pool = (handle["metadata"].get("labels") or {}).get(self.ctx.label("resource-pool-name"))
         if pool:
-            self.enqueue.append(keys.make(keys.POOL, self.ctx.settings.operator_namespace, pool))
+            self.batch.append(keys.make(keys.POOL, self.ctx.settings.operator_namespace, pool))
         self.record_binding(handle, "Bound", f"Bound ResourceHandle {handle['metadata']['name']}")
         return handle
 

@@ -117,7 +117,8 @@ def _delete_bound_claim(ctx: Context, handle: dict[str, Any]) -> None:
     if status_handle.get("name") and status_handle["name"] != handle["metadata"]["name"]:
         return  # a recreated claim with its own handle
     ctx.kube.delete_if_exists(claim["apiVersion"], "ResourceClaim", ref["name"], ref["namespace"],
-                              uid=claim["metadata"].get("uid"))
+                              uid=claim["metadata"].get("uid"),
+                              resource_version=claim["metadata"].get("resourceVersion"))
 
 
 def _cleanup(ctx: Context, handle: dict[str, Any]) -> Result:
@@ -136,7 +137,7 @@ def _delete_handle(ctx: Context, handle: dict[str, Any], reason: str, message: s
     metadata = handle["metadata"]
     ctx.kube.emit_event(handle, reason, message)
     ctx.kube.delete_if_exists(handle["apiVersion"], KIND, metadata["name"], metadata["namespace"],
-                              uid=metadata.get("uid"))
+                              uid=metadata.get("uid"), resource_version=metadata.get("resourceVersion"))
     return Result(enqueue=_keys(keys.make(keys.HANDLE, metadata["namespace"], metadata["name"]),
                                 _pool_key(ctx, handle), _claim_key(handle)))
 
@@ -498,7 +499,8 @@ def _reconcile(ctx: Context, namespace: str, name: str) -> Result:
     # Only an unbound handle counts in its pool (its status lists unbound handles); the bind itself enqueues the
     # pool, so a bound handle's later status changes (resource created, ready) need no pool run, each of which
     # lists every unbound handle of the pool.
-    enqueue = _keys(_claim_key(run.handle), _pool_key(ctx, run.handle) if changed and unbound else None, *waiting,
-                    keys.make(keys.HANDLE, namespace, name) if run.run_again else None)
-    return Result(requeue_at=_requeue_at(run.handle), enqueue=enqueue)
+    again = keys.make(keys.HANDLE, namespace, name) if run.run_again else None
+    enqueue = _keys(_claim_key(run.handle), *waiting, again)
+    return Result(requeue_at=_requeue_at(run.handle), enqueue=enqueue,
+                  batch=_keys(_pool_key(ctx, run.handle) if changed and unbound else None))
 

@@ -1,0 +1,189 @@
+"""The shared read cache on a real redis-server and devcluster: what the watcher writes, what a reader trusts, and
+what happens when the cache is stale, flushed or not kept by any watcher (issue 10 item 1, issue 11 item 1)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import redis
+
+from poolboy import kube as kube_errors
+from poolboy.kube import KubeClient
+from tests.integration.test_watcher import (
+    API,
+    RunningWatcher,
+    create_namespace,
+    kube,  # noqa: F401 - fixture
+    poolboy_obj,
+    settings_for,
+    unique,
+)
+from tests.waiting import wait_for
+from watcher.cache_writer import EPOCH, CacheWriter
+from workers.cache import ALIVE, ObjectCache
+from workers.cached_client import CachedKubeClient
+
+DOMAIN = "poolboy.gpte.redhat.com"
+
+
+@pytest.fixture()
+def rb(redis_server) -> redis.Redis:
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushall()
+    yield client
+    client.close()
+
+
+def handle(name: str, rv: str, labels: dict | None = None, namespace: str = "op") -> dict:
+    return {"apiVersion": API, "kind": "ResourceHandle",
+            "metadata": {"name": name, "namespace": namespace, "resourceVersion": rv, "labels": labels or {}},
+            "spec": {}}
+
+
+# --- the cache itself ----------------------------------------------------------------------------------------------
+
+
+def test_reader_trusts_nothing_without_a_live_watcher(rb: redis.Redis) -> None:
+    cache = ObjectCache(rb, DOMAIN)
+    cache.put(handle("h", "5"))
+    assert cache.get(API, "ResourceHandle", "op", "h") is None, "no alive key: a dead watcher's view is not used"
+    cache.heartbeat(5)
+    assert cache.get(API, "ResourceHandle", "op", "h")["metadata"]["resourceVersion"] == "5"
+
+
+def test_an_older_version_never_replaces_a_newer_one(rb: redis.Redis) -> None:
+    cache = ObjectCache(rb, DOMAIN)
+    cache.heartbeat(5)
+    cache.put(handle("h", "7", {f"{DOMAIN}/resource-pool-name": "p"}))
+    cache.put(handle("h", "6", {f"{DOMAIN}/resource-pool-name": "q"}))
+    cache.mark_synced(API, "ResourceHandle", "op")
+    assert cache.get(API, "ResourceHandle", "op", "h")["metadata"]["resourceVersion"] == "7"
+    assert [h["metadata"]["name"] for h in cache.list(API, "ResourceHandle", "op", f"{DOMAIN}/resource-pool-name=p")] \
+        == ["h"]
+    assert cache.list(API, "ResourceHandle", "op", f"{DOMAIN}/resource-pool-name=q") == []
+
+
+def test_a_deleted_object_is_not_resurrected_by_a_late_write(rb: redis.Redis) -> None:
+    cache = ObjectCache(rb, DOMAIN)
+    cache.heartbeat(5)
+    cache.put(handle("h", "7"))
+    cache.delete(handle("h", "8"))
+    cache.put(handle("h", "7"))  # a worker's write-through arriving after the DELETED
+    assert cache.get(API, "ResourceHandle", "op", "h") is None
+    cache.put(handle("h", "9"))  # recreated under the same name: a newer version
+    assert cache.get(API, "ResourceHandle", "op", "h")["metadata"]["resourceVersion"] == "9"
+
+
+def test_write_through_only_updates_what_the_watcher_has(rb: redis.Redis) -> None:
+    cache = ObjectCache(rb, DOMAIN)
+    cache.heartbeat(5)
+    cache.put(handle("h", "3"), insert=False)
+    assert cache.get(API, "ResourceHandle", "op", "h") is None
+
+
+def test_lists_moving_between_label_indexes(rb: redis.Redis) -> None:
+    cache = ObjectCache(rb, DOMAIN)
+    cache.heartbeat(5)
+    pool, claim = f"{DOMAIN}/resource-pool-name", f"{DOMAIN}/resource-claim-name"
+    cache.put(handle("a", "1", {pool: "p"}))
+    cache.put(handle("b", "2", {pool: "p"}))
+    assert cache.list(API, "ResourceHandle", "op", f"{pool}=p") is None, "not synced yet: ask the API"
+    cache.mark_synced(API, "ResourceHandle", "op")
+    selector = f"{pool}=p,!{claim}"
+    assert sorted(h["metadata"]["name"] for h in cache.list(API, "ResourceHandle", "op", selector)) == ["a", "b"]
+    cache.put(handle("a", "3", {pool: "p", claim: "c"}))  # bound
+    assert [h["metadata"]["name"] for h in cache.list(API, "ResourceHandle", "op", selector)] == ["b"]
+    assert [h["metadata"]["name"] for h in cache.list(API, "ResourceHandle", "op", f"{claim}=c")] == ["a"]
+    assert cache.list(API, "ResourceHandle", "op", f"{pool} in (p)") is None, "set-based: ask the API"
+    assert sorted(h["metadata"]["name"] for h in cache.list(API, "ResourceHandle", "op", None)) == ["a", "b"]
+
+
+# --- with a watcher on devcluster ----------------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def stack(kube: KubeClient, rb: redis.Redis):  # noqa: F811
+    opns = create_namespace(kube, unique("op"))
+    settings = settings_for(opns)
+    writer = CacheWriter(rb, settings.domain, alive_seconds=5, check_interval=0.2)
+    with RunningWatcher(settings, kube, leader_election=False, cache=writer) as running:
+        yield running, opns, ObjectCache(rb, settings.domain)
+
+
+def cached(cache: ObjectCache, namespace: str, name: str, kind: str = "ResourcePool") -> dict | None:
+    return cache.get(API, kind, namespace, name)
+
+
+def test_watcher_keeps_the_cache_and_prunes_on_relist(stack, kube: KubeClient) -> None:  # noqa: F811
+    running, opns, cache = stack
+    name = unique("pool")
+    created = kube.create(poolboy_obj("ResourcePool", opns, name, {"minAvailable": 0}))
+    version = created["metadata"]["resourceVersion"]
+    ghost = poolboy_obj("ResourcePool", opns, "ghost", {}, resourceVersion="1")  # a previous leader's stale view
+    cache.put(ghost)
+    running.watcher.relist_all()
+    wait_for(lambda: cached(cache, opns, "ghost") is None, message="the re-list pruned the ghost")
+    wait_for(lambda: (cached(cache, opns, name) or {}).get("metadata", {}).get("resourceVersion") == version,
+             message="the created pool in the cache")
+    kube.delete(API, "ResourcePool", name, opns)
+    wait_for(lambda: cached(cache, opns, name) is None, message="the deleted pool gone from the cache")
+    ns = wait_for(lambda: cache.get("v1", "Namespace", None, opns), message="namespaces are cached too")
+    assert ns["metadata"]["name"] == opns
+
+
+def test_flushed_redis_is_noticed_and_every_key_re_added(stack, kube: KubeClient,  # noqa: F811
+                                                          rb: redis.Redis) -> None:
+    running, opns, cache = stack
+    name = unique("pool")
+    kube.create(poolboy_obj("ResourcePool", opns, name, {"minAvailable": 0}))
+    key = f"pool/{opns}/{name}"
+    running.recorder.wait(key)
+    wait_for(lambda: cached(cache, opns, name), message="pool cached")
+    before = running.recorder.count(key)
+    flushed = time.monotonic()
+    rb.flushall()
+    running.recorder.wait(key, at_least=before + 1, timeout=10)
+    readded = time.monotonic() - flushed
+    wait_for(lambda: cached(cache, opns, name), timeout=10, message="the cache refilled after FLUSHALL")
+    assert rb.get(EPOCH) is not None and rb.exists(ALIVE)
+    print(f"key re-added {readded:.2f}s after FLUSHALL")
+    assert readded < 5.0, "Redis loss must be repaired within seconds, not at the next resync"
+
+
+def test_stale_cache_costs_one_conflict_and_a_fresh_read(stack, kube: KubeClient,  # noqa: F811
+                                                          rb: redis.Redis) -> None:
+    _running, opns, cache = stack
+    name = unique("pool")
+    created = kube.create(poolboy_obj("ResourcePool", opns, name, {"minAvailable": 0}))
+    wait_for(lambda: cached(cache, opns, name), message="pool cached")
+    # the object changes behind the watcher's back: the cache keeps an older version
+    stale = dict(created)
+    kube.patch_merge(API, "ResourcePool", name, opns, {"spec": {"minAvailable": 3}})
+    wait_for(lambda: cached(cache, opns, name)["spec"]["minAvailable"] == 3, message="the watcher saw the change")
+    rb.delete(f"poolboy:cache:o:{API}|ResourcePool|{opns}|{name}")
+    cache.put(stale)
+    reader = CachedKubeClient(kube, cache)
+    read = reader.get(API, "ResourcePool", name, opns)
+    assert read["spec"]["minAvailable"] == 0, "the reader returns the cached (stale) version"
+    with pytest.raises(kube_errors.Conflict):
+        reader.patch_merge(API, "ResourcePool", name, opns, {"spec": {"minAvailable": 1}},
+                           resource_version=read["metadata"]["resourceVersion"])
+    fresh = reader.get(API, "ResourcePool", name, opns)
+    assert fresh["spec"]["minAvailable"] == 3, "after a failed precondition the run reads from the API"
+    written = reader.patch_merge(API, "ResourcePool", name, opns, {"spec": {"minAvailable": 4}},
+                                 resource_version=fresh["metadata"]["resourceVersion"])
+    assert kube.get(API, "ResourcePool", name, opns)["spec"]["minAvailable"] == 4
+    target = int(written["metadata"]["resourceVersion"])
+    wait_for(lambda: int(cached(cache, opns, name)["metadata"]["resourceVersion"]) >= target,
+             message="write-through or watcher brought the cache up to date")
+
+
+def test_reader_falls_back_to_the_api_when_redis_is_away(kube: KubeClient) -> None:  # noqa: F811
+    opns = create_namespace(kube, unique("op"))
+    name = unique("pool")
+    kube.create(poolboy_obj("ResourcePool", opns, name, {"minAvailable": 0}))
+    dead = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2)
+    reader = CachedKubeClient(kube, ObjectCache(dead, DOMAIN))
+    assert reader.get(API, "ResourcePool", name, opns)["metadata"]["name"] == name
+    assert [p["metadata"]["name"] for p in reader.list(API, "ResourcePool", opns)] == [name]
