@@ -22,6 +22,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from poolboy import candidates
+
 
 class Unanswerable(ValueError):
     """A selector the cache cannot answer from its indexes; the caller lists from the API instead."""
@@ -90,16 +92,27 @@ def identity(obj: Mapping[str, Any]) -> str:
 
 
 def indexes(obj: Mapping[str, Any], domain: str) -> list[str]:
-    """Every index ``obj`` belongs to; Poolboy kinds (API group ``domain``) are also indexed by their D/ labels."""
+    """Every index ``obj`` belongs to; Poolboy kinds (API group ``domain``) are also indexed by their D/ labels,
+    unbound handles by binding scope (:mod:`poolboy.candidates`) and waiting claims in creation order.
+
+    Plain names are SET indexes; ``h:<name>\\t<value>`` is a HASH index (member -> value) and ``z:<name>\\t<score>``
+    a sorted one."""
     api_version, kind = obj.get("apiVersion") or "", obj.get("kind") or ""
     metadata = obj.get("metadata") or {}
     result = [kind_index(api_version, kind, metadata.get("namespace"))]
-    if api_version.split("/", 1)[0] == domain:
-        prefix = domain + "/"
-        for key, value in sorted((metadata.get("labels") or {}).items()):
-            if key.startswith(prefix):
-                result.append(label_index(api_version, kind, key))
-                result.append(label_index(api_version, kind, key, str(value)))
+    if api_version.split("/", 1)[0] != domain:
+        return result
+    prefix = domain + "/"
+    for key, value in sorted((metadata.get("labels") or {}).items()):
+        if key.startswith(prefix):
+            result.append(label_index(api_version, kind, key))
+            result.append(label_index(api_version, kind, key, str(value)))
+    if kind == "ResourceHandle":
+        result.extend(f"h:{name}\t{value}" for name, value in candidates.index_entries(obj, domain))
+    elif kind == "ResourceClaim":
+        waiting = candidates.waiting_entry(obj, domain)
+        if waiting is not None:
+            result.append(f"z:{waiting[0]}\t{waiting[1]!r}")
     return result
 
 

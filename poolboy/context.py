@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from poolboy.settings import Settings
 
 if TYPE_CHECKING:  # the wrapper imports the kubernetes client; the domain only needs its type
+    from poolboy.candidates import HandleIndex
     from poolboy.kube import KubeClient
 
 
@@ -28,6 +29,8 @@ class Context:
     kube: KubeClient
     settings: Settings
     now: datetime = field(default_factory=utcnow)
+    #: unbound handles by binding scope, kept by the engine (None: binding lists candidates from the API)
+    index: HandleIndex | None = None
 
     def label(self, suffix: str) -> str:
         return self.settings.label(suffix)

@@ -29,6 +29,7 @@ __all__ = [
     "exclusion_reason",
     "matches",
     "rank_candidates",
+    "rank_key",
     "select_providers",
     "template_diff_ops",
     "template_matches",
@@ -146,7 +147,8 @@ def exclusion_reason(
     return None
 
 
-def _rank_key(resources: list[dict], handle: dict) -> tuple:
+def rank_key(resources: list[dict], handle: dict) -> tuple:
+    """Ranking criteria 1–8 of ``handle`` for a claim with ``resources`` (lower is better)."""
     handle_resources = _get(handle, "spec", "resources") or []
     name_mismatches = sum(
         1
@@ -198,4 +200,4 @@ def rank_candidates(
         for handle in handles
         if exclusion_reason(claim, handle, providers, now, domain=domain, claim_resources=resources) is None
     ]
-    return sorted(candidates, key=lambda handle: _rank_key(resources, handle))
+    return sorted(candidates, key=lambda handle: rank_key(resources, handle))

@@ -40,6 +40,29 @@ SYNCED = PREFIX + "synced"
 #: how long a DELETED is remembered against late writes of older versions
 TOMBSTONE_TTL_S = 120
 
+# Index entries (see poolboy.cache_model.indexes): "name" (SET), "h:name\tvalue" (HASH), "z:name\tscore" (ZSET)
+_INDEX_FUNCTIONS = """
+local function split(entry)
+  local kind, rest = string.sub(entry, 1, 2), entry
+  if kind == 'h:' or kind == 'z:' then rest = string.sub(entry, 3) else kind = '' end
+  local tab = string.find(rest, '\t', 1, true)
+  if tab then return kind, string.sub(rest, 1, tab - 1), string.sub(rest, tab + 1) end
+  return kind, rest, nil
+end
+local function index(prefix, entry, member)
+  local kind, name, value = split(entry)
+  if kind == 'h:' then redis.call('HSET', prefix .. name, member, value)
+  elseif kind == 'z:' then redis.call('ZADD', prefix .. name, tonumber(value), member)
+  else redis.call('SADD', prefix .. name, member) end
+end
+local function unindex(prefix, entry, member)
+  local kind, name = split(entry)
+  if kind == 'h:' then redis.call('HDEL', prefix .. name, member)
+  elseif kind == 'z:' then redis.call('ZREM', prefix .. name, member)
+  else redis.call('SREM', prefix .. name, member) end
+end
+"""
+
 # KEYS[1] object hash. ARGV: rv, doc, insert ("1": may create the entry), object id, index prefix, indexes...
 _PUT = """
 local cur = redis.call('HGET', KEYS[1], 'rv')
@@ -53,11 +76,11 @@ local old = redis.call('HGET', KEYS[1], 'idx')
 local new = {}
 for i = 6, #ARGV do new[ARGV[i]] = true end
 if old and old ~= '' then
-  for name in string.gmatch(old, '[^\\n]+') do
-    if not new[name] then redis.call('SREM', ARGV[5] .. name, ARGV[4]) end
+  for entry in string.gmatch(old, '[^\\n]+') do
+    if not new[entry] then unindex(ARGV[5], entry, ARGV[4]) end
   end
 end
-for i = 6, #ARGV do redis.call('SADD', ARGV[5] .. ARGV[i], ARGV[4]) end
+for i = 6, #ARGV do index(ARGV[5], ARGV[i], ARGV[4]) end
 redis.call('HSET', KEYS[1], 'rv', ARGV[1], 'doc', ARGV[2], 'idx', table.concat(ARGV, '\\n', 6))
 redis.call('HDEL', KEYS[1], 'tomb')
 redis.call('PERSIST', KEYS[1])
@@ -73,7 +96,7 @@ if cur and ARGV[1] ~= '' then
 end
 local old = redis.call('HGET', KEYS[1], 'idx')
 if old and old ~= '' then
-  for name in string.gmatch(old, '[^\\n]+') do redis.call('SREM', ARGV[3] .. name, ARGV[2]) end
+  for entry in string.gmatch(old, '[^\\n]+') do unindex(ARGV[3], entry, ARGV[2]) end
 end
 redis.call('DEL', KEYS[1])
 if ARGV[1] ~= '' then
@@ -103,8 +126,8 @@ class ObjectCache:
     def __init__(self, client: redis.Redis, domain: str) -> None:
         self.redis = client
         self.domain = domain
-        self._put = client.register_script(_PUT)
-        self._delete = client.register_script(_DELETE)
+        self._put = client.register_script(_INDEX_FUNCTIONS + _PUT)
+        self._delete = client.register_script(_INDEX_FUNCTIONS + _DELETE)
 
     # --- writes (watcher, and write-through from workers) ------------------------------------------------------
 

@@ -19,6 +19,7 @@ from workers.cached_client import CachedKubeClient
 from workers.due import DueIndex
 from workers.enqueue import Enqueuer
 from workers.gate import Gate
+from workers.handle_index import RedisHandleIndex
 from workers.own_writes import OwnWrites
 
 log = logging.getLogger(__name__)
@@ -33,6 +34,7 @@ class Runtime:
     enqueuer: Enqueuer
     own_writes: OwnWrites | None = None
     cache: ObjectCache | None = None
+    handle_index: RedisHandleIndex | None = None
     _kube: Any = field(default=None, repr=False)
 
     @property
@@ -65,4 +67,6 @@ def runtime() -> Runtime:
                                   health_check_interval=25)
     gate = Gate.from_settings(settings, client)
     cache = ObjectCache(client, settings.domain) if settings.read_cache else None
-    return Runtime(settings, client, gate, DueIndex(client), Enqueuer(settings, app, gate), OwnWrites(client), cache)
+    index = RedisHandleIndex(client, settings.api_version, settings.operator_namespace) if cache else None
+    return Runtime(settings, client, gate, DueIndex(client), Enqueuer(settings, app, gate), OwnWrites(client), cache,
+                   index)

@@ -97,7 +97,7 @@ def reconcile_once(rt: Runtime, kind: str, key: str) -> Outcome:
     _, namespace, name = parse(key)
     try:
         reconciler = registry.lookup(kind)
-        result = reconciler(Context(kube=rt.reader(), settings=rt.settings), namespace, name)
+        result = reconciler(Context(kube=rt.reader(), settings=rt.settings, index=rt.handle_index), namespace, name)
     except PermanentError as error:
         return _on_permanent(rt, kind, key, error)
     except TransientError as error:

@@ -32,6 +32,7 @@ from poolboy import (
     templating,
     timeutil,
 )
+from poolboy import candidates as candidate_index
 from poolboy import conditions as cond
 from poolboy import kube as kube_errors
 from poolboy import lifespan as lifespan_rules
@@ -45,6 +46,7 @@ log = logging.getLogger(__name__)
 
 CLAIM_KIND = "ResourceClaim"
 HANDLE_KIND = "ResourceHandle"
+_UNINDEXED = object()  # the engine's handle index cannot answer: list candidates instead
 
 
 def reconcile(ctx: Context, namespace: str, name: str) -> Result:
@@ -481,17 +483,11 @@ class _ClaimRun:
     def bind_or_create(self) -> dict[str, Any] | None:
         self.flush_claim()  # the finalizer (and init) must be on the claim before a handle is bound or created
         claim_resources = self._claim_resources()
-        provider_names = [p.name for p in self._all_providers()]
-        candidates = [h for h in binding.list_unbound(self.ctx, self.claim)
-                      if binding.provider_compatible(h, provider_names)]
-        if candidates:
-            providers = _providers_by_name(self.ctx, candidates, self._all_providers())
-            ranked = matching.rank_candidates(self.claim, candidates, providers, self.ctx.now,
-                                              domain=self.ctx.settings.domain, claim_resources=claim_resources)
-            for candidate in ranked:
-                handle = self._bind(candidate, claim_resources)
-                if handle is not None:
-                    return handle
+        handle = self._bind_indexed(claim_resources)
+        if handle is _UNINDEXED:
+            handle = self._bind_listed(claim_resources)
+        if handle is not None:
+            return handle
         if self.spec.get("disableCreation") or any(p.disable_creation for p in self._all_providers()):
             self.set_waiting(True)
             self._condition("Bound", False, "NoMatchingHandle", "No matching unbound ResourceHandle; handle creation"
@@ -500,6 +496,62 @@ class _ClaimRun:
             self.requeue.append(self.ctx.now + timedelta(seconds=self.ctx.settings.manage_claims_interval))
             return None
         return self._create(claim_resources)
+
+    def _bind_listed(self, claim_resources: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """Rank every unbound handle listed from the API (or the cache) and bind the best that can be bound."""
+        provider_names = [p.name for p in self._all_providers()]
+        listed = [h for h in binding.list_unbound(self.ctx, self.claim)
+                  if binding.provider_compatible(h, provider_names)]
+        if not listed:
+            return None
+        providers = _providers_by_name(self.ctx, listed, self._all_providers())
+        ranked = matching.rank_candidates(self.claim, listed, providers, self.ctx.now,
+                                          domain=self.ctx.settings.domain, claim_resources=claim_resources)
+        for candidate in ranked:
+            handle = self._bind(candidate, claim_resources)
+            if handle is not None:
+                return handle
+        return None
+
+    def _bind_indexed(self, claim_resources: list[dict[str, Any]]) -> Any:
+        """Warm binding from the engine's index (:mod:`poolboy.candidates`): rank from summaries, reserve the best
+        atomically, bind it with the usual conditional patch, release and go on when the bind loses.
+
+        Returns the bound handle, None (no candidate, or older waiting claims come first), or ``_UNINDEXED`` when
+        the index cannot answer."""
+        index = self.ctx.index
+        if index is None:
+            return _UNINDEXED
+        provider_names = [p.name for p in self._all_providers()]
+        pool = (self.meta.get("annotations") or {}).get(self.ctx.label("resource-pool-name"))
+        scope = candidate_index.claim_scope(pool, provider_names[0] if provider_names else "")
+        summaries = index.summaries(scope)
+        if summaries is None:
+            return _UNINDEXED
+        if not pool:  # a handle without resources or provider serves any claim (missing entries are appended)
+            summaries = {**(index.summaries(candidate_index.claim_scope(None, "")) or {}), **summaries}
+        ranked = candidate_index.rank(
+            self.claim, summaries, fetch=self._read_handle,
+            providers=lambda handles: _providers_by_name(self.ctx, handles, self._all_providers()),
+            now=self.ctx.now, domain=self.ctx.settings.domain, claim_resources=claim_resources)
+        while ranked:
+            reservation = index.reserve(scope, ranked, self.claim)
+            if reservation.name is None:
+                return None
+            ranked = ranked[ranked.index(reservation.name) + 1:]
+            candidate = self._read_handle(reservation.name)
+            handle = None
+            if candidate is not None and candidate_index.is_unbound(candidate, self.ctx.settings.domain) \
+                    and binding.provider_compatible(candidate, provider_names):
+                handle = self._bind(candidate, claim_resources)
+            if handle is not None:
+                return handle
+            index.release(reservation.name, self.claim)
+        return None
+
+    def _read_handle(self, name: str) -> dict[str, Any] | None:
+        return self.ctx.kube.get_or_none(self.ctx.settings.api_version, HANDLE_KIND, name,
+                                         self.ctx.settings.operator_namespace)
 
     def set_waiting(self, waiting: bool) -> None:
         """Label a claim that waits for an unbound handle, so that a handle appearing enqueues it (§3.8)."""

@@ -1,0 +1,87 @@
+"""Warm binding from Redis: the unbound-handle summaries the watcher keeps per scope, and atomic reservations.
+
+:mod:`poolboy.candidates` ranks; this module only reads the summaries (one HGETALL) and reserves a candidate with
+one Lua call, so two claims never try the same handle at once. The reservation is advisory: the conditional bind
+patch on the API (a ``test`` of the handle's resourceVersion) stays the arbiter, a failed bind releases it, and a
+worker that dies holding one only delays that handle by the reservation's TTL.
+
+Claims that wait for a handle (``waiting|<scope>``, in creation order) are served oldest first: a claim may
+reserve only while fewer older claims wait than the scope has unbound handles, so a handle that appears goes to
+the oldest waiting claim instead of to whichever run happens first.
+"""
+
+from __future__ import annotations
+
+import orjson
+import redis
+
+from poolboy import cache_model, candidates
+from poolboy.candidates import Reservation
+from workers.cache import ALIVE, PREFIX, SYNCED, index_key, scope
+
+RESERVATION_PREFIX = PREFIX + "resv:"
+
+# ARGV: reservation prefix, ttl ms, claim id, waiting zset, unbound hash, member ids (best first)...
+_RESERVE = """
+local waiting = redis.call('ZCARD', ARGV[4])
+if waiting > 0 then
+  local rank = redis.call('ZRANK', ARGV[4], ARGV[3])
+  if not rank then rank = waiting end
+  if rank >= redis.call('HLEN', ARGV[5]) then return {'wait'} end
+end
+for i = 6, #ARGV do
+  if redis.call('HEXISTS', ARGV[5], ARGV[i]) == 1 then
+    local owner = redis.call('GET', ARGV[1] .. ARGV[i])
+    if owner == ARGV[3] or redis.call('SET', ARGV[1] .. ARGV[i], ARGV[3], 'NX', 'PX', ARGV[2]) then
+      return {'ok', ARGV[i]}
+    end
+  end
+end
+return {'none'}
+"""
+
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+class RedisHandleIndex:
+    """:class:`poolboy.candidates.HandleIndex` on the shared cache."""
+
+    def __init__(self, client: redis.Redis, api_version: str, namespace: str, *, ttl_s: float = 30.0) -> None:
+        self.redis = client
+        self.api_version = api_version
+        self.namespace = namespace
+        self.ttl_ms = int(ttl_s * 1000)
+        self._reserve = client.register_script(_RESERVE)
+        self._release = client.register_script(_RELEASE)
+
+    def _handle_id(self, name: str) -> str:
+        return cache_model.object_id(self.api_version, "ResourceHandle", self.namespace, name)
+
+    def summaries(self, binding_scope: str) -> dict[str, dict] | None:
+        """Unbound handles of a scope by name, or None when the cache cannot be trusted (then list from the API)."""
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.exists(ALIVE)
+        pipe.smismember(SYNCED, [scope(self.api_version, "ResourceHandle", self.namespace),
+                                 scope(self.api_version, "ResourceHandle", None)])
+        pipe.hgetall(index_key(f"{candidates.UNBOUND}|{binding_scope}"))
+        alive, synced, entries = pipe.execute()
+        if not alive or not any(synced):
+            return None
+        return {member.decode().rsplit("|", 1)[1]: orjson.loads(value) for member, value in entries.items()}
+
+    def reserve(self, binding_scope: str, names: list[str], claim: dict) -> Reservation:
+        claim_id = cache_model.identity(claim)
+        outcome = self._reserve(args=[RESERVATION_PREFIX, self.ttl_ms, claim_id,
+                                      index_key(f"{candidates.WAITING}|{binding_scope}"),
+                                      index_key(f"{candidates.UNBOUND}|{binding_scope}"),
+                                      *(self._handle_id(name) for name in names)])
+        verdict = outcome[0].decode()
+        if verdict == "ok":
+            return Reservation(name=outcome[1].decode().rsplit("|", 1)[1])
+        return Reservation(wait=verdict == "wait")
+
+    def release(self, name: str, claim: dict) -> None:
+        self._release(keys=[RESERVATION_PREFIX + self._handle_id(name)], args=[cache_model.identity(claim)])
