@@ -173,9 +173,9 @@ class Watcher:
     def _on_managed_event(self, event_type: str, obj: dict) -> None:
         if self.cache is not None:
             self.cache.on_event(event_type, obj)
-        key = mapping.managed_key(obj, self.settings)
-        if key is not None and not self._own_write(key, event_type, obj):
-            self._emit(key)
+        for key in (mapping.managed_key(obj, self.settings), mapping.managed_claim_key(obj, self.settings)):
+            if key is not None and not self._own_write(key, event_type, obj):
+                self._emit(key)
 
     def _own_write(self, key: str, event_type: str, obj: dict) -> bool:
         """True when the event needs no ``sink(key)``: a run of ``key`` wrote it, or the running one will judge it.

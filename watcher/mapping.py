@@ -39,6 +39,18 @@ def managed_key(obj: dict, settings: Settings) -> str | None:
     return keys.make(keys.HANDLE, namespace, name)
 
 
+def managed_claim_key(obj: dict, settings: Settings) -> str | None:
+    """The key of the claim a managed resource serves (``D/resource-claim-name/namespace`` annotations, set once
+    its handle is bound): the claim mirrors the resource's state itself, so its change goes straight to the claim
+    instead of through a handle run that would enqueue it whether or not the handle changed."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    if settings.label("resource-handle-deleted") in annotations:
+        return None
+    name = annotations.get(settings.label("resource-claim-name"))
+    namespace = annotations.get(settings.label("resource-claim-namespace"))
+    return keys.make(keys.CLAIM, namespace, name) if name and namespace else None
+
+
 def write_id(event_type: str, obj: dict) -> str | None:
     """``"<uid>/<resourceVersion>"`` of an event that may be the operator's own write, else None.
 

@@ -42,12 +42,18 @@ def sweep_due() -> dict[str, int]:
     return {"reaped": len(reaped), "due": len(due)}
 
 
-def enqueue_kind(kind: str, priority: str = "resync") -> int:
-    """Add every object of ``kind`` (not labelled ``<domain>/ignore``) to the gate, one page at a time."""
+def enqueue_kind(kind: str, priority: str = "resync", *, from_cache: bool = True) -> int:
+    """Add every object of ``kind`` (not labelled ``<domain>/ignore``) to the gate: from the shared cache's index
+    when it can answer (a periodic sweep then costs no API request), else from the API one page at a time."""
     rt = runtime()
     if rt.kube is None:
         raise RuntimeError("no Kubernetes client configured")
     namespace = None if kind in CLUSTER_WIDE else rt.settings.operator_namespace
+    cached = rt.cache.names(rt.settings.api_version, keys.KINDS[kind], namespace) \
+        if from_cache and rt.cache is not None else None
+    if cached is not None:  # the watcher caches only objects without the ignore label
+        rt.enqueuer.add_many([keys.make(kind, ns, name) for ns, name in cached], priority)
+        return len(cached)
     selector = "!" + rt.settings.label("ignore")
     total = 0
     for page in rt.kube.list_pages(rt.settings.api_version, keys.KINDS[kind], namespace, label_selector=selector):
@@ -75,7 +81,7 @@ def resync() -> dict[str, int]:
     counts: dict[str, int] = {}
     for kind in keys.KINDS:
         try:
-            counts[kind] = enqueue_kind(kind)
+            counts[kind] = enqueue_kind(kind, from_cache=False)  # the safety net reads the source of truth
         except Exception:  # one missing kind (CRD not installed) must not stop the others
             log.exception("resync of %s failed", kind)
     return counts

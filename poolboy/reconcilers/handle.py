@@ -468,6 +468,7 @@ def _reconcile(ctx: Context, namespace: str, name: str) -> Result:
         return Result()
     if handle["metadata"].get("deletionTimestamp"):
         return _cleanup(ctx, handle)
+    read_version = _version(handle)
     handle = ensure_finalizer(ctx, handle)
     claim = _read_claim(ctx, handle)
     expired = _expiry(ctx, handle, claim)
@@ -500,7 +501,10 @@ def _reconcile(ctx: Context, namespace: str, name: str) -> Result:
     # pool, so a bound handle's later status changes (resource created, ready) need no pool run, each of which
     # lists every unbound handle of the pool.
     again = keys.make(keys.HANDLE, namespace, name) if run.run_again else None
-    enqueue = _keys(_claim_key(run.handle), *waiting, again)
+    # The claim mirrors this handle's status and (itself, from the watch) its resources' states: it needs a run
+    # only when this run changed the handle. A resync of an unchanged handle costs its claim nothing.
+    handle_changed = changed or _version(run.handle) != read_version
+    enqueue = _keys(_claim_key(run.handle) if handle_changed else None, *waiting, again)
     return Result(requeue_at=_requeue_at(run.handle), enqueue=enqueue,
                   batch=_keys(_pool_key(ctx, run.handle) if changed and unbound else None))
 
