@@ -17,6 +17,8 @@ import uuid
 from pathlib import Path
 
 DEFAULT_QUEUES = "claims,handles,pools,providers,scalings,periodic"
+#: Celery execution pools a worker may use (``-P``)
+POOLS = ("prefork", "solo", "threads")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"comma-separated queues to consume (default {DEFAULT_QUEUES})")
     parser.add_argument("--concurrency", "-c", type=int, default=int(os.environ.get("POOLBOY_WORKER_CONCURRENCY", 2)),
                         help="pool size (default 2)")
-    parser.add_argument("--pool", "-P", choices=["prefork", "solo", "threads"], default="prefork",
+    parser.add_argument("--pool", "-P", choices=POOLS, default="prefork",
                         help="execution pool; prefork enforces hard time limits and isolates crashes (default)")
     parser.add_argument("--loglevel", "-l", default="INFO", help="log level (default INFO)")
     parser.add_argument("--hostname", "-n", default=None,
