@@ -45,13 +45,14 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import psutil
+import redis
 
-from benchmarks import apicount, procstats, pyspy, rediscache
+from benchmarks import apicount, procstats, pyspy, rediscache, redisops
 from benchmarks import summary as summary_table
 from benchmarks.workload import API, CLAIM_NS, ITEM_GROUP, OPERATOR_NS, claim, item_crd, namespace, pool, provider
 from poolboy.kube import AlreadyExists, KubeClient
@@ -126,12 +127,14 @@ class Bench:
         self.stack = stack
         self.kube = KubeClient.from_settings(kubeconfig=str(stack.kubeconfig))
         self.own = apicount.OwnRequests()  # the benchmark's own requests by verb and resource
+        self.redis = redis.Redis.from_url(stack.redis_url)
         self._stops: list[threading.Event] = []
 
     def close(self) -> None:
         for stop in self._stops:
             stop.set()
         self.kube.close()
+        self.redis.close()
 
     # --- setup ---------------------------------------------------------------------------------------------
 
@@ -313,13 +316,7 @@ class Bench:
         return pids
 
     def redis_memory_mib(self) -> float:
-        import redis
-
-        client = redis.Redis.from_url(self.stack.redis_url)
-        try:
-            return round(client.info("memory")["used_memory"] / 2**20, 1)
-        finally:
-            client.close()
+        return round(rediscache.used_memory(self.redis) / 2**20, 1)
 
 
 # --- one measured phase (counters, CPU, optional profile) ----------------------------------------------------------
@@ -329,18 +326,28 @@ class Bench:
 WITHOUT, WITH = "without_replenishment", "with_replenishment"
 
 
+class Mark(NamedTuple):
+    """What the operator did from the start of a phase to one of its ends."""
+
+    requests: collections.Counter[str]  # API requests by "verb plural"
+    cpu: dict[str, float]  # CPU seconds per component so far (absolute: subtract the phase's start)
+    commands: collections.Counter[str]  # Redis commands so far (absolute)
+
+
 class Phase:
     """Reset counters and snapshot CPU at the start; optionally py-spy the workers during the phase.
 
-    Requests and CPU are read twice: when every claim is bound with its state mirrored (:meth:`run_claims`:
-    "without replenishment") and when the system is idle again, the pool refilled (:meth:`finish`: "with")."""
+    Requests, CPU and Redis commands are read twice: when every claim is bound with its state mirrored
+    (:meth:`run_claims`: "without replenishment") and when the system is idle again, the pool refilled
+    (:meth:`finish`: "with")."""
 
     def __init__(self, bench: Bench, profile_dir: Path | None, label: str) -> None:
         self.bench = bench
         self.pids = bench.pids()
         bench.reset_counters()
         self.cpu = procstats.snapshot(self.pids)
-        self.marks: dict[str, tuple[collections.Counter[str], dict[str, float]]] = {}
+        self.commands = redisops.snapshot(bench.redis)
+        self.marks: dict[str, Mark] = {}
         self.recorder: pyspy.Recorder | None = None
         if profile_dir is not None and pyspy.Recorder.available():
             self.recorder = pyspy.Recorder(profile_dir / label)
@@ -349,8 +356,9 @@ class Phase:
                     self.recorder.start(name, pid)
 
     def mark(self, label: str) -> None:
-        """Operator requests by verb and resource, and CPU, since the start of the phase."""
-        self.marks[label] = (self.bench.operator_by_verb_resource(), procstats.snapshot(self.pids))
+        """Operator requests by verb and resource since the start of the phase; CPU and Redis commands so far."""
+        self.marks[label] = Mark(self.bench.operator_by_verb_resource(), procstats.snapshot(self.pids),
+                                 redisops.snapshot(self.bench.redis))
 
     def run_claims(self, names: list[str], rate: float | None, timeout: float,
                    creators: int = 1) -> tuple[ClaimClock, float, float]:
@@ -369,8 +377,10 @@ class Phase:
         self.mark(WITH)
         result: dict[str, Any] = {}
         result["api_requests_by_verb_resource"] = {
-            label: apicount.per_claim(requests, n) for label, (requests, _) in self.marks.items()}
-        result["cpu_ms_per_claim"] = {label: self.cpu_ms_per_claim(cpu, n) for label, (_, cpu) in self.marks.items()}
+            label: apicount.per_claim(mark.requests, n) for label, mark in self.marks.items()}
+        result["cpu_ms_per_claim"] = {label: self.cpu_ms_per_claim(mark.cpu, n) for label, mark in self.marks.items()}
+        result["redis_commands_per_claim"] = {
+            label: redisops.per_claim(self.commands, mark.commands, n) for label, mark in self.marks.items()}
         requests = bench.operator_requests()
         result["api_requests_per_claim"] = {
             "total": round(sum(requests.values()) / n, 2), **{k: round(v / n, 2) for k, v in requests.items()}}
@@ -529,6 +539,8 @@ AGGREGATES = {
     "operator_cpu_ms_per_claim_with": ("cpu_ms_per_claim", WITH, "operator"),
     "operator_cpu_ms_per_claim_without": ("cpu_ms_per_claim", WITHOUT, "operator"),
     "operator_pss_mib": ("operator_pss_mib",),
+    "redis_commands_per_claim_with": ("redis_commands_per_claim", WITH, "total"),
+    "redis_commands_per_claim_without": ("redis_commands_per_claim", WITHOUT, "total"),
 }
 
 
@@ -611,12 +623,10 @@ def run_cache(args: argparse.Namespace) -> dict[str, Any]:
     """CACHE: Redis memory of the watcher's object cache per 10 000 objects. ``--cache-n`` claims cold (each
     brings a handle and a managed BenchItem); ``used_memory`` and the keys under ``--cache-prefix`` before and
     after, at idle."""
-    import redis
-
     n = args.cache_n
     with LocalStack(stack_options(args, args.workers)) as stack:
         bench = Bench(stack)
-        client = redis.Redis.from_url(stack.redis_url)
+        client = bench.redis
         try:
             bench.setup()
             bench.wait_idle()
@@ -631,7 +641,6 @@ def run_cache(args: argparse.Namespace) -> dict[str, Any]:
                     "used_memory_after": used_after, "cache_before": before, "cache_after": after,
                     **rediscache.per_10k(before, after, used_before, used_after)}
         finally:
-            client.close()
             bench.close()
 
 

@@ -19,11 +19,13 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "bound p99 s": ("bound_p99_s", "median"),
     "API/claim w/ (w/o)": ("api_per_claim", "median"),
     "op CPU ms/claim w/ (w/o)": ("operator_cpu_ms_per_claim_with", "median"),
+    "Redis cmds/claim w/ (w/o)": ("redis_commands_per_claim_with", "median"),
     "op PSS MiB": ("operator_pss_mib", "median"),
 }
 #: columns shown as "with (without)": the second path is the "without replenishment" figure
 PAIRED = {"API/claim w/ (w/o)": ("api_per_claim_without", "median"),
-          "op CPU ms/claim w/ (w/o)": ("operator_cpu_ms_per_claim_without", "median")}
+          "op CPU ms/claim w/ (w/o)": ("operator_cpu_ms_per_claim_without", "median"),
+          "Redis cmds/claim w/ (w/o)": ("redis_commands_per_claim_without", "median")}
 SERIES = ("W4", "W6")
 MODES = ("MEM", "CACHE")
 
