@@ -10,13 +10,23 @@ Starts the stack exactly as ``poolboy dev`` does (:class:`stack.local.LocalStack
 * W4 scaling: W1 with 1, 2 and 4 worker processes.
 * W5 scale-out: ``--scale-n`` claims cold (so twice as many claims + handles); memory of every component, Redis
   memory, the duration of a full resync, and the time to converge after restarting watcher, workers and beat.
+* W6 latency scaling: W1 with devcluster adding ``--latency-ms`` (10) to every API request but watches, as a real
+  API server a network round trip away, at 1, 2, 4 and 8 worker processes; throughput and its ratio to 1 worker.
+* MEM: a default ``poolboy dev`` stack (no Flower), idle, then a small W1 (``--mem-n``), idle: PSS per component
+  and the operator's sum (watcher + workers + beat).
+* CACHE: ``--cache-n`` claims cold; Redis ``used_memory`` and the keys under the object cache's prefix before and
+  after, per 10 000 cached objects.
 
 Per claim, create→bound (``status.resourceHandle`` appears) and create→state (``status.resources[0].state``
 appears) are taken from a watch on claims. API requests come from devcluster's counters; the benchmark's own
-requests (claim creates, its watches, its polling) are subtracted so the figures are the operator's.
+requests (claim creates, its watches, its polling) are subtracted so the figures are the operator's. Requests by
+verb and resource, and CPU per claim per component, are read twice: when all claims are bound with state
+("without replenishment") and when the system is idle again, the pool refilled ("with").
 
     .venv/bin/python benchmarks/claims.py --workloads W1,W2,W3 --n 300 --repeat 3
     .venv/bin/python benchmarks/claims.py --workloads W1 --n 300 --profile /tmp/prof   # py-spy the workers
+    .venv/bin/python benchmarks/claims.py --workloads W6 --n 300 --pool threads --concurrency 8
+    .venv/bin/python benchmarks/claims.py --workloads MEM,CACHE
 """
 
 from __future__ import annotations
@@ -31,21 +41,27 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import psutil
+import redis
 
-from benchmarks import procstats, pyspy
-from benchmarks.workload import API, CLAIM_NS, OPERATOR_NS, claim, item_crd, namespace, pool, provider
+from benchmarks import apicount, procstats, pyspy, rediscache, redisops
+from benchmarks import summary as summary_table
+from benchmarks.workload import API, CLAIM_NS, ITEM_GROUP, OPERATOR_NS, claim, item_crd, namespace, pool, provider
 from poolboy.kube import AlreadyExists, KubeClient
 from stack.local import LocalStack, StackOptions
+from stack.worker import POOLS
 
 WRITE_VERBS = ("create", "update", "patch", "delete")
+#: claim-creating threads when the API has injected latency (below the client's pool of 10 connections)
+AUTO_CREATORS = 8
 
 
 # --- measurement -------------------------------------------------------------------------------------------------
@@ -110,13 +126,15 @@ class Bench:
     def __init__(self, stack: LocalStack) -> None:
         self.stack = stack
         self.kube = KubeClient.from_settings(kubeconfig=str(stack.kubeconfig))
-        self.own: collections.Counter[str] = collections.Counter()  # the benchmark's own requests by verb
+        self.own = apicount.OwnRequests()  # the benchmark's own requests by verb and resource
+        self.redis = redis.Redis.from_url(stack.redis_url)
         self._stops: list[threading.Event] = []
 
     def close(self) -> None:
         for stop in self._stops:
             stop.set()
         self.kube.close()
+        self.redis.close()
 
     # --- setup ---------------------------------------------------------------------------------------------
 
@@ -135,8 +153,11 @@ class Bench:
         except Exception:
             return False
 
+    def plural(self, api_version: str, kind: str) -> str:
+        return self.kube.resource_info(api_version, kind).plural  # discovery is cached by the client
+
     def create(self, body: dict) -> dict:
-        self.own["create"] += 1
+        self.own.add("create", self.plural(body["apiVersion"], body["kind"]))
         return self.kube.create(body)
 
     def wait(self, condition: Callable[[], bool], timeout: float, what: str, interval: float = 0.2) -> float:
@@ -159,9 +180,13 @@ class Bench:
 
     def operator_requests(self) -> dict[str, int]:
         """Requests by verb since the last reset, minus the benchmark's own."""
-        by_verb = self.counters().get("by_verb", {})
-        return {verb: count - self.own.get(verb, 0) for verb, count in sorted(by_verb.items())
-                if count - self.own.get(verb, 0) > 0}
+        by_verb, own = self.counters().get("by_verb", {}), self.own.by_verb()
+        return {verb: count - own.get(verb, 0) for verb, count in sorted(by_verb.items())
+                if count - own.get(verb, 0) > 0}
+
+    def operator_by_verb_resource(self) -> collections.Counter[str]:
+        """Requests by ``verb plural`` since the last reset, minus the benchmark's own."""
+        return apicount.operator_by_verb_resource(self.counters().get("items", []), self.own.by_key())
 
     def by_resource(self, n: int) -> dict[str, float]:
         """Requests per claim by ``verb resource`` (the benchmark's own creates and watches included)."""
@@ -193,18 +218,18 @@ class Bench:
 
     # --- watches -------------------------------------------------------------------------------------------
 
-    def _watch(self, kind: str, ns: str, on_event: Callable[[str, dict], None], ready: threading.Event,
+    def _watch(self, kind: str, plural: str, ns: str, on_event: Callable[[str, dict], None], ready: threading.Event,
                stop: threading.Event) -> None:
         """List-then-watch in a thread; every event goes to ``on_event`` as soon as it is read."""
         while not stop.is_set():
             try:
-                self.own["list"] += 1
+                self.own.add("list", plural)
                 items, version = self.kube.list_with_version(API, kind, ns)
                 for item in items:
                     on_event("ADDED", item)
                 ready.set()
                 while not stop.is_set():
-                    self.own["watch"] += 1
+                    self.own.add("watch", plural)
                     for event in self.kube.watch(API, kind, ns, resource_version=version, timeout_seconds=5):
                         obj = event.get("object") or {}
                         version = (obj.get("metadata") or {}).get("resourceVersion") or version
@@ -217,7 +242,8 @@ class Bench:
 
     def start_watch(self, kind: str, ns: str, on_event: Callable[[str, dict], None]) -> threading.Event:
         ready, stop = threading.Event(), threading.Event()
-        threading.Thread(target=self._watch, args=(kind, ns, on_event, ready, stop), daemon=True).start()
+        args = (kind, self.plural(API, kind), ns, on_event, ready, stop)
+        threading.Thread(target=self._watch, args=args, daemon=True).start()
         if not ready.wait(30):
             raise TimeoutError(f"watch on {kind} did not start")
         self._stops.append(stop)
@@ -247,18 +273,28 @@ class Bench:
         self.wait_idle()
         return took
 
-    def run_claims(self, names: list[str], rate: float | None, timeout: float) -> tuple[ClaimClock, float, float]:
-        """Create the claims (as fast as possible, or at ``rate``/s); returns the clock, start and create time."""
+    def run_claims(self, names: list[str], rate: float | None, timeout: float,
+                   creators: int = 1) -> tuple[ClaimClock, float, float]:
+        """Create the claims (as fast as possible from ``creators`` threads, or at ``rate``/s from one); returns
+        the clock, start and create time."""
         clock = ClaimClock()
         stop = self.start_watch("ResourceClaim", CLAIM_NS, lambda _t, obj: clock.observe(obj))
-        start = time.monotonic()
-        for index, name in enumerate(names):
-            if rate:
-                delay = start + index / rate - time.monotonic()
-                if delay > 0:
-                    time.sleep(delay)
+
+        def create(name: str) -> None:
             clock.created[name] = time.monotonic()
             self.create(claim(name))
+
+        start = time.monotonic()
+        if creators > 1 and not rate:
+            with ThreadPoolExecutor(creators) as executor:
+                list(executor.map(create, names))
+        else:
+            for index, name in enumerate(names):
+                if rate:
+                    delay = start + index / rate - time.monotonic()
+                    if delay > 0:
+                        time.sleep(delay)
+                create(name)
         created = time.monotonic() - start
         try:
             self.wait(lambda: clock.done(names), timeout, "all claims bound with state", interval=0.02)
@@ -280,26 +316,38 @@ class Bench:
         return pids
 
     def redis_memory_mib(self) -> float:
-        import redis
-
-        client = redis.Redis.from_url(self.stack.redis_url)
-        try:
-            return round(client.info("memory")["used_memory"] / 2**20, 1)
-        finally:
-            client.close()
+        return round(rediscache.used_memory(self.redis) / 2**20, 1)
 
 
 # --- one measured phase (counters, CPU, optional profile) ----------------------------------------------------------
 
 
+#: the two ends of a burst's accounting: all claims bound with state mirrored, and idle again (pool refilled)
+WITHOUT, WITH = "without_replenishment", "with_replenishment"
+
+
+class Mark(NamedTuple):
+    """What the operator did from the start of a phase to one of its ends."""
+
+    requests: collections.Counter[str]  # API requests by "verb plural"
+    cpu: dict[str, float]  # CPU seconds per component so far (absolute: subtract the phase's start)
+    commands: collections.Counter[str]  # Redis commands so far (absolute)
+
+
 class Phase:
-    """Reset counters and snapshot CPU at the start; optionally py-spy the workers during the phase."""
+    """Reset counters and snapshot CPU at the start; optionally py-spy the workers during the phase.
+
+    Requests, CPU and Redis commands are read twice: when every claim is bound with its state mirrored
+    (:meth:`run_claims`: "without replenishment") and when the system is idle again, the pool refilled
+    (:meth:`finish`: "with")."""
 
     def __init__(self, bench: Bench, profile_dir: Path | None, label: str) -> None:
         self.bench = bench
         self.pids = bench.pids()
         bench.reset_counters()
         self.cpu = procstats.snapshot(self.pids)
+        self.commands = redisops.snapshot(bench.redis)
+        self.marks: dict[str, Mark] = {}
         self.recorder: pyspy.Recorder | None = None
         if profile_dir is not None and pyspy.Recorder.available():
             self.recorder = pyspy.Recorder(profile_dir / label)
@@ -307,15 +355,38 @@ class Phase:
                 if name.startswith("worker") or name in ("watcher", "devcluster"):
                     self.recorder.start(name, pid)
 
+    def mark(self, label: str) -> None:
+        """Operator requests by verb and resource since the start of the phase; CPU and Redis commands so far."""
+        self.marks[label] = Mark(self.bench.operator_by_verb_resource(), procstats.snapshot(self.pids),
+                                 redisops.snapshot(self.bench.redis))
+
+    def run_claims(self, names: list[str], rate: float | None, timeout: float,
+                   creators: int = 1) -> tuple[ClaimClock, float, float]:
+        """:meth:`Bench.run_claims`, marking the "without replenishment" end as soon as all are bound with state."""
+        outcome = self.bench.run_claims(names, rate, timeout, creators)
+        self.mark(WITHOUT)
+        return outcome
+
+    def cpu_ms_per_claim(self, after: dict[str, float], n: int) -> dict[str, float]:
+        per = {name: round((after.get(name, 0.0) - self.cpu.get(name, 0.0)) * 1000 / n, 2) for name in self.pids}
+        return {**per, "operator": round(sum(v for k, v in per.items() if procstats.is_operator(k)), 2)}
+
     def finish(self, n: int) -> dict[str, Any]:
         bench = self.bench
         bench.wait_idle()
+        self.mark(WITH)
         result: dict[str, Any] = {}
+        result["api_requests_by_verb_resource"] = {
+            label: apicount.per_claim(mark.requests, n) for label, mark in self.marks.items()}
+        result["cpu_ms_per_claim"] = {label: self.cpu_ms_per_claim(mark.cpu, n) for label, mark in self.marks.items()}
+        result["redis_commands_per_claim"] = {
+            label: redisops.per_claim(self.commands, mark.commands, n) for label, mark in self.marks.items()}
         requests = bench.operator_requests()
         result["api_requests_per_claim"] = {
             "total": round(sum(requests.values()) / n, 2), **{k: round(v / n, 2) for k, v in requests.items()}}
         result["api_requests_by_resource"] = bench.by_resource(n)
         result["components"] = procstats.report(self.pids, self.cpu)
+        result["operator_pss_mib"] = procstats.operator_sum(result["components"], "pss_mib")
         result["redis_used_memory_mib"] = bench.redis_memory_mib()
         if self.recorder is not None:
             outputs = self.recorder.stop()
@@ -336,22 +407,32 @@ def summarise(clock: ClaimClock, start: float, created_s: float) -> dict[str, An
     }
 
 
-def stack_options(args: argparse.Namespace, workers: int) -> StackOptions:
-    return StackOptions(workers=workers, concurrency=args.concurrency,
+def stack_options(args: argparse.Namespace, workers: int, latency_ms: float = 0.0) -> StackOptions:
+    return StackOptions(workers=workers, concurrency=args.concurrency, pool=args.pool, api_latency_ms=latency_ms,
                         log_dir=Path(args.log_dir) / f"w{workers}-{time.strftime('%H%M%S')}" if args.log_dir else None)
 
 
-def run_burst(args: argparse.Namespace, workers: int, n: int, warm: bool) -> dict[str, Any]:
-    label = f"{'W1' if warm else 'W2'}-{workers}w-{n}"
-    with LocalStack(stack_options(args, workers)) as stack:
+def creators(args: argparse.Namespace, latency_ms: float) -> int:
+    """Claim-creating threads: one, as always, unless the API is slowed down: then one client creating 300 claims
+    one after the other would take 300 round trips, and the burst would measure the client instead of the
+    operator (many users create claims at once on a real cluster)."""
+    return args.create_threads or (1 if not latency_ms else AUTO_CREATORS)
+
+
+def run_burst(args: argparse.Namespace, workers: int, n: int, warm: bool, latency_ms: float = 0.0,
+              name: str | None = None) -> dict[str, Any]:
+    label = f"{name or ('W1' if warm else 'W2')}-{workers}w-{n}"
+    with LocalStack(stack_options(args, workers, latency_ms)) as stack:
         bench = Bench(stack)
         try:
             bench.setup()
             result: dict[str, Any] = {"workers": workers, "concurrency": args.concurrency}
+            result |= {"pool": args.pool, "api_latency_ms": latency_ms, "create_threads": creators(args, latency_ms)}
             if warm:
                 result["pool_fill_s"] = round(bench.fill_pool(n), 2)
             phase = Phase(bench, args.profile, label)
-            clock, start, created = bench.run_claims([f"c{i:05d}" for i in range(n)], None, 900)
+            clock, start, created = phase.run_claims([f"c{i:05d}" for i in range(n)], None, 900,
+                                                     creators(args, latency_ms))
             result.update(summarise(clock, start, created))
             result.update(phase.finish(n))
             return result
@@ -372,7 +453,7 @@ def run_steady(args: argparse.Namespace) -> dict[str, Any]:
             census.tracking = True
             n = int(args.rate * args.seconds)
             phase = Phase(bench, args.profile, "W3")
-            clock, start, created = bench.run_claims([f"s{i:05d}" for i in range(n)], args.rate, args.seconds + 300)
+            clock, start, created = phase.run_claims([f"s{i:05d}" for i in range(n)], args.rate, args.seconds + 300)
             result.update(summarise(clock, start, created))
             result["min_unbound_handles"] = census.minimum
             result["pool_ever_empty"] = census.minimum == 0
@@ -403,7 +484,7 @@ def run_scale_out(args: argparse.Namespace) -> dict[str, Any]:
             result: dict[str, Any] = {"workers": args.workers, "concurrency": args.concurrency, "claims": n,
                                       "handles": n}
             phase = Phase(bench, None, "W5")
-            clock, start, created = bench.run_claims([f"x{i:05d}" for i in range(n)], None, 3600)
+            clock, start, created = phase.run_claims([f"x{i:05d}" for i in range(n)], None, 3600)
             result.update(summarise(clock, start, created))
             result.update(phase.finish(n))
             # full resync: every object through the gate; converged objects cause reads only
@@ -453,6 +534,13 @@ AGGREGATES = {
     "bound_p50_s": ("create_to_bound", "p50"), "bound_p99_s": ("create_to_bound", "p99"),
     "state_p99_s": ("create_to_state", "p99"), "api_per_claim": ("api_requests_per_claim", "total"),
     "throughput_per_s": ("throughput_per_s",),
+    "api_per_claim_with": ("api_requests_by_verb_resource", WITH, "total"),
+    "api_per_claim_without": ("api_requests_by_verb_resource", WITHOUT, "total"),
+    "operator_cpu_ms_per_claim_with": ("cpu_ms_per_claim", WITH, "operator"),
+    "operator_cpu_ms_per_claim_without": ("cpu_ms_per_claim", WITHOUT, "operator"),
+    "operator_pss_mib": ("operator_pss_mib",),
+    "redis_commands_per_claim_with": ("redis_commands_per_claim", WITH, "total"),
+    "redis_commands_per_claim_without": ("redis_commands_per_claim", WITHOUT, "total"),
 }
 
 
@@ -467,6 +555,93 @@ def human(name: str, summary: dict[str, Any]) -> str:
 
     return (f"{name}: all bound {fmt('all_bound_s')} s, bound p50 {fmt('bound_p50_s')} s, p99 {fmt('bound_p99_s')} s,"
             f" state p99 {fmt('state_p99_s')} s, API/claim {fmt('api_per_claim')}")
+
+
+def run_series(args: argparse.Namespace, name: str, worker_counts: list[int],
+               latency_ms: float = 0.0) -> dict[str, Any]:
+    """W1 at each number of worker processes (W4, W6); each summary gets its throughput relative to the first
+    count's (``scaling``: 1 worker's when the series starts at 1)."""
+    series: dict[str, Any] = {}
+    for workers in worker_counts:
+        summary = aggregate([run_burst(args, workers, args.n, warm=True, latency_ms=latency_ms, name=name)
+                             for _ in range(args.repeat)])
+        base = series[str(worker_counts[0])] if series else summary
+        ratio = None
+        if summary["throughput_per_s"]["median"] and base["throughput_per_s"]["median"]:
+            ratio = round(summary["throughput_per_s"]["median"] / base["throughput_per_s"]["median"], 2)
+        summary["scaling"] = {"vs_workers": worker_counts[0], "throughput_ratio": ratio}
+        series[str(workers)] = summary
+        print(human(f"{name} {workers} workers", summary), file=sys.stderr, flush=True)
+    return series
+
+
+# --- memory and cache modes ----------------------------------------------------------------------------------------
+
+
+def footprint(bench: Bench) -> dict[str, Any]:
+    """PSS and RSS per component now, the operator's sums (watcher + workers + beat), and Redis ``used_memory``."""
+    components = procstats.report(bench.pids(), {})
+    for figures in components.values():
+        figures.pop("cpu_s", None)  # CPU since the process started: not a figure of this mode
+    return {"components": components, "operator_pss_mib": procstats.operator_sum(components, "pss_mib"),
+            "operator_rss_mib": procstats.operator_sum(components, "rss_mib"),
+            "redis_used_memory_mib": bench.redis_memory_mib()}
+
+
+def dev_defaults() -> argparse.Namespace:
+    """The options ``poolboy dev`` runs with when given none (workers, concurrency, pool)."""
+    from stack import dev
+
+    parser = argparse.ArgumentParser()
+    dev.add_arguments(parser)
+    return parser.parse_args([])
+
+
+def run_memory(args: argparse.Namespace) -> dict[str, Any]:
+    """MEM: a default ``poolboy dev`` stack (without Flower, which is not the operator), idle; then a small W1
+    (pool of ``--mem-n``, as many claims); idle again. PSS per component at both points."""
+    defaults = dev_defaults()
+    options = StackOptions(workers=defaults.workers, concurrency=defaults.concurrency, pool=defaults.pool,
+                           log_dir=Path(args.log_dir) / f"mem-{time.strftime('%H%M%S')}" if args.log_dir else None)
+    with LocalStack(options) as stack:
+        bench = Bench(stack)
+        try:
+            bench.setup()
+            bench.wait_idle()
+            result: dict[str, Any] = {"workers": options.workers, "concurrency": options.concurrency,
+                                      "pool": options.pool, "n": args.mem_n, "idle_at_start": footprint(bench)}
+            bench.fill_pool(args.mem_n)
+            bench.run_claims([f"m{i:05d}" for i in range(args.mem_n)], None, 900)
+            bench.wait_idle()
+            result["idle_after_w1"] = footprint(bench)
+            return result
+        finally:
+            bench.close()
+
+
+def run_cache(args: argparse.Namespace) -> dict[str, Any]:
+    """CACHE: Redis memory of the watcher's object cache per 10 000 objects. ``--cache-n`` claims cold (each
+    brings a handle and a managed BenchItem); ``used_memory`` and the keys under ``--cache-prefix`` before and
+    after, at idle."""
+    n = args.cache_n
+    with LocalStack(stack_options(args, args.workers)) as stack:
+        bench = Bench(stack)
+        client = bench.redis
+        try:
+            bench.setup()
+            bench.wait_idle()
+            before, used_before = rediscache.census(client, args.cache_prefix), rediscache.used_memory(client)
+            bench.run_claims([f"k{i:05d}" for i in range(n)], None, 1800)
+            bench.wait_idle()
+            after, used_after = rediscache.census(client, args.cache_prefix), rediscache.used_memory(client)
+            objects = {kind: len(bench.kube.list(api, kind, CLAIM_NS if kind != "ResourceHandle" else OPERATOR_NS))
+                       for api, kind in ((API, "ResourceClaim"), (API, "ResourceHandle"),
+                                         (f"{ITEM_GROUP}/v1", "BenchItem"))}
+            return {"workers": args.workers, "claims": n, "api_objects": objects, "used_memory_before": used_before,
+                    "used_memory_after": used_after, "cache_before": before, "cache_after": after,
+                    **rediscache.per_10k(before, after, used_before, used_after)}
+        finally:
+            bench.close()
 
 
 def versions() -> dict[str, str]:
@@ -487,10 +662,24 @@ def versions() -> dict[str, str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workloads", default="W1,W2,W3", help="comma list of W1..W5 (default W1,W2,W3)")
-    parser.add_argument("--n", type=int, default=300, help="claims per burst (W1, W2, W4)")
-    parser.add_argument("--workers", type=int, default=2, help="worker processes for W1–W3, W5 (default 2)")
-    parser.add_argument("--concurrency", type=int, default=1, help="prefork pool size per worker (default 1)")
+    parser.add_argument("--workloads", default="W1,W2,W3",
+                        help="comma list of W1..W6, MEM, CACHE (default W1,W2,W3)")
+    parser.add_argument("--n", type=int, default=300, help="claims per burst (W1, W2, W4, W6)")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes for W1–W3, W5, CACHE (default 2)")
+    parser.add_argument("--concurrency", type=int, default=1, help="pool size (processes or threads) per worker"
+                        " (default 1)")
+    parser.add_argument("--pool", choices=POOLS, default="prefork", help="Celery execution pool of every worker"
+                        " (default prefork)")
+    parser.add_argument("--latency-ms", type=float, default=10.0,
+                        help="W6: latency devcluster adds to every API request but watches (default 10)")
+    parser.add_argument("--w6-workers", default="1,2,4,8", help="W6: worker process counts (default 1,2,4,8)")
+    parser.add_argument("--create-threads", type=int, default=0,
+                        help=f"threads creating a burst's claims (default: 1, or {AUTO_CREATORS} with latency)")
+    parser.add_argument("--mem-n", type=int, default=20, help="MEM: pool size and claims of its small W1 (default 20)")
+    parser.add_argument("--cache-n", type=int, default=1000,
+                        help="CACHE: claims created cold, each with a handle and a BenchItem (default 1000)")
+    parser.add_argument("--cache-prefix", default=rediscache.DEFAULT_PREFIX,
+                        help=f"CACHE: Redis key prefix of the object cache (default {rediscache.DEFAULT_PREFIX})")
     parser.add_argument("--rate", type=float, default=5.0, help="W3 claims per second")
     parser.add_argument("--seconds", type=float, default=60.0, help="W3 duration")
     parser.add_argument("--scale-n", type=int, default=5000, help="W5 claims (each gets a handle)")
@@ -513,17 +702,23 @@ def main() -> int:
         "W3": lambda: run_steady(args),
         "W5": lambda: run_scale_out(args),
     }
+    series: dict[str, Callable[[], dict[str, Any]]] = {
+        "W4": lambda: run_series(args, "W4", [1, 2, 4]),
+        "W6": lambda: run_series(args, "W6", [int(w) for w in args.w6_workers.split(",")], args.latency_ms),
+        "MEM": lambda: run_memory(args),
+        "CACHE": lambda: run_cache(args),
+    }
+    unknown = [name for name in chosen if name not in plans and name not in series]
+    if unknown:
+        parser.error(f"unknown workload(s) {', '.join(unknown)}")
     for name in chosen:
-        if name == "W4":
-            report["workloads"]["W4"] = {}
-            for workers in (1, 2, 4):
-                summary = aggregate([run_burst(args, workers, args.n, warm=True) for _ in range(args.repeat)])
-                report["workloads"]["W4"][str(workers)] = summary
-                print(human(f"W4 {workers} workers", summary), file=sys.stderr, flush=True)
+        if name in series:
+            report["workloads"][name] = series[name]()
             continue
         summary = aggregate([plans[name]() for _ in range(args.repeat)])
         report["workloads"][name] = summary
         print(human(name, summary), file=sys.stderr, flush=True)
+    print(summary_table.render(report["workloads"]), file=sys.stderr, flush=True)
     document = json.dumps(report, indent=2, default=str)
     if args.output:
         args.output.write_text(document + "\n")

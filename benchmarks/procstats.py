@@ -1,10 +1,12 @@
-"""CPU seconds and peak RSS of the stack's components, each over its whole process tree.
+"""CPU seconds, RSS, peak RSS and PSS of the stack's components, each over its whole process tree.
 
 A Celery worker is a parent plus prefork children and Redis/devcluster are plain subprocesses, so every figure is
 summed over the tree rooted at the component's pid. CPU is reported as a delta between two snapshots (so start-up
 and pool filling do not count towards a workload), peak RSS as the sum of each process's ``VmHWM`` (the kernel's
 high-water mark since the process started): an upper bound of the tree's true peak, which is what capacity
-planning needs.
+planning needs. PSS (proportional set size: each shared page divided among the processes sharing it) is what a
+tree really costs: a prefork child's copy-on-write pages inherited from its parent count once, not twice, so the
+PSS of several components adds up to their true total where RSS would count shared pages again.
 """
 
 from __future__ import annotations
@@ -32,6 +34,15 @@ def _hwm_kib(pid: int) -> int:
     return 0
 
 
+def pss_bytes(pid: int) -> int:
+    """PSS of the process tree (``/proc/<pid>/smaps_rollup`` through psutil); 0 for processes gone meanwhile."""
+    total = 0
+    for proc in _tree(pid):
+        with suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            total += proc.memory_full_info().pss
+    return total
+
+
 def cpu_seconds(pid: int) -> float:
     total = 0.0
     for proc in _tree(pid):
@@ -47,7 +58,7 @@ def snapshot(pids: dict[str, int]) -> dict[str, float]:
 
 
 def report(pids: dict[str, int], before: dict[str, float]) -> dict[str, dict[str, float]]:
-    """Per component: CPU seconds since ``before``, current RSS and peak RSS (MiB) of the process tree."""
+    """Per component: CPU seconds since ``before``, current RSS, peak RSS and PSS (MiB) of the process tree."""
     result: dict[str, dict[str, float]] = {}
     for name, pid in pids.items():
         procs = _tree(pid)
@@ -57,5 +68,16 @@ def report(pids: dict[str, int], before: dict[str, float]) -> dict[str, dict[str
                 rss += proc.memory_info().rss
         peak = sum(_hwm_kib(p.pid) for p in procs) / 1024
         result[name] = {"cpu_s": round(cpu_seconds(pid) - before.get(name, 0.0), 2),
-                        "rss_mib": round(rss / 2**20, 1), "peak_rss_mib": round(peak, 1)}
+                        "rss_mib": round(rss / 2**20, 1), "peak_rss_mib": round(peak, 1),
+                        "pss_mib": round(pss_bytes(pid) / 2**20, 1)}
     return result
+
+
+def is_operator(component: str) -> bool:
+    """The operator's own processes: watcher, workers and beat (not devcluster, Redis or Flower)."""
+    return component in ("watcher", "beat") or component.startswith("worker")
+
+
+def operator_sum(per_component: dict[str, dict[str, float]], key: str) -> float:
+    """``key`` summed over the operator's components (see :func:`is_operator`)."""
+    return round(sum(v.get(key, 0.0) for name, v in per_component.items() if is_operator(name)), 2)

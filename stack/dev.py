@@ -14,6 +14,8 @@ import signal
 import threading
 from pathlib import Path
 
+from stack.worker import POOLS
+
 DEFAULT_KUBECONFIG = ".poolboy-dev/kubeconfig"
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -25,6 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="operator namespace (default: $POOLBOY_NAMESPACE or 'poolboy')")
     parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     parser.add_argument("--concurrency", type=int, default=2, help="pool size of each worker (default 2)")
+    parser.add_argument("--pool", choices=POOLS, default="prefork",
+                        help="Celery execution pool of each worker (default prefork; see `poolboy worker --help`)")
     parser.add_argument("--redis-url", default=None, help="use this Redis instead of starting redis-server")
     parser.add_argument("--use-current-context", action="store_true",
                         help="use the cluster of the current kubeconfig context instead of starting devcluster")
@@ -38,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     from stack.local import LocalStack, StackOptions
 
     options = StackOptions(
-        workers=args.workers, concurrency=args.concurrency, namespace=args.namespace,
+        workers=args.workers, concurrency=args.concurrency, pool=args.pool, namespace=args.namespace,
         kubeconfig=None if args.use_current_context else Path(args.kubeconfig).resolve(),
         redis_url=args.redis_url, use_current_context=args.use_current_context,
         flower_port=args.flower_port or None, log_dir=Path(args.log_dir).resolve(),

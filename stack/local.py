@@ -24,6 +24,8 @@ DEFAULT_QUEUES = "claims,handles,pools,providers,scalings,periodic"
 class StackOptions:
     workers: int = 1
     concurrency: int = 2
+    #: Celery execution pool of every worker (``prefork``, ``threads``, ``solo``; see ``poolboy worker --pool``)
+    pool: str = "prefork"
     namespace: str = "poolboy"
     kubeconfig: Path | None = None
     redis_url: str | None = None
@@ -33,6 +35,9 @@ class StackOptions:
     #: extra POOLBOY_* (or any) environment for every component, e.g. short intervals in tests
     env: dict[str, str] = field(default_factory=dict)
     ready_timeout: float = 60.0
+    #: devcluster only: latency added to every API request except watches (``devcluster.faults``), so the stack
+    #: behaves as if the API server were a network round trip away (benchmarks)
+    api_latency_ms: float = 0.0
 
 
 class LocalStack:
@@ -101,6 +106,8 @@ class LocalStack:
 
     def _start_api(self) -> None:
         if self.options.use_current_context:
+            if self.options.api_latency_ms:
+                raise ValueError("api_latency_ms needs devcluster; it cannot be injected into the current context")
             self.kubeconfig = Path(os.environ.get("KUBECONFIG", Path.home() / ".kube" / "config"))
             self._apply_crds()
             return
@@ -110,6 +117,8 @@ class LocalStack:
         self.cluster = DevCluster(crds=[self._crd_dir()], kubeconfig=self.kubeconfig,
                                   log_path=self.log_dir / "devcluster.log").start()
         self.api_url = self.cluster.url
+        if self.options.api_latency_ms:
+            self.cluster.set_faults(latency_ms=self.options.api_latency_ms)
 
     def _apply_crds(self) -> None:
         """Install or update the CRDs in an existing cluster (``--use-current-context``)."""
@@ -160,7 +169,8 @@ class LocalStack:
         add("watcher", "watcher")
         for index in range(self.options.workers):
             add(f"worker-{index}", "worker", "--queues", DEFAULT_QUEUES,
-                "--concurrency", str(self.options.concurrency), "--hostname", f"worker{index}@%h")
+                "--concurrency", str(self.options.concurrency), "--pool", self.options.pool,
+                "--hostname", f"worker{index}@%h")
         add("beat", "beat")
         if self.options.flower_port:
             add("flower", "flower", "--port", str(self.options.flower_port), "--address", "127.0.0.1")

@@ -17,6 +17,8 @@ import uuid
 from pathlib import Path
 
 DEFAULT_QUEUES = "claims,handles,pools,providers,scalings,periodic"
+#: Celery execution pools a worker may use (``-P``)
+POOLS = ("prefork", "solo", "threads", "gevent")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,8 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"comma-separated queues to consume (default {DEFAULT_QUEUES})")
     parser.add_argument("--concurrency", "-c", type=int, default=int(os.environ.get("POOLBOY_WORKER_CONCURRENCY", 2)),
                         help="pool size (default 2)")
-    parser.add_argument("--pool", "-P", choices=["prefork", "solo", "threads"], default="prefork",
-                        help="execution pool; prefork enforces hard time limits and isolates crashes (default)")
+    parser.add_argument("--pool", "-P", choices=POOLS, default="prefork",
+                        help="execution pool; prefork enforces hard time limits and isolates crashes (default); "
+                             "threads and gevent run many I/O-bound reconciles in one process")
     parser.add_argument("--loglevel", "-l", default="INFO", help="log level (default INFO)")
     parser.add_argument("--hostname", "-n", default=None,
                         help="node name (default poolboy-<random>@<host>, unique per process)")
@@ -55,7 +58,13 @@ def run(args: argparse.Namespace) -> int:
         os.environ["POOLBOY_METRICS_PORT"] = str(args.metrics_port)
     if int(os.environ.get("POOLBOY_METRICS_PORT") or 0):
         _prepare_metrics_dir()
+    argv = build_argv(args)
+    # gevent must patch the standard library before the app (redis, urllib3, threading) is imported, as
+    # `celery worker -P gevent` does first thing; a no-op for the other pools
+    from celery import maybe_patch_concurrency
+
+    maybe_patch_concurrency(argv)
     from workers.app import app
 
-    app.worker_main(build_argv(args))
+    app.worker_main(argv)
     return 0
