@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from devcluster import errors, meta
+from devcluster import errors, meta, scale
 from devcluster.registry import Registry, ResourceType
 from devcluster.schema import Cause, apply_defaults, prune, structural_causes, validate
 from devcluster.store import Obj, Store
@@ -240,6 +240,8 @@ class Cluster:
             causes += self._crd_causes(obj)
         elif rtype.schema is not None:
             causes += validate(obj, rtype.schema)
+        if rtype.scale is not None:
+            causes += scale.causes(rtype.scale, obj)
         if causes:
             raise errors.invalid(rtype.kind, rtype.group, name, causes)
 
@@ -270,6 +272,7 @@ class Cluster:
         for index, version in enumerate(spec.get("versions") or []):
             schema = (version.get("schema") or {}).get("openAPIV3Schema")
             causes += structural_causes(schema, f"spec.versions[{index}].schema.openAPIV3Schema")
+            causes += scale.crd_causes(version.get("subresources"), f"spec.versions[{index}].subresources")
         expected = f"{names.get('plural')}.{spec.get('group')}"
         if obj["metadata"].get("name") != expected:
             causes.append({"reason": "FieldValueInvalid", "field": "metadata.name",
@@ -340,7 +343,7 @@ class Cluster:
             if "status" in obj:
                 result["status"] = obj["status"]
             return meta.clone(result)
-        if subresource:
+        if subresource and subresource != "scale":  # a scale write is a main-resource write built from ``old``
             raise errors.not_found(f"{rtype.plural}/{subresource}", rtype.group, obj["metadata"].get("name", ""))
         if rtype.has_status and rtype.store_key not in (NAMESPACES, CRDS):
             if "status" in old:

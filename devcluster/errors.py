@@ -29,9 +29,11 @@ class ApiError(Exception):
 
     def status(self) -> dict[str, Any]:
         body: dict[str, Any] = {
-            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-            "message": self.message, "reason": self.reason, "code": self.code,
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": self.message,
         }
+        if self.reason:  # kube-apiserver omits an unknown reason (errors that were not a Status)
+            body["reason"] = self.reason
+        body["code"] = self.code
         if self.details is not None:
             body["details"] = self.details
         return body
@@ -44,6 +46,21 @@ def _details(name: str, group: str, kind: str, **extra: Any) -> dict[str, Any]:
     details["kind"] = kind
     details.update(extra)
     return details
+
+
+class NotServed(ApiError):
+    """A 404 for a path no API serves (unknown group, version, resource or subresource), as opposed to a missing
+    object of a served resource; counted by path so tests can see what a client asked for in vain."""
+
+
+def not_served() -> NotServed:
+    return NotServed(404, "NotFound", "the server could not find the requested resource", {})
+
+
+def unknown_subresource(plural: str, group: str, name: str) -> NotServed:
+    """What the CRD handler answers for a subresource its CRD version does not declare: the object's NotFound."""
+    found = not_found(plural, group, name)
+    return NotServed(found.code, found.reason, found.message, found.details)
 
 
 def resource_label(plural: str, group: str) -> str:
@@ -79,6 +96,17 @@ def invalid(kind: str, group: str, name: str, causes: list[dict[str, str]]) -> A
                    for c in causes]
     return ApiError(422, "Invalid", f'{label} "{name}" is invalid: {joined}',
                     _details(name, group, kind, causes=wire_causes))
+
+
+def patch_not_applicable() -> ApiError:
+    """422 for a JSON patch that does not apply (a failed ``test``, a missing path): kube-apiserver answers with a
+    generic Status (``NewGenericServerResponse``), so the patch library's own message never reaches the client."""
+    return ApiError(422, "Invalid", "the server rejected our request due to an error in our request", {})
+
+
+def internal_error(message: str) -> ApiError:
+    """500 as ``NewInternalError`` words it."""
+    return ApiError(500, "InternalError", f"Internal error occurred: {message}", {"causes": [{"message": message}]})
 
 
 def bad_request(message: str) -> ApiError:

@@ -35,6 +35,11 @@ class ResourceType:
     to_storage: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     from_storage: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     field_labels: frozenset[str] = frozenset()
+    scale: dict[str, Any] | None = None  # a CRD version's ``subresources.scale`` (the replicas/selector paths)
+
+    @property
+    def subresources(self) -> tuple[str, ...]:
+        return (("status",) if self.has_status else ()) + (("scale",) if self.scale is not None else ())
 
     @property
     def api_version(self) -> str:
@@ -69,6 +74,10 @@ class ResourceType:
         if self.has_status:
             entries.append({"name": f"{self.plural}/status", "singularName": "", "namespaced": self.namespaced,
                             "kind": self.kind, "verbs": ["get", "patch", "update"]})
+        if self.scale is not None:  # kubectl's scale client resolves the Scale's group/version from this entry
+            entries.append({"name": f"{self.plural}/scale", "singularName": "", "namespaced": self.namespaced,
+                            "group": "autoscaling", "version": "v1", "kind": "Scale",
+                            "verbs": ["get", "patch", "update"]})
         return entries
 
 
@@ -129,12 +138,13 @@ class Registry:
             if not version.get("served", True):
                 continue
             schema = (version.get("schema") or {}).get("openAPIV3Schema")
+            subresources = version.get("subresources") or {}
             rtype = ResourceType(
                 group=spec["group"], version=version["name"], plural=names["plural"],
                 singular=names.get("singular") or names["kind"].lower(), kind=names["kind"],
                 namespaced=spec.get("scope", "Namespaced") == "Namespaced",
                 short_names=list(names.get("shortNames") or []), categories=list(names.get("categories") or []),
-                has_status="status" in (version.get("subresources") or {}), schema=schema, builtin=False,
+                has_status="status" in subresources, schema=schema, builtin=False, scale=subresources.get("scale"),
                 printer_columns=list(version.get("additionalPrinterColumns") or []),
                 field_labels=frozenset(f["jsonPath"].lstrip(".") for f in version.get("selectableFields") or []),
             )

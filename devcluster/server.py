@@ -4,6 +4,7 @@ faults and dispatches to the verbs in :mod:`devcluster.cluster`, discovery, watc
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,10 +12,10 @@ import orjson
 import yaml
 from aiohttp import web
 
-from devcluster import errors, openapi, protobuf
+from devcluster import errors, openapi, protobuf, scale
 from devcluster.cluster import Cluster, present
 from devcluster.counters import Counters
-from devcluster.errors import ApiError
+from devcluster.errors import ApiError, NotServed, not_served
 from devcluster.faults import Faults
 from devcluster.gc import Collector
 from devcluster.patch import PatchError, PatchFormatError, json_patch, merge_patch, strategic_merge_patch
@@ -31,6 +32,7 @@ JSON_PATCH = "application/json-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 APPLY = "application/apply-patch+yaml"
 LIST_META = "meta.k8s.io/v1"
+log = logging.getLogger(__name__)
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
@@ -39,10 +41,6 @@ def json_response(body: Any, status: int = 200, headers: dict[str, str] | None =
 
 def error_response(error: ApiError) -> web.Response:
     return json_response(error.status(), error.code, error.headers)
-
-
-def not_served() -> ApiError:
-    return ApiError(404, "NotFound", "the server could not find the requested resource", {})
 
 
 @dataclass
@@ -71,6 +69,10 @@ class Server:
     async def handle(self, request: web.Request) -> web.StreamResponse:
         try:
             return await self._handle(request)
+        except NotServed as error:
+            if not request.path.startswith("/_devcluster/"):
+                self.counters.add_unserved(request.path)
+            return error_response(error)
         except ApiError as error:
             return error_response(error)
 
@@ -136,8 +138,10 @@ class Server:
         subresource = rest[2] if len(rest) > 2 else ""
         if (namespace is not None and not rtype.namespaced) or (rtype.namespaced and namespace is None and name):
             raise not_served()
-        if subresource and not (subresource == "status" and rtype.has_status):
-            raise not_served()
+        if subresource and subresource not in rtype.subresources:
+            if rtype.builtin:
+                raise not_served()
+            raise errors.unknown_subresource(rtype.plural, rtype.group, name)
         return Target(rtype, namespace, name, subresource, legacy_watch)
 
     def verb(self, request: web.Request, target: Target) -> str:
@@ -183,6 +187,8 @@ class Server:
         cluster, rtype, query = self.cluster, target.rtype, request.query
         namespace = target.namespace or ""
         dry_run = "All" in query.getall("dryRun", [])
+        if target.subresource == "scale":
+            return await self.scale(request, verb, target, dry_run)
         if verb == "watch":
             predicate = self.predicate(query, target)
             stream = WatchStream(cluster, rtype, target.namespace, predicate, query, self.bookmark_interval,
@@ -284,29 +290,16 @@ class Server:
             options["orphanDependents"] = query["orphanDependents"].lower() == "true"
         return options
 
-    async def patch(self, request: web.Request, target: Target, dry_run: bool) -> web.StreamResponse:
-        cluster, rtype = self.cluster, target.rtype
-        namespace = target.namespace or ""
-        content_type = request.content_type
+    @staticmethod
+    def patch_type(request: web.Request, rtype: ResourceType) -> str:
         accepted = [JSON_PATCH, MERGE, APPLY] + ([STRATEGIC] if rtype.builtin else [])
-        if content_type not in accepted:
-            raise errors.unsupported_media_type(content_type, accepted)
-        patch = await self.body(request)
-        current = cluster.store.get(rtype.store_key, namespace, target.name)
-        if content_type == APPLY:
-            if not request.query.get("fieldManager"):
-                raise errors.bad_request("PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: "
-                                         "is required for apply patch")
-            if current is None:
-                if target.subresource:
-                    raise errors.not_found(rtype.plural, rtype.group, target.name)
-                body = dict(patch or {})
-                body.setdefault("metadata", {}).setdefault("name", target.name)
-                self.check_namespace_exists(rtype, target.namespace)
-                return json_response(present(rtype, cluster.create(rtype, namespace, body, dry_run)), 201)
-        if current is None:
-            raise errors.not_found(rtype.plural, rtype.group, target.name)
-        base = present(rtype, current)
+        if request.content_type not in accepted:
+            raise errors.unsupported_media_type(request.content_type, accepted)
+        return request.content_type
+
+    @staticmethod
+    def patched(content_type: str, base: dict[str, Any], patch: Any) -> dict[str, Any]:
+        """``base`` with ``patch`` applied by its content type; refusals worded as kube-apiserver's."""
         try:
             if content_type == JSON_PATCH:
                 new = json_patch(base, patch)
@@ -319,12 +312,64 @@ class Server:
         except PatchFormatError as error:
             raise errors.bad_request(str(error)) from None
         except PatchError as error:
-            raise ApiError(422, "Invalid", str(error), {}) from None
+            log.info("json patch does not apply: %s", error)
+            raise errors.patch_not_applicable() from None
         if not isinstance(new, dict):
             raise errors.bad_request("the patched object is not a JSON object")
-        new = orjson.loads(orjson.dumps(new))
+        return orjson.loads(orjson.dumps(new))
+
+    async def patch(self, request: web.Request, target: Target, dry_run: bool) -> web.StreamResponse:
+        cluster, rtype = self.cluster, target.rtype
+        namespace = target.namespace or ""
+        content_type = self.patch_type(request, rtype)
+        patch = await self.body(request)
+        current = cluster.store.get(rtype.store_key, namespace, target.name)
+        if content_type == APPLY:
+            self.check_field_manager(request)
+            if current is None and not target.subresource:
+                body = dict(patch or {})
+                body.setdefault("metadata", {}).setdefault("name", target.name)
+                self.check_namespace_exists(rtype, target.namespace)
+                return json_response(present(rtype, cluster.create(rtype, namespace, body, dry_run)), 201)
+        if current is None:
+            raise errors.not_found(rtype.plural, rtype.group, target.name)
+        new = self.patched(content_type, present(rtype, current), patch)
         obj = cluster.update(rtype, namespace, target.name, new, target.subresource, dry_run, old=current)
         return json_response(present(rtype, obj))
+
+    @staticmethod
+    def check_field_manager(request: web.Request) -> None:
+        if not request.query.get("fieldManager"):
+            raise errors.bad_request("PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: "
+                                     "is required for apply patch")
+
+    async def scale(self, request: web.Request, verb: str, target: Target, dry_run: bool) -> web.StreamResponse:
+        """``/scale``: an autoscaling/v1 Scale view of a custom resource (see :mod:`devcluster.scale`)."""
+        cluster, rtype = self.cluster, target.rtype
+        paths = rtype.scale or {}
+        namespace = target.namespace or ""
+        if verb == "get":
+            view = scale.view(paths, cluster.get(rtype, namespace, target.name))
+            if wants_table(request.headers.get("Accept", "")):  # the CRD's printer columns, run on the Scale
+                return json_response(table(rtype, [view], {"resourceVersion": view["metadata"]["resourceVersion"]},
+                                           request.query.get("includeObject", "Metadata")))
+            return json_response(view)
+        if verb == "update":
+            body = await self.body(request)
+            current = cluster.get(rtype, namespace, target.name)
+        elif verb == "patch":
+            content_type = self.patch_type(request, rtype)
+            patch = await self.body(request)
+            if content_type == APPLY:
+                self.check_field_manager(request)
+            current = cluster.get(rtype, namespace, target.name)
+            body = self.patched(content_type, scale.view(paths, current, when_unset=scale.UNSET), patch)
+        else:
+            raise errors.method_not_allowed()
+        replicas, resource_version = scale.requested(paths, body, target.name, namespace)
+        new = scale.scaled(paths, present(rtype, current), replicas, resource_version)
+        stored = cluster.update(rtype, namespace, target.name, new, "scale", dry_run, old=current)
+        return json_response(scale.view(paths, stored))
 
     # --- admin API -------------------------------------------------------------------------------------------
 

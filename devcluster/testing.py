@@ -134,7 +134,8 @@ class DevCluster:
     # --- admin API (see devcluster/README.md) ---------------------------------------------------------------
 
     def counters(self) -> dict[str, Any]:
-        """Request counts: ``{"total", "by_verb", "by_resource", "counts": {verb: {resource: {ns: n}}}, "items"}``."""
+        """Request counts: ``{"total", "by_verb", "by_resource", "counts": {verb: {resource: {ns: n}}}, "items",
+        "unserved": {"total", "by_path"}}``."""
         return self.request("GET", "/_devcluster/counters")
 
     def reset_counters(self) -> None:

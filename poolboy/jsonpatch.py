@@ -206,7 +206,11 @@ def filter_ops(
 
 
 def apply(document: Any, ops: Iterable[dict]) -> Any:
-    """Apply RFC 6902 ops (add/remove/replace/test/move/copy) to a copy of ``document``; raise ``PatchError``."""
+    """Apply RFC 6902 ops (add/remove/replace/test/move/copy) to a copy of ``document``; raise ``PatchError``.
+
+    ``test`` follows the API server: a missing member of an existing object tests equal to ``null``. Otherwise this
+    is stricter than the server (which, e.g., lets ``replace`` add a missing member): it checks patches we build.
+    """
     result = copy.deepcopy(document)
     for op in ops:
         result = _apply_one(result, op)
@@ -231,8 +235,8 @@ def _apply_one(document: Any, op: dict) -> Any:
     if kind == "replace":
         return _replace(document, path, copy.deepcopy(_require(op, "value")))
     if kind == "test":
-        actual = resolve_pointer(document, path, _MISSING)
-        if actual is _MISSING or not json_equal(actual, _require(op, "value")):
+        actual = _tested(document, path)
+        if not json_equal(actual, _require(op, "value")):
             raise PatchError(f"test failed at {path!r}: expected {op['value']!r}, found {actual!r}")
         return document
     if kind == "move":
@@ -245,6 +249,17 @@ def _apply_one(document: Any, op: dict) -> Any:
         value = copy.deepcopy(resolve_pointer(document, _require(op, "from")))
         return _add(document, path, value)
     raise PatchError(f"unknown patch operation {kind!r}")
+
+
+def _tested(document: Any, path: str) -> Any:
+    """The value a ``test`` op compares. As in kube-apiserver (evanphx/json-patch), a member missing from an
+    existing object reads as ``null``, so ``test`` of ``null`` guards "still absent"; a missing parent fails."""
+    if path == "":
+        return document
+    parent, token = _parent(document, path)
+    if isinstance(parent, dict):
+        return parent.get(token)
+    return _child(parent, token, path)
 
 
 def _parent(document: Any, path: str) -> tuple[Any, str]:

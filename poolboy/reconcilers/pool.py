@@ -25,11 +25,15 @@ def reconcile(ctx: Context, namespace: str, name: str) -> Result:
     return kube.retry_on_conflict(lambda: _reconcile(ctx, namespace, name))
 
 
+def unbound_selector(ctx: Context, pool_name: str) -> str:
+    """The label selector of the pool's unbound handles; also the pool's scale ``status.selector``."""
+    return f"{ctx.label('resource-pool-name')}={pool_name},!{ctx.label('resource-claim-name')}"
+
+
 def unbound_handles(ctx: Context, pool_name: str) -> list[dict[str, Any]]:
     """Handles labelled with the pool, not labelled with a claim, without ``spec.resourceClaim``, not deleting."""
-    selector = f"{ctx.label('resource-pool-name')}={pool_name},!{ctx.label('resource-claim-name')}"
     handles = ctx.kube.list(ctx.settings.api_version, "ResourceHandle", ctx.settings.operator_namespace,
-                            label_selector=selector)
+                            label_selector=unbound_selector(ctx, pool_name))
     return sorted((h for h in handles if not (h.get("spec") or {}).get("resourceClaim")
                    and not h["metadata"].get("deletionTimestamp")), key=lambda h: h["metadata"]["name"])
 
@@ -148,6 +152,8 @@ def _status(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]]) -
     ready = sum(1 for e in entries if e.get("ready") is True)
     status["resourceHandles"] = entries
     status["resourceHandleCount"] = {"available": len(entries), "ready": ready}
+    status["replicas"] = len(entries)  # the scale subresource's view: kubectl scale, autoscalers
+    status["selector"] = unbound_selector(ctx, pool["metadata"]["name"])
     min_available = int((pool.get("spec") or {}).get("minAvailable") or 0)
     met = len(entries) >= min_available
     status["conditions"] = conditions.set_condition(

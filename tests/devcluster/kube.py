@@ -138,11 +138,14 @@ OPEN_SPEC_SCHEMA: dict[str, Any] = {
 }
 
 
-def crd_manifest(crd: Crd, schema: dict[str, Any], status_subresource: bool) -> dict[str, Any]:
+def crd_manifest(crd: Crd, schema: dict[str, Any], status_subresource: bool,
+                 scale: dict[str, str] | None = None) -> dict[str, Any]:
     version: dict[str, Any] = {"name": crd.version, "served": True, "storage": True,
                                "schema": {"openAPIV3Schema": schema}}
     if status_subresource:
         version["subresources"] = {"status": {}}
+    if scale is not None:
+        version.setdefault("subresources", {})["scale"] = scale
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -164,14 +167,15 @@ def is_established(ext: client.ApiextensionsV1Api, name: str) -> bool:
 
 
 def create_crd(api: client.ApiClient, kind: str = "Widget", scope: str = "Namespaced",
-               schema: dict[str, Any] | None = None, status_subresource: bool = True) -> Crd:
+               schema: dict[str, Any] | None = None, status_subresource: bool = True,
+               scale: dict[str, str] | None = None) -> Crd:
     """Create a CRD in a group of its own and wait (with a deadline) until it is Established."""
     tag = uuid.uuid4().hex[:8]
     lower = kind.lower()
     crd = Crd(group=f"t{tag}.conformance.test", version="v1", plural=f"{lower}s", singular=lower,
               kind=kind, scope=scope, short_name=f"w{tag}")
     ext = client.ApiextensionsV1Api(api)
-    ext.create_custom_resource_definition(crd_manifest(crd, schema or OPEN_SPEC_SCHEMA, status_subresource))
+    ext.create_custom_resource_definition(crd_manifest(crd, schema or OPEN_SPEC_SCHEMA, status_subresource, scale))
     wait_for(lambda: is_established(ext, crd.name), timeout=10, message=f"CRD {crd.name} Established")
     return crd
 
@@ -234,6 +238,19 @@ class Objects:
         g, v = self._where()
         return self.api.patch_namespaced_custom_object_status(g, v, self.namespace, self.crd.plural, name, body,
                                                               _content_type=content_type)
+
+    def get_scale(self, name: str) -> dict[str, Any]:
+        g, v = self._where()
+        return self.api.get_namespaced_custom_object_scale(g, v, self.namespace, self.crd.plural, name)
+
+    def replace_scale(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        g, v = self._where()
+        return self.api.replace_namespaced_custom_object_scale(g, v, self.namespace, self.crd.plural, name, body)
+
+    def patch_scale(self, name: str, body: Any, content_type: str = MERGE) -> dict[str, Any]:
+        g, v = self._where()
+        return self.api.patch_namespaced_custom_object_scale(g, v, self.namespace, self.crd.plural, name, body,
+                                                             _content_type=content_type)
 
     def delete(self, name: str, **kwargs: Any) -> Any:
         g, v = self._where()

@@ -162,3 +162,21 @@ def test_explain_custom_resource_field(kubectl: Any) -> None:
 
 def test_explain_builtin_kind(kubectl: Any) -> None:
     assert "KIND:       ConfigMap" in kubectl("explain", "configmap").stdout
+
+
+def test_scale_and_get_the_scale_subresource(kubectl: Any, api: client.ApiClient, make_crd: Any,
+                                             namespace: str) -> None:
+    crd = make_crd(kind="Sprocket", scale={
+        "specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"})
+    objects = Objects(api, crd, namespace)
+    objects.create(crd.body("s", {"replicas": 1}))
+    assert "scaled" in kubectl("scale", f"{resource(crd)}/s", "-n", namespace, "--replicas=4").stdout
+    assert objects.get("s")["spec"]["replicas"] == 4
+    stale = kubectl("scale", f"{resource(crd)}/s", "-n", namespace, "--replicas=5", "--current-replicas=3",
+                    check=False)
+    assert stale.returncode != 0 and objects.get("s")["spec"]["replicas"] == 4
+    scale = json.loads(kubectl("get", f"{resource(crd)}/s", "-n", namespace, "--subresource=scale",
+                               "-o", "json").stdout)
+    assert (scale["kind"], scale["spec"], scale["status"]) == ("Scale", {"replicas": 4}, {"replicas": 0})
+    table = kubectl("get", f"{resource(crd)}/s", "-n", namespace, "--subresource=scale").stdout.splitlines()
+    assert table[0].split()[0] == "NAME" and table[1].split()[0] == "s"

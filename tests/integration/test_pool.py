@@ -180,3 +180,14 @@ def test_ignored_pool_creates_nothing(henv: HandleEnv) -> None:
     henv.reconcile("pool", "pool")
     assert henv.pool_handles("pool") == []
     assert not henv.get("ResourcePool", "pool")["metadata"].get("finalizers")
+
+
+def test_pool_status_carries_the_scale_replicas_and_selector_of_its_unbound_handles(henv: HandleEnv) -> None:
+    _pool(henv)
+    henv.reconcile("pool", "pool")
+    status = henv.get("ResourcePool", "pool")["status"]
+    assert status["replicas"] == status["resourceHandleCount"]["available"] == 2
+    assert status["selector"] == f"{henv.d}/resource-pool-name=pool,!{henv.d}/resource-claim-name"
+    selected = henv.kube.list(henv.api, "ResourceHandle", henv.op, label_selector=status["selector"])
+    assert sorted(h["metadata"]["name"] for h in selected) == sorted(
+        h["metadata"]["name"] for h in henv.pool_handles("pool"))

@@ -565,3 +565,15 @@ def test_crd_template_renames_like_stack_crds() -> None:
     assert '.Files.Glob "crds/*.yaml"' in template
     assert 'set $crd.spec "group" $.Values.domain' in template
     assert '(printf "%s.%s" $crd.spec.names.plural $.Values.domain)' in template
+
+
+@pytest.mark.parametrize("domain", [DEFAULT_DOMAIN, "example.com"])
+def test_pool_scale_subresource_maps_min_available_for_every_domain(domain: str) -> None:
+    pool = next(c for c in load_crds(domain) if c["spec"]["names"]["kind"] == "ResourcePool")
+    assert version_of(pool)["subresources"]["scale"] == {
+        "specReplicasPath": ".spec.minAvailable", "statusReplicasPath": ".status.replicas",
+        "labelSelectorPath": ".status.selector"}
+    schema = schema_of(pool)["properties"]
+    assert schema["spec"]["properties"]["minAvailable"]["default"] == 0  # so GET /scale never finds it absent
+    assert schema["status"]["properties"]["replicas"]["type"] == "integer"
+    assert schema["status"]["properties"]["selector"]["type"] == "string"

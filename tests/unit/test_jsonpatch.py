@@ -238,6 +238,8 @@ APPLY_CASES = [
     ({"a/b": 1}, [{"op": "remove", "path": "/a~1b"}], {}),
     ({}, [{"op": "add", "path": "", "value": {"x": 1}}], {"x": 1}),
     ({"a": 1}, [{"op": "test", "path": "/a", "value": 1.0}], {"a": 1}),
+    ({"a": 1}, [{"op": "test", "path": "/b", "value": None}], {"a": 1}),
+    ({"a": {"b": None}}, [{"op": "test", "path": "/a/b", "value": None}], {"a": {"b": None}}),
     ({"a": 1}, [], {"a": 1}),
 ]
 
@@ -265,7 +267,9 @@ def test_apply_replace_keeps_key_order():
         ({"a": 1}, [{"op": "add", "path": "/a/y", "value": 1}]),
         ({"a": 1}, [{"op": "test", "path": "/a", "value": 2}]),
         ({"a": 1}, [{"op": "test", "path": "/a", "value": True}]),
-        ({"a": 1}, [{"op": "test", "path": "/b", "value": None}]),
+        ({"a": 1}, [{"op": "test", "path": "/x/y", "value": None}]),
+        ({"a": 1}, [{"op": "test", "path": "/a", "value": None}]),
+        ({"a": [1]}, [{"op": "test", "path": "/a/1", "value": None}]),
         ({"a": {"b": 1}}, [{"op": "move", "from": "/a", "path": "/a/b/c"}]),
         ({"a": 1}, [{"op": "copy", "from": "/missing", "path": "/b"}]),
         ({"a": 1}, [{"op": "frobnicate", "path": "/a"}]),
