@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
+from poolboy import event_recorder
 from tests.integration.test_claim_support import ClaimEnv, env_fixture, ts  # noqa: F401 - env_fixture provides "env"
 
 
@@ -26,15 +27,20 @@ def core(devcluster) -> Iterator[client.CoreV1Api]:
     api_client.close()
 
 
+def sent_events(core: client.CoreV1Api, namespace: str) -> list[Any]:
+    """The Events in ``namespace`` once every Event emitted so far is sent (reconcilers emit without waiting)."""
+    assert event_recorder.flush(10), "queued Events not sent within 10 s"
+    return core.list_namespaced_event(namespace).items
+
+
 def reasons(core: client.CoreV1Api, namespace: str, kind: str, name: str) -> Counter[str]:
     """How many Events of each reason exist about ``kind/name`` (read through the official client)."""
-    events = core.list_namespaced_event(namespace).items
-    return Counter(e.reason for e in events
+    return Counter(e.reason for e in sent_events(core, namespace)
                    if e.involved_object.kind == kind and e.involved_object.name == name)
 
 
 def events_of(core: client.CoreV1Api, namespace: str, kind: str, name: str, reason: str) -> list[Any]:
-    return [e for e in core.list_namespaced_event(namespace).items
+    return [e for e in sent_events(core, namespace)
             if e.involved_object.kind == kind and e.involved_object.name == name and e.reason == reason]
 
 
