@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime
 
 import pytest
 import tenacity
