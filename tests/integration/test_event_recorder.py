@@ -143,3 +143,35 @@ def test_a_process_exiting_without_flush_still_delivers_its_events(devcluster, k
                    check=True, timeout=60)
     [event] = events_about(devcluster, namespace, "cm")
     assert (event.reason, event.count) == ("Exiting", 3)
+
+
+@pytest.mark.slow
+def test_a_stopping_worker_child_sends_its_queued_events(fresh_devcluster, redis_server, r, enqueuer) -> None:
+    """A prefork child ends with ``os._exit`` (no atexit) about a second after it is told to stop: its
+    ``worker_process_shutdown`` flush must send the Event it still owes. The API answers every Event create with
+    429 and Retry-After 3 s until the worker has been told to stop, so the retry that succeeds comes after that
+    second."""
+    from tests.integration import engine_reconcilers as er
+    from tests.integration.engine_settings import ENV
+    from workers.testing import WorkerProcess
+
+    kube = make_kube(fresh_devcluster)
+    try:
+        namespace = new_namespace(kube)
+        key = f"claim/{namespace}/stopping"
+        r.hset(f"behave:{key}", "event", "Stopping")
+        fresh_devcluster.set_faults(error_rate=1.0, codes=[429], retry_after=3, verbs=["create"], kinds=["events"])
+        with WorkerProcess(redis_server.url, ["claims"], 1, env=ENV, kubeconfig=fresh_devcluster.kubeconfig) as worker:
+            assert enqueuer.add(key) == "published"
+            wait_for(lambda: er.completed(r, key) == 1, timeout=15, message="the run that emits the Event")
+            wait_for(lambda: event_requests(fresh_devcluster, namespace).get("create", 0) >= 1, timeout=15,
+                     message="a refused Event create")
+            assert worker.process is not None
+            worker.process.terminate()  # warm shutdown: the pool child flushes, then exits
+            fresh_devcluster.clear_faults()
+            worker.process.wait(20)
+        [event] = events_about(fresh_devcluster, namespace, "stopping")
+        assert event.reason == "Stopping" and event.message == f"emitted by a run of {key}"
+    finally:
+        fresh_devcluster.clear_faults()
+        kube.close()
