@@ -2,10 +2,10 @@
 
 :meth:`KubeClient.emit_event <poolboy.kube.KubeClient.emit_event>` hands the Event body to :func:`record`, which
 returns at once: the occurrence is counted by the :class:`~poolboy.events.Correlator` and, when a request is owed,
-put on a bounded in-process queue that one daemon thread drains. An Event is worth less than the reconcile that
+put on a bounded in-process queue that a few daemon threads drain. An Event is worth less than the reconcile that
 reports it, so a bind never waits for one, and a slow or failing API server costs Events, never reconciles.
 
-What the sending thread does with a series (see :mod:`poolboy.events`): POST it the first time, PATCH ``count``,
+What a sending thread does with a series (see :mod:`poolboy.events`): POST it the first time, PATCH ``count``,
 ``lastTimestamp`` and ``message`` afterwards. Occurrences that arrive while a send is queued or in flight are folded
 into it (one request carries them all); if some arrived during the request itself, the series is sent once more.
 A PATCH answered 404 (the Event expired) becomes a create; a create answered 409 AlreadyExists (an earlier attempt
@@ -14,7 +14,7 @@ exponential backoff, never sooner than the server's Retry-After, up to :data:`MA
 dropped and counted. Everything is reported through :func:`poolboy.observability.observe_event`.
 
 Processes: the recorder is created lazily on the first Event *in the process that emits it*, so a Celery prefork
-child builds its own after the fork and never uses its parent's thread (:func:`os.register_at_fork` forgets the
+child builds its own after the fork and never uses its parent's threads (:func:`os.register_at_fork` forgets the
 parent's recorder in the child, and the process id is checked as well). :func:`flush` waits until everything
 queued has been sent or dropped; it runs at interpreter exit (``atexit``), when a worker child shuts down
 (``workers/app.py``), and in tests before they read Events.
@@ -40,6 +40,8 @@ from poolboy.observability import observe_event
 log = logging.getLogger(__name__)
 
 QUEUE_SIZE = 1000
+#: sending threads: with 10 ms of API latency one thread sends about 85 Events/s, less than a burst of binds emits
+SENDERS = 4
 #: attempts per request before it is dropped (client-go makes 12, ten seconds apart)
 MAX_ATTEMPTS = 8
 BACKOFF_BASE = 0.2
@@ -77,13 +79,14 @@ Wait = Callable[[tenacity.RetryCallState], float]
 
 
 class Recorder:
-    """The queue, the correlator and the sending thread of one process. Thread-safe."""
+    """The queue, the correlator and the sending threads of one process. Thread-safe."""
 
-    def __init__(self, correlator: Correlator | None = None, *, queue_size: int = QUEUE_SIZE,
+    def __init__(self, correlator: Correlator | None = None, *, queue_size: int = QUEUE_SIZE, senders: int = SENDERS,
                  attempts: int = MAX_ATTEMPTS, backoff: Wait | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.pid = os.getpid()
         self.queue_size = queue_size
+        self.senders = senders
         self.attempts = attempts
         self._backoff: Wait = backoff or tenacity.wait_random_exponential(multiplier=BACKOFF_BASE, max=BACKOFF_MAX)
         self._clock = clock
@@ -91,7 +94,7 @@ class Recorder:
         self._queue: deque[_Item] = deque()
         self._busy = 0
         self._cond = threading.Condition()
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
 
     # --- the emitting side (any thread; never blocks on the API) -----------------------------------------------
 
@@ -116,14 +119,17 @@ class Recorder:
                 return DROPPED, "queue_full"
             series.queued = True
             self._queue.append(_Item(sink, series))
-            self._ensure_thread()
+            self._start_senders()
             self._cond.notify_all()
         return None
 
-    def _ensure_thread(self) -> None:
-        if self._thread is None or not self._thread.is_alive():
-            self._thread = threading.Thread(target=self._run, name="poolboy-events", daemon=True)
-            self._thread.start()
+    def _start_senders(self) -> None:
+        """On the first Event of the process (so in a prefork child, after the fork). Several senders never work
+        on one series at once: a series is in the queue at most once, and queued again only after its send."""
+        while len(self._threads) < self.senders:
+            thread = threading.Thread(target=self._run, name=f"poolboy-events-{len(self._threads)}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
 
     def pending(self) -> int:
         """Requests owed: queued or in flight."""
@@ -141,7 +147,7 @@ class Recorder:
                 self._cond.wait(remaining)
         return True
 
-    # --- the sending thread ------------------------------------------------------------------------------------
+    # --- the sending threads -----------------------------------------------------------------------------------
 
     def _run(self) -> None:
         while True:
@@ -243,7 +249,7 @@ def flush(timeout: float | None = 10.0) -> bool:
 
 
 def _forget_in_child() -> None:
-    """After a fork the child must not touch the parent's queue, lock or (absent) thread: start afresh."""
+    """After a fork the child must not touch the parent's queue, lock or (absent) threads: start afresh."""
     global _current, _lock
     _current = None
     _lock = threading.Lock()

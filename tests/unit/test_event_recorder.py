@@ -162,7 +162,7 @@ def test_wait_honours_retry_after_within_the_cap() -> None:
 
 
 def test_a_full_queue_drops_and_counts(outcomes) -> None:
-    rec, sink = recorder(queue_size=1), Sink()
+    rec, sink = recorder(queue_size=1, senders=1), Sink()
     sink.gate = threading.Event()
     emit(rec, sink, "A")
     assert sink.entered.wait(10)  # A is in flight, the queue is empty
@@ -192,7 +192,7 @@ def test_a_forked_child_gets_its_own_recorder() -> None:
     pid = os.fork()
     if pid == 0:  # the child: report and leave at once
         child = event_recorder.recorder()
-        ok = child is not parent and child.pid == os.getpid() and child._thread is None and child.pending() == 0
+        ok = child is not parent and child.pid == os.getpid() and child._threads == [] and child.pending() == 0
         os.write(write, b"1" if ok else b"0")
         os._exit(0)
     os.close(write)
