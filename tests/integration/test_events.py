@@ -34,9 +34,13 @@ def sent_events(core: client.CoreV1Api, namespace: str) -> list[Any]:
 
 
 def reasons(core: client.CoreV1Api, namespace: str, kind: str, name: str) -> Counter[str]:
-    """How many Events of each reason exist about ``kind/name`` (read through the official client)."""
-    return Counter(e.reason for e in sent_events(core, namespace)
-                   if e.involved_object.kind == kind and e.involved_object.name == name)
+    """How many times each reason was reported about ``kind/name`` (read through the official client). Repeats
+    are aggregated into one Event's ``count``, so occurrences are counted, not Event objects."""
+    found: Counter[str] = Counter()
+    for e in sent_events(core, namespace):
+        if e.involved_object.kind == kind and e.involved_object.name == name:
+            found[e.reason] += e.count or 1
+    return found
 
 
 def events_of(core: client.CoreV1Api, namespace: str, kind: str, name: str, reason: str) -> list[Any]:
@@ -78,7 +82,7 @@ def test_created_claim_and_its_handle_get_one_event_per_transition(env: ClaimEnv
     env.converge("c")
     env.converge("c")
     changed = events_of(core, env.ns, "ResourceClaim", "c", "Lifespan end changed")
-    assert len(changed) == 1 and changed[0].action == "LifespanChange" and end in changed[0].message
+    assert [e.count for e in changed] == [1] and changed[0].action == "LifespanChange" and end in changed[0].message
 
     # deletion: the claim says so once, the handle reports the resource it deleted
     env.kube.delete(env.api, "ResourceClaim", "c", env.ns)
@@ -86,7 +90,7 @@ def test_created_claim_and_its_handle_get_one_event_per_transition(env: ClaimEnv
     assert env.get_claim("c") is None and env.get_handle(handle) is None
     assert reasons(core, env.ns, "ResourceClaim", "c")["Deleted"] == 1
     deleted = events_of(core, env.op, "ResourceHandle", handle, "ResourceDeleted")
-    assert [e.message for e in deleted] == [f"Deleted ConfigMap {env.ns}/{configmap}"]
+    assert [(e.message, e.count) for e in deleted] == [(f"Deleted ConfigMap {env.ns}/{configmap}", 1)]
 
 
 def test_binding_a_pool_handle_is_an_event_on_both_sides(env: ClaimEnv, core: client.CoreV1Api) -> None:
@@ -107,7 +111,7 @@ def test_validation_failure_is_one_warning_until_it_changes(env: ClaimEnv, core:
     env.converge("c")
     env.converge("c")
     warnings = events_of(core, env.ns, "ResourceClaim", "c", "ValidationFailed")
-    assert len(warnings) == 1 and warnings[0].type == "Warning"
+    assert [e.count for e in warnings] == [1] and warnings[0].type == "Warning"
     assert "Validation check failed: a-is-2" in warnings[0].message
 
 
