@@ -20,12 +20,16 @@ off the reconcile's thread. The semantics are client-go's ``tools/record`` ones,
 
 from __future__ import annotations
 
+import hashlib
 import os
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Generic, TypeVar
+
+import orjson
 
 #: client-go's defaults (``tools/record/events_cache.go``)
 CACHE_SIZE = 4096
@@ -73,30 +77,36 @@ def _fresh_name(object_name: str | None) -> str:
 # --- keys --------------------------------------------------------------------------------------------------------
 
 
-def _source_and_object(body: dict) -> tuple[str, ...]:
+def _digest(*parts: object) -> bytes:
+    """A 16-byte key for a tuple of fields: thousands of keys stay small (the fields themselves run to hundreds of
+    bytes), and a collision is as likely as a uuid's."""
+    return hashlib.blake2b("\x00".join(str(p) for p in parts).encode(), digest_size=16).digest()
+
+
+def _source_and_object(body: dict) -> tuple[object, ...]:
     source = body.get("source") or {}
     involved = body.get("involvedObject") or {}
-    return (str(source.get("component", "")), str(source.get("host", "")), str(involved.get("kind", "")),
-            str(involved.get("namespace", "")), str(involved.get("name", "")), str(involved.get("uid", "")),
-            str(involved.get("apiVersion", "")), str((body.get("metadata") or {}).get("namespace", "")))
+    return (source.get("component", ""), source.get("host", ""), involved.get("kind", ""),
+            involved.get("namespace", ""), involved.get("name", ""), involved.get("uid", ""),
+            involved.get("apiVersion", ""), (body.get("metadata") or {}).get("namespace", ""))
 
 
-def spam_key(body: dict) -> tuple[str, ...]:
+def spam_key(body: dict) -> bytes:
     """Who reports about which object: the spam filter's bucket."""
-    return _source_and_object(body)
+    return _digest("spam", *_source_and_object(body))
 
 
-def event_key(body: dict) -> tuple[str, ...]:
+def event_key(body: dict) -> bytes:
     """What makes two occurrences the same Event (its resourceVersion is deliberately not part of it)."""
     involved = body.get("involvedObject") or {}
-    return (*_source_and_object(body), str(involved.get("fieldPath", "")), str(body.get("type", "")),
-            str(body.get("reason", "")), str(body.get("message", "")))
+    return _digest("event", *_source_and_object(body), involved.get("fieldPath", ""), body.get("type", ""),
+                   body.get("reason", ""), body.get("message", ""))
 
 
-def aggregate_key(body: dict) -> tuple[str, ...]:
+def aggregate_key(body: dict) -> bytes:
     """The same Event up to its message: occurrences counted towards aggregation."""
-    return ("aggregate", *_source_and_object(body), str(body.get("type", "")), str(body.get("reason", "")),
-            str(body.get("reportingComponent", "")), str(body.get("reportingInstance", "")))
+    return _digest("aggregate", *_source_and_object(body), body.get("type", ""), body.get("reason", ""),
+                   body.get("reportingComponent", ""), body.get("reportingInstance", ""))
 
 
 # --- bounded state -----------------------------------------------------------------------------------------------
@@ -122,11 +132,17 @@ class LRU(Generic[K, V]):
         while len(self._items) > self.size:
             self._items.popitem(last=False)
 
+    def prune(self, stale: Callable[[V], bool]) -> None:
+        """Forget entries from the least recently used end while ``stale`` says they can no longer matter, so a
+        quiet process holds little rather than a full cache."""
+        while self._items and stale(next(iter(self._items.values()))):
+            self._items.popitem(last=False)
+
     def __len__(self) -> int:
         return len(self._items)
 
 
-@dataclass
+@dataclass(slots=True)
 class TokenBucket:
     """``burst`` tokens, refilled continuously at ``rate`` per second; taking one is allowed while one is left."""
 
@@ -144,16 +160,21 @@ class TokenBucket:
         return True
 
 
-@dataclass
+@dataclass(slots=True)
 class Series:
     """One Event on the server (or about to be): its first body and what later occurrences changed.
 
-    ``created`` says whether the server has it (so the next send is a PATCH, not a POST); ``queued`` that a send
-    is owed or in flight (so another occurrence only bumps the count); ``sent_count`` the count the server last
-    accepted. The recorder owns these three; the correlator only counts.
+    The first body is kept as a JSON string, a quarter of the dict's memory (a full cache of 4096 series costs
+    about 7 MB; orjson's own bytes would keep its 4 KiB buffer each, hence the ``decode``). ``created`` says
+    whether the server has it (so the next send is a PATCH, not a POST); ``queued`` that a send is owed or in
+    flight (so another occurrence only bumps the count); ``sent_count`` the count the server last accepted. The
+    recorder owns these three; the correlator only counts.
     """
 
-    body: dict
+    raw: str
+    name: str
+    namespace: str
+    spam_key: bytes
     count: int
     last_timestamp: str
     message: str
@@ -164,7 +185,9 @@ class Series:
 
     @classmethod
     def start(cls, body: dict, now: float) -> Series:
-        return cls(body=body, count=int(body.get("count") or 1), last_timestamp=body["lastTimestamp"],
+        metadata = body["metadata"]
+        return cls(raw=orjson.dumps(body).decode(), name=metadata["name"], namespace=metadata["namespace"],
+                   spam_key=spam_key(body), count=int(body.get("count") or 1), last_timestamp=body["lastTimestamp"],
                    message=body["message"], last_seen=now)
 
     def repeat(self, body: dict, now: float) -> None:
@@ -174,12 +197,9 @@ class Series:
         self.last_seen = now
 
     @property
-    def name(self) -> str:
-        return self.body["metadata"]["name"]
-
-    @property
-    def namespace(self) -> str:
-        return self.body["metadata"]["namespace"]
+    def body(self) -> dict:
+        """The first occurrence's body."""
+        return orjson.loads(self.raw)
 
     @property
     def unsent(self) -> bool:
@@ -194,9 +214,9 @@ class Series:
         return {"count": self.count, "lastTimestamp": self.last_timestamp, "message": self.message}
 
 
-@dataclass
+@dataclass(slots=True)
 class _Aggregate:
-    messages: set[str] = field(default_factory=set)
+    messages: set[bytes] = field(default_factory=set)  # digests of the distinct messages seen
     last_seen: float = 0.0
 
 
@@ -211,12 +231,13 @@ class Correlator:
         self.max_messages = max_messages
         self.burst = burst
         self.refill = refill
-        self._series: LRU[tuple[str, ...], Series] = LRU(cache_size)
-        self._aggregates: LRU[tuple[str, ...], _Aggregate] = LRU(cache_size)
-        self._buckets: LRU[tuple[str, ...], TokenBucket] = LRU(cache_size)
+        self._series: LRU[bytes, Series] = LRU(cache_size)
+        self._aggregates: LRU[bytes, _Aggregate] = LRU(cache_size)
+        self._buckets: LRU[bytes, TokenBucket] = LRU(cache_size)
 
     def observe(self, body: dict, now: float) -> Series:
         """Count one occurrence; returns the series (the Event on the server) it belongs to."""
+        self._prune(now)
         body, key = self._aggregate(body, now)
         series = self._series.get(key)
         if series is None or now - series.last_seen > self.window:
@@ -229,14 +250,23 @@ class Correlator:
     def allow(self, series: Series, now: float) -> bool:
         """The spam filter: may a request about this series' object be made now? Asked only when a request would
         be made (an occurrence folded into a queued send costs no request, so it takes no token)."""
-        key = spam_key(series.body)
+        key = series.spam_key
         bucket = self._buckets.get(key)
         if bucket is None:
             bucket = TokenBucket(float(self.burst), self.refill, float(self.burst), now)
             self._buckets.put(key, bucket)
         return bucket.take(now)
 
-    def _aggregate(self, body: dict, now: float) -> tuple[dict, tuple[str, ...]]:
+    def _prune(self, now: float) -> None:
+        """Series and aggregates quiet for longer than the window start afresh anyway; a bucket untouched for as
+        long as a full refill takes is as good as a new one."""
+        horizon = now - self.window
+        self._series.prune(lambda series: series.last_seen < horizon)
+        self._aggregates.prune(lambda record: record.last_seen < horizon)
+        refill_time = self.burst / self.refill if self.refill > 0 else float("inf")
+        self._buckets.prune(lambda bucket: now - bucket.stamp > refill_time)
+
+    def _aggregate(self, body: dict, now: float) -> tuple[dict, bytes]:
         """The body and series key this occurrence counts under: its own, or the combined Event of its reason."""
         key = aggregate_key(body)
         record = self._aggregates.get(key)
@@ -244,10 +274,11 @@ class Correlator:
             record = _Aggregate()
             self._aggregates.put(key, record)
         record.last_seen = now
-        record.messages.add(body["message"])
+        message = _digest(body["message"])
+        record.messages.add(message)
         if len(record.messages) < self.max_messages:
             return body, event_key(body)
-        record.messages.discard(body["message"])  # keep the set bounded, as client-go does
+        record.messages.discard(message)  # keep the set bounded, as client-go does
         involved_name = (body.get("involvedObject") or {}).get("name")
         combined = {**body, "metadata": {**body["metadata"], "name": _fresh_name(involved_name)},
                     "message": (COMBINED_PREFIX + body["message"])[:MESSAGE_LIMIT]}

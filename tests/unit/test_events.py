@@ -180,3 +180,12 @@ def test_correlator_state_is_bounded() -> None:
     for i in range(100):
         correlator.observe(body(obj={**CLAIM, "metadata": {**CLAIM["metadata"], "name": f"c{i}"}}), i)
     assert len(correlator._series) == 10 and len(correlator._aggregates) == 10
+
+
+def test_quiet_entries_are_forgotten() -> None:
+    correlator = Correlator()
+    for i in range(50):
+        correlator.observe(body(obj={**CLAIM, "metadata": {**CLAIM["metadata"], "name": f"c{i}"}}), i)
+    correlator.observe(body(), 50 + 2 * WINDOW_SECONDS)
+    assert len(correlator._series) == 1 and len(correlator._aggregates) == 1
+
