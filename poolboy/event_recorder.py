@@ -214,7 +214,8 @@ class Recorder:
 
 def _describe(body: dict) -> str:
     involved = body.get("involvedObject") or {}
-    return f"{involved.get('kind')} {involved.get('namespace') or ''}/{involved.get('name')}".replace(" /", " ")
+    where = "/".join(str(part) for part in (involved.get("namespace"), involved.get("name")) if part)
+    return f"{involved.get('kind')} {where}"
 
 
 # --- the process's recorder --------------------------------------------------------------------------------------

@@ -14,8 +14,9 @@ off the reconcile's thread. The semantics are client-go's ``tools/record`` ones,
   from the :data:`AGGREGATE_MAX_EVENTS`-th distinct message on, they go into one "(combined from similar events)"
   Event carrying the latest message, so an object whose messages vary (a count, a name) cannot flood the API.
 * **Spam filter (client-go's EventSourceObjectSpamFilter).** A token bucket per source and involved object:
-  :data:`SPAM_BURST` Events, refilled at one per five minutes. An occurrence beyond it is not sent, but still
-  counted in its series, so the next one that is sent carries the full count.
+  :data:`SPAM_BURST` requests, refilled at one per five minutes (an occurrence folded into a send already owed
+  takes none). An occurrence beyond it is not sent, but still counted in its series, so the next request about
+  that Event carries the full count.
 """
 
 from __future__ import annotations
