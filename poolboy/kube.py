@@ -15,10 +15,8 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -28,6 +26,7 @@ import urllib3
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 
+from poolboy import event_recorder, events
 from poolboy.observability import observe_api_request, observe_write
 from poolboy.settings import Settings
 
@@ -38,6 +37,8 @@ T = TypeVar("T")
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
+#: how long :meth:`KubeClient.close` waits for queued Events
+CLOSE_FLUSH_SECONDS = 5.0
 
 
 # --- errors ------------------------------------------------------------------------------------------------------
@@ -258,6 +259,7 @@ class KubeClient:
         return cls(k8s_client.ApiClient(configuration), settings)
 
     def close(self) -> None:
+        event_recorder.flush(CLOSE_FLUSH_SECONDS)  # a clean stop does not lose the Events it just emitted
         self.api_client.close()
 
     # --- transport -------------------------------------------------------------------------------------------
@@ -547,31 +549,19 @@ class KubeClient:
 
     def emit_event(self, obj: dict, reason: str, message: str, *, type: str = "Normal", action: str | None = None,
                    component: str = "poolboy") -> None:
-        """Record a core/v1 Event about ``obj``. Never raises: an Event is worth less than the reconcile."""
+        """Record a core/v1 Event about ``obj`` without waiting for the API: :mod:`poolboy.event_recorder` sends
+        it from a background thread, aggregated as client-go does. Never raises: an Event is worth less than the
+        reconcile."""
         try:
-            self.create(self._event_body(obj, reason, message, type, action, component))
+            event_recorder.record(self, self._event_body(obj, reason, message, type, action, component))
         except Exception as error:
             log.warning("could not emit event %s for %s/%s: %s", reason, obj.get("kind"),
                         (obj.get("metadata") or {}).get("name"), error)
 
     def _event_body(self, obj: dict, reason: str, message: str, type: str, action: str | None,
                     component: str) -> dict:
-        metadata = obj.get("metadata") or {}
-        namespace = metadata.get("namespace") or self.settings.operator_namespace
-        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        involved = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "name": metadata.get("name"),
-                    "namespace": metadata.get("namespace"), "uid": metadata.get("uid"),
-                    "resourceVersion": metadata.get("resourceVersion")}
-        return {
-            "apiVersion": "v1", "kind": "Event",
-            "metadata": {"name": f"{metadata.get('name', 'object')}.{uuid.uuid4().hex[:16]}", "namespace": namespace},
-            "involvedObject": {k: v for k, v in involved.items() if v},
-            "reason": reason, "message": message[:1024], "type": type,
-            "action": action or reason,
-            "source": {"component": component},
-            "reportingComponent": component, "reportingInstance": os.environ.get("HOSTNAME", component),
-            "firstTimestamp": now, "lastTimestamp": now, "count": 1,
-        }
+        return events.event_body(obj, reason, message, type=type, action=action, component=component,
+                                 default_namespace=self.settings.operator_namespace)
 
 
 def _lines(response: Any) -> Iterator[bytes]:

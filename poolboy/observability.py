@@ -2,7 +2,8 @@
 
 :mod:`poolboy.kube` reports every API request here (the engine or the watcher registers a Prometheus callback with
 :func:`on_api_request`) and every successful write (:func:`on_write`: the engine records its own writes so the
-watcher can drop their events). With no callback registered, reporting costs one empty loop.
+watcher can drop their events) and what became of every Kubernetes Event (:func:`on_event`). With no callback
+registered, reporting costs one empty loop.
 """
 
 from __future__ import annotations
@@ -53,6 +54,19 @@ api_requests: Hook[ApiRequestCallback] = Hook("api request")
 on_api_request = api_requests.register
 remove_api_request_callback = api_requests.remove
 observe_api_request = api_requests.fire
+
+
+# --- Kubernetes Events ------------------------------------------------------------------------------------------
+
+EventCallback = Callable[[str, str], None]
+
+#: ``callback(outcome, detail)`` from :mod:`poolboy.event_recorder`: ``sent`` (``create`` | ``patch``, per request),
+#: ``aggregated`` (``coalesced``: an occurrence folded into a send already owed) or ``dropped`` (``spam`` |
+#: ``queue_full`` | ``error``)
+event_outcomes: Hook[EventCallback] = Hook("event")
+on_event = event_outcomes.register
+remove_event_callback = event_outcomes.remove
+observe_event = event_outcomes.fire
 
 
 # --- writes ------------------------------------------------------------------------------------------------------

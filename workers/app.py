@@ -1,7 +1,8 @@
 """The Celery app: ``celery -A workers.app`` (or ``poolboy worker`` / ``poolboy beat``).
 
 Configuration comes from :class:`Settings` read from the environment once per process. Signals wire the metrics
-endpoint into the worker *parent* (before the pool forks) and clean up per-child metric files.
+endpoint into the worker *parent* (before the pool forks), send a pool child's queued Events before it exits, and
+clean up per-child metric files.
 """
 
 from __future__ import annotations
@@ -36,6 +37,14 @@ def _start_metrics(**_: object) -> None:
     metrics.install_api_hook()
     if settings.metrics_port:
         metrics.serve(settings.metrics_port, settings.redis_url)
+
+
+@worker_process_shutdown.connect
+def _flush_events(**_: object) -> None:
+    """A pool child exits without running ``atexit`` handlers: send the Events it queued before it goes."""
+    from poolboy import event_recorder
+
+    event_recorder.flush(event_recorder.EXIT_FLUSH_SECONDS)
 
 
 @worker_process_shutdown.connect

@@ -38,17 +38,25 @@ RETRY_DELAY = Histogram("poolboy_retry_delay_seconds", "Backoff chosen after a t
                         buckets=(0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300))
 REST_REQUESTS = Counter("rest_client_requests_total", "Kubernetes API requests by status code (0 = network error)",
                         ["code", "method"])
+EVENTS = Counter("poolboy_events_total", "Kubernetes Events: sent (create|patch requests), aggregated (coalesced "
+                 "into a send already owed), dropped (spam|queue_full|error)", ["outcome", "detail"])
 
 
 def observe_api_request(method: str, code: int) -> None:
     REST_REQUESTS.labels(code=str(code), method=method.upper()).inc()
 
 
+def observe_event(outcome: str, detail: str) -> None:
+    EVENTS.labels(outcome=outcome, detail=detail).inc()
+
+
 def install_api_hook() -> None:
-    """Count every request :mod:`poolboy.kube` makes (it reports through :mod:`poolboy.observability`)."""
-    from poolboy.observability import on_api_request
+    """Count every request :mod:`poolboy.kube` makes and what became of every Event it was asked to record (both
+    report through :mod:`poolboy.observability`)."""
+    from poolboy.observability import on_api_request, on_event
 
     on_api_request(observe_api_request)
+    on_event(observe_event)
 
 
 class RedisStateCollector(Collector):

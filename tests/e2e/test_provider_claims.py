@@ -117,7 +117,8 @@ def test_missing_provider_is_reported_then_the_claim_recovers_when_it_appears(st
                             message="ProviderNotFound")
     assert condition(claim, "Synced")["status"] == "False"
     assert "p-later" in condition(claim, "Synced")["message"]
-    assert any(e.reason == "ProviderNotFound" and e.type == "Warning" for e in user.events(ns, "c"))
+    wait_for(lambda: any(e.reason == "ProviderNotFound" and e.type == "Warning" for e in user.events(ns, "c")),
+             timeout=10, message="ProviderNotFound Warning Event")
 
     user.provider("p-later", config_map_provider(ns))
     claim = user.wait_bound(ns, "c", timeout=6)

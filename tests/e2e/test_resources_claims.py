@@ -100,12 +100,13 @@ def config_map_provider(namespace: str, **spec: Any) -> dict[str, Any]:
 
 
 def claim_writes(user: User, namespace: str) -> tuple[int, int, int]:
-    """(claim reads, claim and handle writes, events created) the API has served for ``namespace`` so far."""
+    """(claim reads, claim and handle writes, Event creates and patches) the API has served for ``namespace`` so
+    far."""
     reads = writes = events = 0
     for item in user.api_counters()["items"]:
         if item["namespace"] != namespace and not (item["namespace"] == NS and "resourcehandles" in item["resource"]):
             continue
-        if item["resource"] == "events" and item["verb"] == "create":
+        if item["resource"] == "events" and item["verb"] in ("create", "patch"):
             events += item["count"]
         elif item["resource"].startswith("resourceclaims") and item["verb"] == "get":
             reads += item["count"]

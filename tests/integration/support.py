@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, TypeVar
 
-from poolboy import keys
+from poolboy import event_recorder, keys
 from poolboy.context import Context, utcnow
 from poolboy.kube import KubeClient
 from poolboy.result import PermanentError, Result
@@ -60,7 +60,9 @@ class KubeEnv:
         return self.kube.list(self.api, "ResourceHandle", self.op, label_selector=selector)
 
     def events_in(self, namespace: str, name: str) -> list[dict[str, Any]]:
-        """Events in ``namespace`` about the object called ``name``."""
+        """Events in ``namespace`` about the object called ``name``, once every Event emitted so far is sent
+        (reconcilers emit them without waiting)."""
+        assert event_recorder.flush(10), "queued Events not sent within 10 s"
         return [e for e in self.kube.list("v1", "Event", namespace)
                 if (e.get("involvedObject") or {}).get("name") == name]
 

@@ -155,7 +155,7 @@ def test_handle_side_error_is_shown_on_the_claim_with_one_event_and_clears_when_
     assert (synced["status"], synced["reason"]) == ("False", "InvalidDefinition")
     assert "no apiVersion or kind" in synced["message"]
     env.converge("c")
-    assert [e["type"] for e in env.events("c") if e["reason"] == "InvalidDefinition"] == ["Warning"]
+    assert [(e["type"], e["count"]) for e in env.events("c") if e["reason"] == "InvalidDefinition"] == [("Warning", 1)]
 
     claim = env.get_claim("c")
     claim["spec"]["resources"][0]["template"].update({"apiVersion": "v1", "kind": "ConfigMap"})

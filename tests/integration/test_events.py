@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
+from poolboy import event_recorder
 from tests.integration.test_claim_support import ClaimEnv, env_fixture, ts  # noqa: F401 - env_fixture provides "env"
 
 
@@ -26,15 +27,24 @@ def core(devcluster) -> Iterator[client.CoreV1Api]:
     api_client.close()
 
 
+def sent_events(core: client.CoreV1Api, namespace: str) -> list[Any]:
+    """The Events in ``namespace`` once every Event emitted so far is sent (reconcilers emit without waiting)."""
+    assert event_recorder.flush(10), "queued Events not sent within 10 s"
+    return core.list_namespaced_event(namespace).items
+
+
 def reasons(core: client.CoreV1Api, namespace: str, kind: str, name: str) -> Counter[str]:
-    """How many Events of each reason exist about ``kind/name`` (read through the official client)."""
-    events = core.list_namespaced_event(namespace).items
-    return Counter(e.reason for e in events
-                   if e.involved_object.kind == kind and e.involved_object.name == name)
+    """How many times each reason was reported about ``kind/name`` (read through the official client). Repeats
+    are aggregated into one Event's ``count``, so occurrences are counted, not Event objects."""
+    found: Counter[str] = Counter()
+    for e in sent_events(core, namespace):
+        if e.involved_object.kind == kind and e.involved_object.name == name:
+            found[e.reason] += e.count or 1
+    return found
 
 
 def events_of(core: client.CoreV1Api, namespace: str, kind: str, name: str, reason: str) -> list[Any]:
-    return [e for e in core.list_namespaced_event(namespace).items
+    return [e for e in sent_events(core, namespace)
             if e.involved_object.kind == kind and e.involved_object.name == name and e.reason == reason]
 
 
@@ -72,7 +82,7 @@ def test_created_claim_and_its_handle_get_one_event_per_transition(env: ClaimEnv
     env.converge("c")
     env.converge("c")
     changed = events_of(core, env.ns, "ResourceClaim", "c", "Lifespan end changed")
-    assert len(changed) == 1 and changed[0].action == "LifespanChange" and end in changed[0].message
+    assert [e.count for e in changed] == [1] and changed[0].action == "LifespanChange" and end in changed[0].message
 
     # deletion: the claim says so once, the handle reports the resource it deleted
     env.kube.delete(env.api, "ResourceClaim", "c", env.ns)
@@ -80,7 +90,7 @@ def test_created_claim_and_its_handle_get_one_event_per_transition(env: ClaimEnv
     assert env.get_claim("c") is None and env.get_handle(handle) is None
     assert reasons(core, env.ns, "ResourceClaim", "c")["Deleted"] == 1
     deleted = events_of(core, env.op, "ResourceHandle", handle, "ResourceDeleted")
-    assert [e.message for e in deleted] == [f"Deleted ConfigMap {env.ns}/{configmap}"]
+    assert [(e.message, e.count) for e in deleted] == [(f"Deleted ConfigMap {env.ns}/{configmap}", 1)]
 
 
 def test_binding_a_pool_handle_is_an_event_on_both_sides(env: ClaimEnv, core: client.CoreV1Api) -> None:
@@ -101,7 +111,7 @@ def test_validation_failure_is_one_warning_until_it_changes(env: ClaimEnv, core:
     env.converge("c")
     env.converge("c")
     warnings = events_of(core, env.ns, "ResourceClaim", "c", "ValidationFailed")
-    assert len(warnings) == 1 and warnings[0].type == "Warning"
+    assert [e.count for e in warnings] == [1] and warnings[0].type == "Warning"
     assert "Validation check failed: a-is-2" in warnings[0].message
 
 

@@ -1,0 +1,265 @@
+"""Kubernetes Events off the critical path: client-go's EventBroadcaster, one per process.
+
+:meth:`KubeClient.emit_event <poolboy.kube.KubeClient.emit_event>` hands the Event body to :func:`record`, which
+returns at once: the occurrence is counted by the :class:`~poolboy.events.Correlator` and, when a request is owed,
+put on a bounded in-process queue that a few daemon threads drain. An Event is worth less than the reconcile that
+reports it, so a bind never waits for one, and a slow or failing API server costs Events, never reconciles.
+
+What a sending thread does with a series (see :mod:`poolboy.events`): POST it the first time, PATCH ``count``,
+``lastTimestamp`` and ``message`` afterwards. Occurrences that arrive while a send is queued or in flight are folded
+into it (one request carries them all); if some arrived during the request itself, the series is sent once more.
+A PATCH answered 404 (the Event expired) becomes a create; a create answered 409 AlreadyExists (an earlier attempt
+succeeded but its answer was lost) becomes a PATCH. Transient errors (5xx, 429, network) are retried with jittered
+exponential backoff, never sooner than the server's Retry-After, up to :data:`MAX_ATTEMPTS`; then the request is
+dropped and counted. Everything is reported through :func:`poolboy.observability.observe_event`.
+
+Processes: the recorder is created lazily on the first Event *in the process that emits it*, so a Celery prefork
+child builds its own after the fork and never uses its parent's threads (:func:`os.register_at_fork` forgets the
+parent's recorder in the child, and the process id is checked as well). :func:`flush` waits until everything
+queued has been sent or dropped; it runs at interpreter exit (``atexit``), when a worker child shuts down
+(``workers/app.py``), and in tests before they read Events.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+import tenacity
+
+from poolboy.events import Correlator, Series
+from poolboy.observability import observe_event
+
+log = logging.getLogger(__name__)
+
+QUEUE_SIZE = 1000
+#: sending threads: with 10 ms of API latency one thread sends about 85 Events/s, less than a burst of binds emits
+SENDERS = 4
+#: attempts per request before it is dropped (client-go makes 12, ten seconds apart)
+MAX_ATTEMPTS = 8
+BACKOFF_BASE = 0.2
+BACKOFF_MAX = 10.0
+#: how long a clean exit waits for queued Events
+EXIT_FLUSH_SECONDS = 5.0
+
+SENT, AGGREGATED, DROPPED = "sent", "aggregated", "dropped"
+
+
+class EventSink(Protocol):
+    """Where Events go: :class:`poolboy.kube.KubeClient` (its errors carry ``status``, ``reason``, ``transient`` and
+    ``retry_after``, which is all this module reads of them, so it does not import the client)."""
+
+    def create(self, body: dict) -> dict: ...
+
+    def patch_merge(self, api_version: str, kind: str, name: str, namespace: str | None, patch: dict) -> dict: ...
+
+
+@dataclass
+class _Item:
+    sink: EventSink
+    series: Series
+
+
+def _is_transient(error: BaseException) -> bool:
+    return bool(getattr(error, "transient", False))
+
+
+def _is_status(error: BaseException, status: int, reason: str | None = None) -> bool:
+    return getattr(error, "status", None) == status and (reason is None or getattr(error, "reason", None) == reason)
+
+
+Wait = Callable[[tenacity.RetryCallState], float]
+
+
+class Recorder:
+    """The queue, the correlator and the sending threads of one process. Thread-safe."""
+
+    def __init__(self, correlator: Correlator | None = None, *, queue_size: int = QUEUE_SIZE, senders: int = SENDERS,
+                 attempts: int = MAX_ATTEMPTS, backoff: Wait | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.pid = os.getpid()
+        self.queue_size = queue_size
+        self.senders = senders
+        self.attempts = attempts
+        self._backoff: Wait = backoff or tenacity.wait_random_exponential(multiplier=BACKOFF_BASE, max=BACKOFF_MAX)
+        self._clock = clock
+        self._correlator = correlator or Correlator()
+        self._queue: deque[_Item] = deque()
+        self._busy = 0
+        self._cond = threading.Condition()
+        self._threads: list[threading.Thread] = []
+
+    # --- the emitting side (any thread; never blocks on the API) -----------------------------------------------
+
+    def record(self, sink: EventSink, body: dict) -> None:
+        """Count one occurrence of ``body`` and owe the API a request for it unless one is already owed."""
+        outcome = self._enqueue(sink, body)
+        if outcome is not None:
+            observe_event(*outcome)
+
+    def _enqueue(self, sink: EventSink, body: dict) -> tuple[str, str] | None:
+        """None when a request was queued (its outcome is reported when it is sent), else what became of it."""
+        with self._cond:
+            now = self._clock()
+            series = self._correlator.observe(body, now)
+            if series.queued:
+                return AGGREGATED, "coalesced"
+            if not self._correlator.allow(series, now):
+                return DROPPED, "spam"
+            if len(self._queue) >= self.queue_size:
+                log.warning("event queue full (%d): dropped %s %s", self.queue_size, body.get("reason"),
+                            _describe(body))
+                return DROPPED, "queue_full"
+            series.queued = True
+            self._queue.append(_Item(sink, series))
+            self._start_senders()
+            self._cond.notify_all()
+        return None
+
+    def _start_senders(self) -> None:
+        """On the first Event of the process (so in a prefork child, after the fork). Several senders never work
+        on one series at once: a series is in the queue at most once, and queued again only after its send."""
+        while len(self._threads) < self.senders:
+            thread = threading.Thread(target=self._run, name=f"poolboy-events-{len(self._threads)}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def pending(self) -> int:
+        """Requests owed: queued or in flight."""
+        with self._cond:
+            return len(self._queue) + self._busy
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every queued Event has been sent or dropped; False if ``timeout`` seconds passed first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while self._queue or self._busy:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._cond.wait(remaining)
+        return True
+
+    # --- the sending threads -----------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue:
+                    self._cond.wait()
+                item = self._queue.popleft()
+                self._busy += 1
+            outcome = self._deliver(item)
+            with self._cond:
+                self._busy -= 1
+                if outcome[0] == SENT and item.series.unsent:
+                    self._queue.append(item)  # occurrences arrived during the request: one more send carries them
+                else:
+                    item.series.queued = False
+                self._cond.notify_all()
+            observe_event(*outcome)
+
+    def _deliver(self, item: _Item) -> tuple[str, str]:
+        retrying = tenacity.Retrying(retry=tenacity.retry_if_exception(_is_transient),
+                                     stop=tenacity.stop_after_attempt(self.attempts), wait=self._wait, reraise=True)
+        try:
+            return SENT, retrying(self._send, item)
+        except Exception as error:
+            series = item.series
+            log.warning("dropped Event %s about %s: %s", series.body.get("reason"), _describe(series.body), error)
+            return DROPPED, "error"
+
+    def _wait(self, state: tenacity.RetryCallState) -> float:
+        """The jittered backoff, but never sooner than the server asked (429/503 Retry-After), within the cap."""
+        chosen = self._backoff(state)
+        error = state.outcome.exception() if state.outcome is not None else None
+        retry_after = getattr(error, "retry_after", None)
+        return max(chosen, min(float(retry_after), BACKOFF_MAX)) if retry_after else chosen
+
+    def _send(self, item: _Item) -> str:
+        """One attempt: PATCH a series the server has, POST one it has not. Returns the verb that succeeded."""
+        series = item.series
+        with self._cond:
+            created, count, body, patch = series.created, series.count, series.create_body(), series.patch()
+        verb = "patch" if created else "create"
+        try:
+            if created:
+                self._patch(item, patch)
+            else:
+                item.sink.create(body)
+        except Exception as error:
+            if created and _is_status(error, 404):
+                item.sink.create(body)  # the Event expired or was deleted: start it again under the same name
+                verb = "create"
+            elif not created and _is_status(error, 409, "AlreadyExists"):
+                self._patch(item, patch)  # an earlier attempt created it; its answer was lost
+                verb = "patch"
+            else:
+                raise
+        with self._cond:
+            series.created = True
+            series.sent_count = count
+        return verb
+
+    def _patch(self, item: _Item, patch: dict) -> None:
+        item.sink.patch_merge("v1", "Event", item.series.name, item.series.namespace, patch)
+
+
+def _describe(body: dict) -> str:
+    involved = body.get("involvedObject") or {}
+    where = "/".join(str(part) for part in (involved.get("namespace"), involved.get("name")) if part)
+    return f"{involved.get('kind')} {where}"
+
+
+# --- the process's recorder --------------------------------------------------------------------------------------
+
+_lock = threading.Lock()
+_current: Recorder | None = None
+
+
+def recorder() -> Recorder:
+    """This process's recorder, created on first use (so after a fork, in the child)."""
+    global _current
+    current = _current
+    if current is not None and current.pid == os.getpid():
+        return current
+    with _lock:
+        if _current is None or _current.pid != os.getpid():
+            _current = Recorder()
+        return _current
+
+
+def record(sink: EventSink, body: dict) -> None:
+    """Record an Event without waiting for the API (see the module docstring)."""
+    recorder().record(sink, body)
+
+
+def flush(timeout: float | None = 10.0) -> bool:
+    """Wait until this process's queued Events are sent or dropped; False on timeout. True when there are none."""
+    current = _current
+    if current is None or current.pid != os.getpid():
+        return True
+    return current.flush(timeout)
+
+
+def _forget_in_child() -> None:
+    """After a fork the child must not touch the parent's queue, lock or (absent) threads: start afresh."""
+    global _current, _lock
+    _current = None
+    _lock = threading.Lock()
+
+
+def _flush_at_exit() -> None:
+    if not flush(EXIT_FLUSH_SECONDS):
+        log.warning("exiting with %d Event request(s) unsent", _current.pending() if _current else 0)
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
+atexit.register(_flush_at_exit)

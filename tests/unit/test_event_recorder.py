@@ -1,0 +1,203 @@
+"""The Event recorder's sending side against an in-memory sink: folding occurrences into one request, retries
+of transient errors, dropping after the last attempt, 404/409 recovery, the bounded queue, flush, and a fresh
+recorder in a forked child. (Against a real API server: tests/integration/test_event_recorder.py.)"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+
+import pytest
+import tenacity
+
+from poolboy import event_recorder, observability
+from poolboy.event_recorder import Recorder
+from poolboy.events import Correlator, event_body
+
+OBJ = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "ns", "uid": "u"}}
+
+
+class FakeError(Exception):
+    def __init__(self, status: int, reason: str = "", transient: bool = False, retry_after: float | None = None):
+        super().__init__(f"{status} {reason}")
+        self.status, self.reason, self.transient, self.retry_after = status, reason, transient, retry_after
+
+
+class Sink:
+    """Records (verb, name, count) of every attempt; ``fail`` yields the error to raise per attempt (or None);
+    ``gate``, when set, holds every request until it is set."""
+
+    def __init__(self, fail: Iterator[Exception | None] | None = None) -> None:
+        self.attempts: list[tuple[str, str, int]] = []
+        self.fail = fail
+        self.gate: threading.Event | None = None
+        self.entered = threading.Event()
+
+    def _attempt(self, verb: str, name: str, count: int) -> dict:
+        self.attempts.append((verb, name, count))
+        self.entered.set()
+        if self.gate is not None:
+            assert self.gate.wait(10)
+        error = next(self.fail, None) if self.fail is not None else None
+        if error is not None:
+            raise error
+        return {}
+
+    def create(self, body: dict) -> dict:
+        return self._attempt("create", body["metadata"]["name"], body["count"])
+
+    def patch_merge(self, api_version: str, kind: str, name: str, namespace: str | None, patch: dict) -> dict:
+        assert (api_version, kind, namespace) == ("v1", "Event", "ns")
+        return self._attempt("patch", name, patch["count"])
+
+
+@pytest.fixture()
+def outcomes() -> Iterator[list[tuple[str, str]]]:
+    seen: list[tuple[str, str]] = []
+    callback = observability.on_event(lambda outcome, detail: seen.append((outcome, detail)))
+    yield seen
+    observability.remove_event_callback(callback)
+
+
+def recorder(**kwargs) -> Recorder:
+    return Recorder(backoff=tenacity.wait_none(), **kwargs)
+
+
+def emit(rec: Recorder, sink: Sink, reason: str = "Bound", message: str = "m") -> None:
+    rec.record(sink, event_body(OBJ, reason, message, default_namespace="op"))
+
+
+def verbs(sink: Sink) -> list[tuple[str, int]]:
+    return [(verb, count) for verb, _, count in sink.attempts]
+
+
+def test_occurrences_during_a_send_are_folded_into_one_more_request(outcomes) -> None:
+    rec, sink = recorder(), Sink()
+    sink.gate = threading.Event()
+    emit(rec, sink)
+    assert sink.entered.wait(10)  # the create is in flight
+    for _ in range(4):
+        emit(rec, sink)
+    assert outcomes == [("aggregated", "coalesced")] * 4
+    sink.gate.set()
+    assert rec.flush(10)
+    assert verbs(sink) == [("create", 1), ("patch", 5)]
+    assert len({name for _, name, _ in sink.attempts}) == 1
+    assert outcomes[4:] == [("sent", "create"), ("sent", "patch")]
+
+
+def test_repeats_after_a_send_patch_the_same_event() -> None:
+    rec, sink = recorder(), Sink()
+    for _ in range(3):
+        emit(rec, sink)
+        assert rec.flush(10)
+    assert verbs(sink) == [("create", 1), ("patch", 2), ("patch", 3)]
+
+
+def test_different_reasons_are_separate_creates() -> None:
+    rec, sink = recorder(), Sink()
+    emit(rec, sink, "A")
+    emit(rec, sink, "B")
+    assert rec.flush(10)
+    assert verbs(sink) == [("create", 1), ("create", 1)] and sink.attempts[0][1] != sink.attempts[1][1]
+
+
+def test_transient_errors_are_retried_until_sent(outcomes) -> None:
+    rec = recorder()
+    sink = Sink(iter([FakeError(500, transient=True), FakeError(429, transient=True), None]))
+    emit(rec, sink)
+    assert rec.flush(10)
+    assert verbs(sink) == [("create", 1)] * 3 and outcomes == [("sent", "create")]
+
+
+def test_after_the_last_attempt_the_request_is_dropped_and_the_next_one_carries_the_count(outcomes) -> None:
+    rec = recorder(attempts=3)
+    sink = Sink(iter([FakeError(503, transient=True)] * 3))
+    emit(rec, sink)
+    assert rec.flush(10)
+    assert verbs(sink) == [("create", 1)] * 3 and outcomes == [("dropped", "error")]
+    emit(rec, sink)  # the server never got the Event: create it, with both occurrences
+    assert rec.flush(10)
+    assert verbs(sink)[-1] == ("create", 2) and outcomes[-1] == ("sent", "create")
+
+
+def test_permanent_errors_are_not_retried(outcomes) -> None:
+    rec, sink = recorder(), Sink(iter([FakeError(403, "Forbidden")]))
+    emit(rec, sink)
+    assert rec.flush(10)
+    assert verbs(sink) == [("create", 1)] and outcomes == [("dropped", "error")]
+
+
+def test_a_patch_of_an_expired_event_creates_it_again() -> None:
+    rec = recorder()
+    sink = Sink(iter([None, FakeError(404, "NotFound"), None]))
+    emit(rec, sink)
+    assert rec.flush(10)
+    emit(rec, sink)
+    assert rec.flush(10)
+    assert verbs(sink) == [("create", 1), ("patch", 2), ("create", 2)]
+
+
+def test_a_create_that_already_happened_becomes_a_patch() -> None:
+    rec = recorder()
+    # the first answer is lost (network), the retry finds the Event there
+    sink = Sink(iter([FakeError(0, "ConnectionReset", transient=True), FakeError(409, "AlreadyExists"), None]))
+    emit(rec, sink)
+    assert rec.flush(10)
+    assert verbs(sink) == [("create", 1), ("create", 1), ("patch", 1)]
+
+
+def test_wait_honours_retry_after_within_the_cap() -> None:
+    rec = recorder()
+
+    def state_after(error: Exception) -> tenacity.RetryCallState:
+        state = tenacity.RetryCallState(None, None, (), {})
+        state.set_exception((type(error), error, None))
+        return state
+
+    assert rec._wait(state_after(FakeError(429, transient=True, retry_after=3))) == 3
+    assert rec._wait(state_after(FakeError(429, transient=True, retry_after=3600))) == event_recorder.BACKOFF_MAX
+    assert rec._wait(state_after(FakeError(500, transient=True))) == 0
+
+
+def test_a_full_queue_drops_and_counts(outcomes) -> None:
+    rec, sink = recorder(queue_size=1, senders=1), Sink()
+    sink.gate = threading.Event()
+    emit(rec, sink, "A")
+    assert sink.entered.wait(10)  # A is in flight, the queue is empty
+    emit(rec, sink, "B")
+    emit(rec, sink, "C")
+    assert outcomes == [("dropped", "queue_full")]
+    assert not rec.flush(0.05) and rec.pending() == 2
+    sink.gate.set()
+    assert rec.flush(10) and rec.pending() == 0
+    assert [verb for verb, _ in verbs(sink)] == ["create", "create"]
+
+
+def test_spam_filter_drops_occurrences_beyond_the_burst(outcomes) -> None:
+    rec, sink = recorder(correlator=Correlator(burst=2)), Sink()
+    for reason in "ABC":
+        emit(rec, sink, reason)
+    assert rec.flush(10)
+    assert len(sink.attempts) == 2 and ("dropped", "spam") in outcomes
+
+
+def test_a_forked_child_gets_its_own_recorder() -> None:
+    parent = event_recorder.recorder()
+    sink = Sink()
+    event_recorder.record(sink, event_body(OBJ, "Fork", "before", default_namespace="op"))
+    assert event_recorder.flush(10) and sink.attempts
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report and leave at once
+        child = event_recorder.recorder()
+        ok = child is not parent and child.pid == os.getpid() and child._threads == [] and child.pending() == 0
+        os.write(write, b"1" if ok else b"0")
+        os._exit(0)
+    os.close(write)
+    answer = os.read(read, 1)
+    os.waitpid(pid, 0)
+    os.close(read)
+    assert answer == b"1"
+    assert event_recorder.recorder() is parent
