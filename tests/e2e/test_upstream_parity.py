@@ -246,21 +246,23 @@ def test_expiry_never_deletes_or_writes_an_ignored_object(stack: LocalStack) -> 
 
     user.patch_claim(ns, "ignored-claim", {"metadata": {"labels": {IGNORE: ""}}})
     patch_handle(user, handles["ignored-handle"], {"metadata": {"labels": {IGNORE: ""}}})
-    frozen = {"ignored-claim": user.get_claim(ns, "ignored-claim")["metadata"]["resourceVersion"],
-              "ignored-handle": user.get_handle(handles["ignored-handle"])["metadata"]["resourceVersion"]}
-    # an administrator ends all three handles' lifespans; the control handle's end comes last
+    # The two handles' lifespans end while Poolboy may not act on them: an administrator ends them on the handles
+    # (a claim's change does not propagate while the claim or its handle is ignored), and the ignored claim's user
+    # ends it on the claim too, so that it still wants to end once resumed. The control claim ends last.
     end = timestamp(timedelta(seconds=2))
+    user.patch_claim(ns, "ignored-claim", {"spec": {"lifespan": {"end": end}}})
+    frozen = {"ignored-claim": user.get_claim(ns, "ignored-claim")["metadata"]["resourceVersion"]}
     for name in ("ignored-claim", "ignored-handle"):
-        patch_handle(user, handles[name], {"spec": {"lifespan": {"end": end}}})
-    patch_handle(user, handles["control"], {"spec": {"lifespan": {"end": timestamp(timedelta(seconds=3))}}})
-    frozen["ignored-handle"] = user.get_handle(handles["ignored-handle"])["metadata"]["resourceVersion"]
+        frozen[name + "/handle"] = patch_handle(user, handles[name], {"spec": {"lifespan": {"end": end}}})[
+            "metadata"]["resourceVersion"]
+    user.patch_claim(ns, "control", {"spec": {"lifespan": {"end": timestamp(timedelta(seconds=3))}}})
     user.wait_gone(ns, "control", timeout=15)  # the expiry deadlines have been processed
 
     claim = user.get_claim(ns, "ignored-claim")
     assert claim is not None and claim["metadata"]["resourceVersion"] == frozen["ignored-claim"]
-    assert user.get_handle(handles["ignored-claim"]) is not None
-    ignored_handle = user.get_handle(handles["ignored-handle"])
-    assert ignored_handle is not None and ignored_handle["metadata"]["resourceVersion"] == frozen["ignored-handle"]
+    for name in ("ignored-claim", "ignored-handle"):
+        handle = user.get_handle(handles[name])
+        assert handle is not None and handle["metadata"]["resourceVersion"] == frozen[name + "/handle"], name
     assert user.get_claim(ns, "ignored-handle") is not None
     assert len(widgets(user, api, ns)) == 2
 
