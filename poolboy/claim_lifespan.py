@@ -84,3 +84,31 @@ def status_lifespan(current: Mapping[str, Any] | None, handle: Mapping[str, Any]
         else:
             result.pop(key, None)
     return result
+
+
+#: handle annotation (``D/…``) recording the inputs its ``spec.lifespan.end`` was last computed from
+LIFESPAN_REQUEST_ANNOTATION = "resource-claim-lifespan-request"
+
+
+def lifespan_request(requested: datetime, limits: lifespan.Limits) -> str:
+    """The inputs of a requested end's clamp, as recorded on the handle: the request and the evaluated limits."""
+    parts = [f"end={timeutil.format_timestamp(requested)}"]
+    for key, value in (("maximum", limits.maximum), ("relativeMaximum", limits.relative_maximum)):
+        if value is not None:
+            parts.append(f"{key}={timeutil.format_interval(value)}")
+    return ",".join(parts)
+
+
+def end_for_request(requested: datetime, max_end: datetime | None, current_end: datetime | None,
+                    same_request: bool) -> datetime:
+    """The handle end a claim's requested end asks for (spec §3.10).
+
+    A request within the limits is applied exactly. One beyond them is clamped to the maximum end once: while the
+    inputs are those the handle's end was computed from (``same_request``) and that end is still within the limits,
+    it stays. Why: the maximum end includes ``now + relativeMaximum``, which moves on every second, so clamping
+    afresh on every reconcile would rewrite the handle each time and push its end ever further out.
+    """
+    end = lifespan.clamp_end(requested, max_end)
+    if end == requested or not same_request or current_end is None:
+        return end
+    return current_end if max_end is None or current_end <= max_end else end

@@ -38,7 +38,8 @@ def handle_name(claim_uid: str, attempt: int = 0) -> str:
 
 
 def handle_body(ctx: Context, claim: Mapping[str, Any], name: str, *, provider_spec: dict[str, Any] | None,
-                resources: list[dict[str, Any]], lifespan: dict[str, Any] | None) -> dict[str, Any]:
+                resources: list[dict[str, Any]], lifespan: dict[str, Any] | None,
+                annotations: Mapping[str, str] | None = None) -> dict[str, Any]:
     """A ResourceHandle bound to ``claim`` from birth: finalizer D, claim labels and ``spec.resourceClaim``."""
     spec: dict[str, Any] = {"resourceClaim": claim_ref(ctx, claim), "resources": resources}
     if provider_spec is not None:
@@ -52,7 +53,7 @@ def handle_body(ctx: Context, claim: Mapping[str, Any], name: str, *, provider_s
             "name": name,
             "namespace": ctx.settings.operator_namespace,
             "finalizers": [ctx.settings.finalizer],
-            "annotations": claim_uid_annotation(ctx, claim),
+            "annotations": {**claim_uid_annotation(ctx, claim), **(annotations or {})},
             "labels": {
                 ctx.label("resource-claim-name"): claim["metadata"]["name"],
                 ctx.label("resource-claim-namespace"): claim["metadata"]["namespace"],
@@ -63,12 +64,14 @@ def handle_body(ctx: Context, claim: Mapping[str, Any], name: str, *, provider_s
 
 
 def create_or_adopt(ctx: Context, claim: Mapping[str, Any], *, provider_spec: dict[str, Any] | None,
-                    resources: list[dict[str, Any]], lifespan: dict[str, Any] | None) -> tuple[dict[str, Any], bool]:
+                    resources: list[dict[str, Any]], lifespan: dict[str, Any] | None,
+                    annotations: Mapping[str, str] | None = None) -> tuple[dict[str, Any], bool]:
     """Create the claim's handle; ``(handle, created)``. An existing handle of ours is adopted (created False)."""
     uid = claim["metadata"]["uid"]
     for attempt in range(_ATTEMPTS):
         name = handle_name(uid, attempt)
-        body = handle_body(ctx, claim, name, provider_spec=provider_spec, resources=resources, lifespan=lifespan)
+        body = handle_body(ctx, claim, name, provider_spec=provider_spec, resources=resources, lifespan=lifespan,
+                           annotations=annotations)
         try:
             return ctx.kube.create(body), True
         except kube_errors.AlreadyExists:

@@ -29,6 +29,16 @@ class LinkOutcome:
     template_vars: dict[str, Any] = field(default_factory=dict)
 
 
+def entry_name(resource: Mapping[str, Any]) -> str | None:
+    """The name a handle resource entry stands for: its ``name``, else its provider's name.
+
+    Why: a resources-mode claim (``spec.resources: [{provider: {name: base}}, …]``, as upstream's own scenarios
+    write them) gives its entries no names, and neither does a hand-made handle; such an entry is the provider's
+    default entry, which a link names by the linked provider's name (spec §2.1, §3.7).
+    """
+    return resource.get("name") or (resource.get("provider") or {}).get("name")
+
+
 def find_linked_index(link: Mapping[str, Any], resources: Sequence[Mapping[str, Any]], own_index: int) -> int | None:
     """Index of the handle resource with the link's provider name and resource name, else None."""
     provider_name = link.get("name")
@@ -36,7 +46,7 @@ def find_linked_index(link: Mapping[str, Any], resources: Sequence[Mapping[str, 
     for index, resource in enumerate(resources):
         if index == own_index:
             continue
-        if (resource.get("provider") or {}).get("name") == provider_name and resource.get("name") == resource_name:
+        if (resource.get("provider") or {}).get("name") == provider_name and entry_name(resource) == resource_name:
             return index
     return None
 

@@ -328,7 +328,7 @@ class Provider:
         if raw in (None, ""):
             return None
         value: Any = raw
-        if self.template_enable and isinstance(raw, str) and _templating().has_template(raw):
+        if isinstance(raw, str) and _templating().has_template(raw):  # templates even without template.enable
             try:
                 value = _templating().render_string(raw, variables, template_vars)
             except _templating().TemplateError as error:

@@ -366,8 +366,11 @@ def _to_datetime(value: str, fmt: str = "%Y-%m-%d %H:%M:%S") -> datetime:
 
 
 def _now(utc: bool = False, fmt: str | None = None) -> datetime | str:
+    """``now(true)``: timezone-aware UTC, so it subtracts from ``to_datetime(..., '...%z')`` values (spec §4.2);
+    ``now()``: naive local time, which pairs with naive values (``to_datetime`` without ``%z``, ``datetime.now()``).
+    """
     current = timeutil.utcnow()
-    value = current.replace(tzinfo=None) if utc else current.astimezone().replace(tzinfo=None)
+    value = current if utc else current.astimezone().replace(tzinfo=None)
     return value.strftime(fmt) if fmt else value
 
 

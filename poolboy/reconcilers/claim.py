@@ -300,6 +300,8 @@ class _ClaimRun:
         has_resources = "resources" in self.spec and self.spec.get("resources") is not None
         if has_provider == has_resources:
             raise PermanentError("InvalidSpec", "Exactly one of spec.provider and spec.resources must be given.")
+        if has_resources and not self.spec["resources"]:
+            raise PermanentError("InvalidSpec", "spec.resources is empty: list at least one resource.")
         if has_provider:
             name = (self.spec["provider"] or {}).get("name")
             recorded = (self.status.get("provider") or {}).get("name")
@@ -598,8 +600,11 @@ class _ClaimRun:
         end = lifespan_rules.new_handle_end(requested, limits, self.ctx.now, self.ctx.now)
         if end is not None:
             spec_lifespan["end"] = timeutil.format_timestamp(end)
+        annotations = {self.ctx.label(claim_lifespan.LIFESPAN_REQUEST_ANNOTATION):
+                       claim_lifespan.lifespan_request(requested, limits)} if requested is not None else None
         handle, created = handle_factory.create_or_adopt(self.ctx, self.claim, provider_spec=self._provider_spec(),
-                                                         resources=claim_resources, lifespan=spec_lifespan or None)
+                                                         resources=claim_resources, lifespan=spec_lifespan or None,
+                                                         annotations=annotations)
         name = handle["metadata"]["name"]
         if created:
             self.record_binding(handle, "HandleCreated", f"Created ResourceHandle {name}")
@@ -676,23 +681,21 @@ class _ClaimRun:
                     resources[index]["template"] = merged
             if resources != (spec.get("resources") or []):
                 ops.append({"op": "add", "path": "/spec/resources", "value": resources})
-        annotations = handle["metadata"].get("annotations") or {}
-        uid_annotation = binding.claim_uid_annotation(self.ctx, self.claim)
-        if any(annotations.get(k) != v for k, v in uid_annotation.items()):  # a handle bound before uids were kept
-            ops.append({"op": "add", "path": "/metadata/annotations", "value": {**annotations, **uid_annotation}})
+        # the claim uid annotation goes onto a handle bound before uids were kept
+        wanted_annotations = binding.claim_uid_annotation(self.ctx, self.claim)
         requested = claim_lifespan.parse_optional((self.spec.get("lifespan") or {}).get("end"))
         if requested is not None:
-            maximum = claim_lifespan.maximum_end(self._claim_with_status(), limits, self.ctx.now)
-            end = lifespan_rules.clamp_end(requested, maximum)
-            if end != requested:
-                log.info("claim %s/%s: requested end %s clamped to %s", self.meta["namespace"], self.meta["name"],
-                         timeutil.format_timestamp(requested), timeutil.format_timestamp(end))
+            end, request = self._end_for_request(handle, requested, limits)
+            wanted_annotations[self.ctx.label(claim_lifespan.LIFESPAN_REQUEST_ANNOTATION)] = request
             formatted = timeutil.format_timestamp(end)
             if (spec.get("lifespan") or {}).get("end") != formatted:
                 if "lifespan" in spec:
                     ops.append({"op": "add", "path": "/spec/lifespan/end", "value": formatted})
                 else:
                     ops.append({"op": "add", "path": "/spec/lifespan", "value": {"end": formatted}})
+        annotations = handle["metadata"].get("annotations") or {}
+        if any(annotations.get(k) != v for k, v in wanted_annotations.items()):
+            ops.append({"op": "add", "path": "/metadata/annotations", "value": {**annotations, **wanted_annotations}})
         if not ops:
             return handle
         ops.insert(0, {"op": "test", "path": "/metadata/resourceVersion",
@@ -704,6 +707,20 @@ class _ClaimRun:
             raise kube_errors.Conflict(409, "Conflict", f"handle changed during propagation: {error}") from error
         self.enqueue.append(keys.make(keys.HANDLE, handle["metadata"]["namespace"], handle["metadata"]["name"]))
         return handle
+
+    def _end_for_request(self, handle: dict[str, Any], requested: datetime,
+                         limits: lifespan_rules.Limits) -> tuple[datetime, str]:
+        """The handle end for the claim's requested end, clamped once (§3.10), and the inputs to record with it."""
+        request = claim_lifespan.lifespan_request(requested, limits)
+        recorded = (handle["metadata"].get("annotations") or {}).get(
+            self.ctx.label(claim_lifespan.LIFESPAN_REQUEST_ANNOTATION))
+        maximum = claim_lifespan.maximum_end(self._claim_with_status(), limits, self.ctx.now)
+        current = claim_lifespan.parse_optional(((handle.get("spec") or {}).get("lifespan") or {}).get("end"))
+        end = claim_lifespan.end_for_request(requested, maximum, current, recorded == request)
+        if end != requested and end != current:
+            log.info("claim %s/%s: requested end %s clamped to %s", self.meta["namespace"], self.meta["name"],
+                     timeutil.format_timestamp(requested), timeutil.format_timestamp(end))
+        return end, request
 
     def _claim_with_status(self) -> dict[str, Any]:
         return {**self.claim, "status": self.status}
@@ -729,6 +746,8 @@ class _ClaimRun:
         end = claim_lifespan.parse_optional(new_end)
         if end is not None:
             self.requeue.append(end)
+            if end <= self.ctx.now:  # the handle outlived its end (its expiry waited while this claim was ignored)
+                self.enqueue.append(keys.make(keys.HANDLE, handle["metadata"]["namespace"], handle["metadata"]["name"]))
 
     def read_states(self, handle: dict[str, Any]) -> dict[int, dict[str, Any] | None]:
         """The live managed resources, read fresh and pruned (never from an event payload)."""

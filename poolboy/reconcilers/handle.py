@@ -111,6 +111,8 @@ def _delete_bound_claim(ctx: Context, handle: dict[str, Any]) -> None:
                                  ref["namespace"])
     if claim is None or claim["metadata"].get("deletionTimestamp") or not binding.bound_to(ctx, handle, claim):
         return  # gone, going, or a claim recreated under the same name (another object: never ours to delete)
+    if is_ignored(ctx, claim):
+        return  # Poolboy writes nothing to an ignored object, deletion included (§3.1)
     status_handle = (claim.get("status") or {}).get("resourceHandle") or {}
     if status_handle.get("detached"):
         return
@@ -471,11 +473,11 @@ def _reconcile(ctx: Context, namespace: str, name: str) -> Result:
     read_version = _version(handle)
     handle = ensure_finalizer(ctx, handle)
     claim = _read_claim(ctx, handle)
+    if is_ignored(ctx, claim):
+        return Result()  # even expiry waits: it would delete the ignored claim (§3.1); resuming runs it again
     expired = _expiry(ctx, handle, claim)
     if expired is not None:
         return expired
-    if is_ignored(ctx, claim):
-        return Result()
     providers = _Providers(ctx)
     old_status = handle.get("status") or {}
     run: _Run | None = None

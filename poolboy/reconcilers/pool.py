@@ -31,11 +31,16 @@ def unbound_selector(ctx: Context, pool_name: str) -> str:
 
 
 def unbound_handles(ctx: Context, pool_name: str) -> list[dict[str, Any]]:
-    """Handles labelled with the pool, not labelled with a claim, without ``spec.resourceClaim``, not deleting."""
+    """Handles labelled with the pool, not labelled with a claim, without ``spec.resourceClaim``, not deleting.
+
+    Ignored handles (``D/ignore``) are left out: no claim can bind them, so they are not available and the pool
+    replaces them; and the pool neither lists, deletes (unhealthy, pool deleted) nor otherwise touches them (§3.1).
+    """
     handles = ctx.kube.list(ctx.settings.api_version, "ResourceHandle", ctx.settings.operator_namespace,
                             label_selector=unbound_selector(ctx, pool_name))
     return sorted((h for h in handles if not (h.get("spec") or {}).get("resourceClaim")
-                   and not h["metadata"].get("deletionTimestamp")), key=lambda h: h["metadata"]["name"])
+                   and not h["metadata"].get("deletionTimestamp") and not is_ignored(ctx, h)),
+                  key=lambda h: h["metadata"]["name"])
 
 
 def pool_scalings(ctx: Context, pool_name: str) -> list[dict[str, Any]]:

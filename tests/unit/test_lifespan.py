@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from poolboy.claim_lifespan import end_for_request, lifespan_request
 from poolboy.lifespan import (
     LifespanError,
     Limits,
@@ -327,3 +328,31 @@ def test_status_interval_is_single_unit(value, expected):
 def test_status_interval_errors(bad):
     with pytest.raises(LifespanError):
         status_interval(bad)
+
+
+# --- a requested end clamped once (§3.10; issue 9) -----------------------------------------------------------------
+
+
+def test_lifespan_request_records_the_request_and_the_evaluated_limits() -> None:
+    limits = Limits.parse("30m", "1d12h", "1h")
+    assert lifespan_request(NOW, limits) == "end=2024-01-10T12:00:00Z,maximum=1d12h,relativeMaximum=1h"
+    assert lifespan_request(NOW, Limits.parse("30m")) == "end=2024-01-10T12:00:00Z"
+
+
+@pytest.mark.parametrize(
+    ("requested", "max_end", "current", "same_request", "expected"),
+    [
+        # within the limits: applied exactly, whatever was recorded
+        (NOW + H, NOW + D, NOW + 2 * H, True, NOW + H),
+        (NOW + H, None, None, False, NOW + H),
+        # beyond the limits, first time (or new inputs): clamped to the maximum end of this reconcile
+        (NOW + 5 * D, NOW + H, None, False, NOW + H),
+        (NOW + 5 * D, NOW + H, NOW + H - timedelta(seconds=30), False, NOW + H),
+        # beyond the limits, same inputs, the earlier clamp still allowed: kept although now + relativeMaximum moved
+        (NOW + 5 * D, NOW + H, NOW + H - timedelta(seconds=30), True, NOW + H - timedelta(seconds=30)),
+        # same inputs, but the limits no longer allow the earlier end (e.g. a template lowered them): clamped again
+        (NOW + 5 * D, NOW + H, NOW + 2 * H, True, NOW + H),
+    ],
+)
+def test_end_for_request_clamps_once(requested, max_end, current, same_request, expected) -> None:
+    assert end_for_request(requested, max_end, current, same_request) == expected

@@ -456,7 +456,7 @@ def test_strgen_is_random():
         ("{{ timestamp == 'garbage' }}", "False"),
         ("{{ timestamp.add('1h') > timestamp }}", "True"),
         ("{{ timestamp(timestamp.add('1h')) }}", "2024-01-01T23:00:00Z"),
-        ("{{ now(True) }}", "2024-01-01 22:00:00"),
+        ("{{ now(True) }}", "2024-01-01 22:00:00+00:00"),
         ("{{ now(True, '%Y-%m-%d') }}", "2024-01-01"),
         ("{{ now(utc=True, fmt='%H:%M') }}", "22:00"),
         ("{{ (now(True) + timedelta(hours=3)).strftime('%Y-%m-%dT%H:%M:%SZ') }}", "2024-01-02T01:00:00Z"),
