@@ -96,6 +96,20 @@ class Watcher:
     def is_leader(self) -> bool:
         return self._elector.is_leader if self._elector is not None else bool(self._informers)
 
+    @property
+    def elector(self) -> LeaderElector | None:
+        return self._elector
+
+    def informers(self) -> list[Informer]:
+        """Every running informer: the Poolboy kinds' and the managed resources' (for the health probes)."""
+        with self._lock:
+            informers, managed = list(self._informers), self._managed
+        return informers + (managed.informers() if managed is not None else [])
+
+    def poolboy_informers(self) -> list[Informer]:
+        with self._lock:
+            return list(self._informers)
+
     def start_watching(self) -> None:
         with self._lock:
             if self._informers:

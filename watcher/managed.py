@@ -83,6 +83,10 @@ class ManagedResources:
             self._informers.pop(target).stop()
         metrics.INFORMERS.labels("managed").set(len(self._informers))
 
+    def informers(self) -> list[Informer]:
+        with self._lock:
+            return list(self._informers.values())
+
     @property
     def targets(self) -> set[Target]:
         with self._lock:
