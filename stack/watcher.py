@@ -80,6 +80,9 @@ def run(args: argparse.Namespace) -> int:
     watcher = Watcher(settings, kube, sink, identity=args.identity, leader_election=not args.no_leader_election,
                       watch_timeout=args.watch_timeout, own_writes=own_writes)
     _serve_health(settings, watcher, kube, redis_url=None if args.record_keys else settings.redis_url)
+    from prometheus_client import REGISTRY
+
+    REGISTRY.register(watcher.pool_stats)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: watcher.stop())
     watcher.run()

@@ -20,12 +20,14 @@ from collections.abc import Callable
 from typing import Protocol
 
 from poolboy import keys
+from poolboy.binding import WAITING_LABEL
 from poolboy.kube import KubeClient
 from poolboy.settings import Settings
 from watcher import mapping, metrics
 from watcher.informer import Backoff, Informer
 from watcher.leader import LeaderElector
 from watcher.managed import ManagedResources
+from watcher.observed import ClaimTimings, PoolStats
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +70,9 @@ class Watcher:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._elector: LeaderElector | None = None
+        #: metrics derived from the objects seen (``poolboy watcher`` registers ``pool_stats`` as a collector)
+        self.claim_timings = ClaimTimings()
+        self.pool_stats = PoolStats(settings.label(WAITING_LABEL))
 
     # --- lifecycle -------------------------------------------------------------------------------------------
 
@@ -132,6 +137,8 @@ class Watcher:
             managed, self._managed = self._managed, None
             metrics.INFORMERS.labels("poolboy").set(0)
             metrics.LEADER.set(0)
+            self.claim_timings.clear()  # a standby exports no pool gauges; the next leader re-lists everything
+            self.pool_stats.clear()
         for informer in informers:
             informer.stop()
         if managed is not None:
@@ -141,6 +148,9 @@ class Watcher:
     # --- events ----------------------------------------------------------------------------------------------
 
     def _on_poolboy_event(self, event_type: str, obj: dict) -> None:
+        self.pool_stats.on_event(event_type, obj)
+        if obj.get("kind") == keys.KINDS[keys.CLAIM]:
+            self.claim_timings.on_event(event_type, obj)
         if obj.get("kind") == keys.KINDS[keys.HANDLE]:
             managed = self._managed
             if managed is not None:
