@@ -55,6 +55,15 @@ remove_api_request_callback = api_requests.remove
 observe_api_request = api_requests.fire
 
 
+ApiCallCallback = Callable[[str, str, bool], None]
+
+#: ``callback(method, path, watch)`` before every Kubernetes API request (what an API audit records)
+api_calls: Hook[ApiCallCallback] = Hook("api call")
+on_api_call = api_calls.register
+remove_api_call_callback = api_calls.remove
+observe_api_call = api_calls.fire
+
+
 # --- writes ------------------------------------------------------------------------------------------------------
 
 
