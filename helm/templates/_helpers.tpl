@@ -181,10 +181,11 @@ annotations:
 {{- end -}}
 
 {{/* Scheduling and security settings shared by every Poolboy pod: call with (dict "root" $ "component" "watcher"
-"automount" true "spread" true). Components that make no Kubernetes API call (beat, Flower) get no token. */}}
+"automount" true "spread" true), plus "saComponent" when the ServiceAccount is shared (every worker group uses the
+worker's). Components that make no Kubernetes API call (beat, Flower) get no token. */}}
 {{- define "poolboy.podSpecCommon" -}}
 {{- $root := .root -}}
-serviceAccountName: {{ include "poolboy.serviceAccountName" . }}
+serviceAccountName: {{ include "poolboy.serviceAccountName" (dict "root" $root "component" (.saComponent | default .component)) }}
 automountServiceAccountToken: {{ .automount }}
 {{- with $root.Values.imagePullSecrets }}
 imagePullSecrets:
