@@ -100,6 +100,14 @@ BUILTINS = [
                  storage=("", "events"), to_storage=event_to_core, from_storage=event_from_core,
                  field_labels=EVENT_FIELDS),
     ResourceType("coordination.k8s.io", "v1", "leases", "lease", "Lease", True, returns_object_on_delete=False),
+    # RBAC objects are stored and served (so a chart's RBAC can be applied), never enforced.
+    ResourceType("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", True, returns_object_on_delete=False),
+    ResourceType("rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding", True,
+                 returns_object_on_delete=False),
+    ResourceType("rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole", False,
+                 returns_object_on_delete=False),
+    ResourceType("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "clusterrolebinding",
+                 "ClusterRoleBinding", False, returns_object_on_delete=False),
     ResourceType("apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",
                  "CustomResourceDefinition", False, ["crd", "crds"], ["api-extensions"], has_status=True),
 ]

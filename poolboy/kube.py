@@ -27,7 +27,7 @@ from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 
 from poolboy import event_recorder, events
-from poolboy.observability import observe_api_request, observe_write
+from poolboy.observability import api_calls, observe_api_call, observe_api_request, observe_write
 from poolboy.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -267,6 +267,8 @@ class KubeClient:
     def _send(self, method: str, path: str, *, query: list[tuple[str, Any]] | None = None, body: Any = None,
               content_type: str = JSON, timeout: Any = None) -> Any:
         """One request; returns the unread :class:`RESTResponse` (2xx) or raises the matching :class:`ApiError`."""
+        if api_calls:
+            observe_api_call(method, path, any(name == "watch" for name, _ in query or ()))
         headers = self._headers(method, path, content_type if body is not None else None)
         url = self.api_client.configuration.host + path + (_query_string(query) if query else "")
         try:

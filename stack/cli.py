@@ -35,6 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from stack import api_audit
+
+    api_audit.install_from_env(args.command)
     module = importlib.import_module(args._module)
     return int(module.run(args) or 0)
 

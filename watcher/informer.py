@@ -68,6 +68,9 @@ class Informer:
         self._seen: dict[tuple[str, str], dict] = {}
         self.resource_version: str = ""
         self.synced = threading.Event()
+        #: monotonic time at which the callback now running began (None when idle): a delivery that never ends
+        #: (e.g. a sink retrying while Redis is away) is a stuck watch loop, which /healthz reports
+        self.busy_since: float | None = None
         self._stream = None  # the open watch response, so stop() can interrupt a quiet stream
 
     @property
@@ -204,12 +207,20 @@ class Informer:
         if self._stop.is_set():  # a stopped informer (e.g. after losing leadership) must not enqueue anything
             return
         metrics.EVENTS.labels(self.kind, event_type).inc()
+        self.busy_since = time.monotonic()
         try:
             self.callback(event_type, obj)
         except Exception:
             metadata = obj.get("metadata") or {}
             log.exception("%s: handling %s of %s/%s failed; continuing", self.name, event_type,
                           metadata.get("namespace"), metadata.get("name"))
+        finally:
+            self.busy_since = None
+
+    @property
+    def alive(self) -> bool:
+        """The loop's thread runs (or was never started)."""
+        return self._thread is None or self._thread.is_alive()
 
 
 def _ident(obj: dict) -> tuple[str, str]:

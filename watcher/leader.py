@@ -72,6 +72,8 @@ class LeaderElector:
         self._observed_at = 0.0
         self._last_renew = 0.0  # monotonic time at which the last successful renew request *began*
         self._taken_over = False  # the last read showed another, unexpired holder
+        #: monotonic time of the campaign loop's last pass, for the watcher's /healthz
+        self.last_pass: float | None = None
         self._lock = threading.Lock()  # leadership changes come from the campaign loop and the deadline watchdog
         self._stop = threading.Event()
 
@@ -92,6 +94,7 @@ class LeaderElector:
                     log.warning("lease %s/%s: %s", self.namespace, self.name, error)
                     held = False
                 self._after_attempt(held, started)
+                self.last_pass = time.monotonic()
                 self._stop.wait(self.timing.retry_period)
         finally:
             self._stop.set()

@@ -21,12 +21,14 @@ from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
 from poolboy import keys
+from poolboy.binding import WAITING_LABEL
 from poolboy.kube import KubeClient
 from poolboy.settings import Settings
 from watcher import mapping, metrics
 from watcher.informer import Backoff, Informer
 from watcher.leader import LeaderElector
 from watcher.managed import ManagedResources
+from watcher.observed import ClaimTimings, PoolStats
 
 if TYPE_CHECKING:
     from watcher.cache_writer import CacheWriter
@@ -78,6 +80,9 @@ class Watcher:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._elector: LeaderElector | None = None
+        #: metrics derived from the objects seen (``poolboy watcher`` registers ``pool_stats`` as a collector)
+        self.claim_timings = ClaimTimings()
+        self.pool_stats = PoolStats(settings.label(WAITING_LABEL))
 
     # --- lifecycle -------------------------------------------------------------------------------------------
 
@@ -105,6 +110,20 @@ class Watcher:
     @property
     def is_leader(self) -> bool:
         return self._elector.is_leader if self._elector is not None else bool(self._informers)
+
+    @property
+    def elector(self) -> LeaderElector | None:
+        return self._elector
+
+    def informers(self) -> list[Informer]:
+        """Every running informer: the Poolboy kinds' and the managed resources' (for the health probes)."""
+        with self._lock:
+            informers, managed = list(self._informers), self._managed
+        return informers + (managed.informers() if managed is not None else [])
+
+    def poolboy_informers(self) -> list[Informer]:
+        with self._lock:
+            return list(self._informers)
 
     def start_watching(self) -> None:
         with self._lock:
@@ -137,6 +156,8 @@ class Watcher:
             managed, self._managed = self._managed, None
             metrics.INFORMERS.labels("poolboy").set(0)
             metrics.LEADER.set(0)
+            self.claim_timings.clear()  # a standby exports no pool gauges; the next leader re-lists everything
+            self.pool_stats.clear()
         for informer in informers:
             informer.stop()
         if managed is not None:
@@ -162,6 +183,9 @@ class Watcher:
     def _on_poolboy_event(self, event_type: str, obj: dict) -> None:
         if self.cache is not None:
             self.cache.on_event(event_type, obj)
+        self.pool_stats.on_event(event_type, obj)
+        if obj.get("kind") == keys.KINDS[keys.CLAIM]:
+            self.claim_timings.on_event(event_type, obj)
         if obj.get("kind") == keys.KINDS[keys.HANDLE]:
             managed = self._managed
             if managed is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from celery import Celery
-from celery.signals import worker_init, worker_process_shutdown
+from celery.signals import beat_init, worker_init, worker_process_shutdown, worker_ready
 
 from poolboy.settings import Settings
 from workers import config
@@ -37,6 +37,44 @@ def _start_metrics(**_: object) -> None:
     metrics.install_api_hook()
     if settings.metrics_port:
         metrics.serve(settings.metrics_port, settings.redis_url)
+
+
+#: the worker's consumer, once it is ready (its broker connection is what the worker's /healthz checks)
+_consumer: list[object] = []
+
+
+@worker_ready.connect
+def _remember_consumer(sender: object = None, **_: object) -> None:
+    _consumer[:] = [sender]
+
+
+@worker_init.connect
+def _start_health(**_: object) -> None:
+    """/healthz: the consumer runs with a broker connection; /readyz: Redis and the API answer too."""
+    from workers import health
+
+    def consumer() -> str | None:
+        return health.consumer_probe(_consumer[0]) if _consumer else "consumer not started"
+
+    ready = {"redis": health.redis_probe(settings.redis_url)}
+    try:
+        from poolboy.kube import KubeClient
+
+        ready["api"] = health.api_probe(KubeClient.from_settings(settings))
+    except Exception as error:  # no cluster configuration: reconciles will fail too, so say so
+        reason = f"no Kubernetes client: {error}"
+        ready["api"] = lambda: reason
+    health.start_for(settings, {"consumer": health.Sustained(consumer, settings.health_stall_seconds)}, ready)
+
+
+@beat_init.connect
+def _start_beat_health(sender: object = None, **_: object) -> None:
+    """/healthz: beat's scheduler loop ticks; /readyz: Redis answers too (beat makes no Kubernetes API call)."""
+    from workers import health
+
+    stall = max(settings.health_stall_seconds, 3 * settings.sweep_due_interval)
+    health.start_for(settings, {"tick": health.beat_probe(sender, stall)},
+                     {"redis": health.redis_probe(settings.redis_url)})
 
 
 @worker_process_shutdown.connect

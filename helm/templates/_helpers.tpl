@@ -41,12 +41,10 @@ app.kubernetes.io/component: {{ .component }}
 app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
+{{/* The ServiceAccount of one component (watcher, worker, beat, flower, redis, test): call with (dict "root" $
+"component" "watcher"). One per component, so each gets exactly the RBAC its code needs. */}}
 {{- define "poolboy.serviceAccountName" -}}
-{{- if .Values.serviceAccount.create -}}
-{{- default (include "poolboy.fullname" .) .Values.serviceAccount.name -}}
-{{- else -}}
-{{- default "default" .Values.serviceAccount.name -}}
-{{- end -}}
+{{- printf "%s-%s" (include "poolboy.fullname" .root) .component | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
 {{- define "poolboy.image" -}}
@@ -58,22 +56,60 @@ app.kubernetes.io/component: {{ .component }}
 {{- if not (or .Values.redis.url .Values.redis.existingSecret.name) -}}true{{- end -}}
 {{- end -}}
 
-{{/* The Redis URL environment variable: external URL, URL from a Secret, or the bundled Redis Service. */}}
+{{/* Secret and key of the bundled Redis's password (generated, or the user's). */}}
+{{- define "poolboy.redisPasswordSecret" -}}
+{{- .Values.redis.auth.existingSecret | default (printf "%s-redis" (include "poolboy.fullname" .)) -}}
+{{- end -}}
+
+{{- define "poolboy.redisPasswordKey" -}}
+{{- if .Values.redis.auth.existingSecret }}{{ .Values.redis.auth.existingSecretKey }}{{ else }}password{{ end -}}
+{{- end -}}
+
+{{/* A random secret value that survives upgrades: the value already in the cluster's Secret, else a new one.
+Call with (dict "root" $ "name" secretName "key" key "length" 32). */}}
+{{- define "poolboy.persistentRandom" -}}
+{{- $existing := lookup "v1" "Secret" .root.Release.Namespace .name -}}
+{{- if and $existing $existing.data (hasKey $existing.data .key) -}}
+{{- index $existing.data .key | b64dec -}}
+{{- else -}}
+{{- randAlphaNum (int .length) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Redis connection environment: external URL, URL from a Secret, or the bundled Redis (with its password). */}}
 {{- define "poolboy.redisEnv" -}}
-- name: POOLBOY_REDIS_URL
 {{- if .Values.redis.existingSecret.name }}
+- name: POOLBOY_REDIS_URL
   valueFrom:
     secretKeyRef:
       name: {{ .Values.redis.existingSecret.name }}
       key: {{ .Values.redis.existingSecret.key }}
 {{- else if .Values.redis.url }}
+- name: POOLBOY_REDIS_URL
   value: {{ .Values.redis.url | quote }}
+{{- else if .Values.redis.auth.enabled }}
+- name: REDIS_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "poolboy.redisPasswordSecret" . }}
+      key: {{ include "poolboy.redisPasswordKey" . }}
+- name: POOLBOY_REDIS_URL
+  value: {{ printf "redis://:$(REDIS_PASSWORD)@%s-redis:6379/0" (include "poolboy.fullname" .) | quote }}
 {{- else }}
+- name: POOLBOY_REDIS_URL
   value: {{ printf "redis://%s-redis:6379/0" (include "poolboy.fullname" .) | quote }}
+{{- end }}
+{{- with .Values.redis.sentinel.masterName }}
+- name: POOLBOY_REDIS_SENTINEL_MASTER
+  value: {{ . | quote }}
+{{- end }}
+{{- if .Values.redis.tls.caSecret.name }}
+- name: POOLBOY_REDIS_TLS_CA_FILE
+  value: {{ printf "/etc/poolboy/redis-tls/%s" .Values.redis.tls.caSecret.key | quote }}
 {{- end }}
 {{- end -}}
 
-{{/* Environment shared by every Poolboy container (Settings.from_env reads these). */}}
+{{/* Environment shared by every Poolboy container (Settings.from_env reads these); call with the root context. */}}
 {{- define "poolboy.env" -}}
 - name: POOLBOY_DOMAIN
   value: {{ .Values.domain | quote }}
@@ -102,8 +138,12 @@ app.kubernetes.io/component: {{ .component }}
   value: {{ .Values.watcher.leaseName | default (printf "%s-watcher" (include "poolboy.fullname" .)) | quote }}
 - name: POOLBOY_WATCHER_LEASE_SECONDS
   value: {{ .Values.watcher.leaseSeconds | quote }}
-- name: POOLBOY_METRICS_PORT
-  value: {{ ternary .Values.metrics.port 0 .Values.metrics.enabled | quote }}
+- name: POOLBOY_HEALTH_PORT
+  value: {{ .Values.health.port | quote }}
+- name: POOLBOY_HEALTH_ADDRESS
+  value: "0.0.0.0"
+- name: POOLBOY_HEALTH_STALL_SECONDS
+  value: {{ .Values.health.stallSeconds | quote }}
 - name: HOME
   value: /tmp
 {{- with .Values.extraEnv }}
@@ -123,61 +163,146 @@ prometheus.io/path: /metrics
 {{- end }}
 {{- end -}}
 
-{{/* Scheduling and security settings shared by every pod; call with the root context. */}}
+{{/* Pod metadata of a component: call with (dict "root" $ "component" "watcher" "metrics" true). */}}
+{{- define "poolboy.podMetadata" -}}
+labels:
+  {{- include "poolboy.componentSelectorLabels" . | nindent 2 }}
+  {{- if and .metrics .root.Values.metrics.enabled }}
+  poolboy-metrics: "true"
+  {{- end }}
+  {{- with .root.Values.podLabels }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- $annotations := include "poolboy.podAnnotations" . | trim }}
+{{- if $annotations }}
+annotations:
+  {{- $annotations | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* Scheduling and security settings shared by every Poolboy pod: call with (dict "root" $ "component" "watcher"
+"automount" true "spread" true), plus "saComponent" when the ServiceAccount is shared (every worker group uses the
+worker's). Components that make no Kubernetes API call (beat, Flower) get no token. */}}
 {{- define "poolboy.podSpecCommon" -}}
-serviceAccountName: {{ include "poolboy.serviceAccountName" . }}
-{{- with .Values.imagePullSecrets }}
+{{- $root := .root -}}
+serviceAccountName: {{ include "poolboy.serviceAccountName" (dict "root" $root "component" (.saComponent | default .component)) }}
+automountServiceAccountToken: {{ .automount }}
+{{- with $root.Values.imagePullSecrets }}
 imagePullSecrets:
 {{ toYaml . }}
 {{- end }}
 securityContext:
-{{ toYaml .Values.podSecurityContext | indent 2 }}
-{{- with .Values.nodeSelector }}
+{{ toYaml $root.Values.podSecurityContext | indent 2 }}
+{{- with $root.Values.nodeSelector }}
 nodeSelector:
 {{ toYaml . | indent 2 }}
 {{- end }}
-{{- with .Values.tolerations }}
+{{- with $root.Values.tolerations }}
 tolerations:
 {{ toYaml . }}
 {{- end }}
-{{- with .Values.affinity }}
+{{- with $root.Values.affinity }}
 affinity:
 {{ toYaml . | indent 2 }}
+{{- end }}
+{{- if and .spread $root.Values.topologySpread.enabled }}
+topologySpreadConstraints:
+- maxSkew: 1
+  topologyKey: {{ $root.Values.topologySpread.topologyKey }}
+  whenUnsatisfiable: {{ $root.Values.topologySpread.whenUnsatisfiable }}
+  labelSelector:
+    matchLabels:
+      {{- include "poolboy.componentSelectorLabels" . | nindent 6 }}
 {{- end }}
 volumes:
 - name: tmp
   emptyDir: {}
+{{- if $root.Values.redis.tls.caSecret.name }}
+- name: redis-tls
+  secret:
+    secretName: {{ $root.Values.redis.tls.caSecret.name }}
+{{- end }}
 {{- end -}}
 
-{{/* Container fields shared by every Poolboy container: image, env, security, writable /tmp. */}}
+{{/* Container fields shared by every Poolboy container: image, security, writable /tmp; root context. The env
+list is written by each template (poolboy.env plus what that component adds). */}}
 {{- define "poolboy.containerCommon" -}}
 image: {{ include "poolboy.image" . }}
 imagePullPolicy: {{ .Values.image.pullPolicy }}
 workingDir: /tmp
-env:
-{{ include "poolboy.env" . }}
 securityContext:
 {{ toYaml .Values.securityContext | indent 2 }}
 volumeMounts:
 - name: tmp
   mountPath: /tmp
+{{- if .Values.redis.tls.caSecret.name }}
+- name: redis-tls
+  mountPath: /etc/poolboy/redis-tls
+  readOnly: true
+{{- end }}
 {{- end -}}
 
-{{/* Metrics port and liveness probe of a component that serves /metrics; call with the root context. */}}
-{{- define "poolboy.metricsPort" -}}
-{{- if .Values.metrics.enabled }}
+{{/* Ports and probes of a component with health endpoints: call with (dict "root" $ "metrics" true). */}}
+{{- define "poolboy.portsAndProbes" -}}
+{{- $root := .root -}}
 ports:
-- name: metrics
-  containerPort: {{ .Values.metrics.port }}
+- name: health
+  containerPort: {{ $root.Values.health.port }}
   protocol: TCP
-{{- if .Values.probes.enabled }}
+{{- if and .metrics $root.Values.metrics.enabled }}
+- name: metrics
+  containerPort: {{ $root.Values.metrics.port }}
+  protocol: TCP
+{{- end }}
+{{- if $root.Values.probes.enabled }}
+startupProbe:
+  httpGet: {path: /healthz, port: health}
+  {{- toYaml $root.Values.probes.startup | nindent 2 }}
 livenessProbe:
-  tcpSocket:
-    port: metrics
-  initialDelaySeconds: 30
-  periodSeconds: 20
-  timeoutSeconds: 5
-  failureThreshold: 6
+  httpGet: {path: /healthz, port: health}
+  {{- toYaml $root.Values.probes.liveness | nindent 2 }}
+readinessProbe:
+  httpGet: {path: /readyz, port: health}
+  {{- toYaml $root.Values.probes.readiness | nindent 2 }}
 {{- end }}
+{{- end -}}
+
+{{/* The metrics port environment of a component that serves /metrics (watcher, workers). */}}
+{{- define "poolboy.metricsEnv" -}}
+- name: POOLBOY_METRICS_PORT
+  value: {{ ternary .Values.metrics.port 0 .Values.metrics.enabled | quote }}
+{{- end -}}
+
+{{/* A PodDisruptionBudget for a component: call with (dict "root" $ "component" "watcher"). */}}
+{{- define "poolboy.pdb" -}}
+{{- if .root.Values.podDisruptionBudget.enabled }}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: {{ include "poolboy.fullname" .root }}-{{ .component }}
+  labels:
+    {{- include "poolboy.componentLabels" . | nindent 4 }}
+spec:
+  maxUnavailable: {{ .root.Values.podDisruptionBudget.maxUnavailable }}
+  selector:
+    matchLabels:
+      {{- include "poolboy.componentSelectorLabels" . | nindent 6 }}
 {{- end }}
+{{- end -}}
+
+{{/* Worker groups with their defaults merged in (a new group needs only `queues`), as a JSON dict. */}}
+{{- define "poolboy.workerGroups" -}}
+{{- $groups := dict -}}
+{{- range $name, $spec := .Values.workers.groups -}}
+{{- $_ := set $groups $name (mergeOverwrite (deepCopy $.Values.workers.groupDefaults) (deepCopy (default dict $spec))) -}}
+{{- end -}}
+{{- toJson $groups -}}
+{{- end -}}
+
+{{/* True (non-empty) when any worker group uses KEDA. */}}
+{{- define "poolboy.kedaEnabled" -}}
+{{- range $name, $spec := include "poolboy.workerGroups" . | fromJson -}}
+{{- if $spec.keda.enabled }}true{{ end -}}
+{{- end -}}
 {{- end -}}

@@ -7,7 +7,6 @@ Pure and fast: the schemas are read from disk and sample objects are checked wit
 from __future__ import annotations
 
 import copy
-import re
 from pathlib import Path
 from typing import Any
 
@@ -494,78 +493,6 @@ def test_crds_dir_can_be_overridden(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         load_crds()
 
 
-# --- the Helm chart (no helm binary here: static checks of what a typo or a missed queue would break) -------------
-
-CHART = SOURCE_CRDS_DIR.parent
-VALUES_REFERENCE = re.compile(r"\.Values((?:\.[A-Za-z_][A-Za-z0-9_]*)+)")
-
-
-def chart_templates() -> dict[str, str]:
-    return {p.name: p.read_text() for p in sorted((CHART / "templates").iterdir())}
-
-
-def test_chart_metadata_and_default_domain() -> None:
-    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
-    assert chart["apiVersion"] == "v2" and chart["name"] == "poolboy"
-    values = yaml.safe_load((CHART / "values.yaml").read_text())
-    assert values["domain"] == DEFAULT_DOMAIN
-
-
-def test_every_values_reference_exists_in_values_yaml() -> None:
-    values = yaml.safe_load((CHART / "values.yaml").read_text())
-    missing = []
-    for name, text in chart_templates().items():
-        for match in VALUES_REFERENCE.finditer(text):
-            node: Any = values
-            for step in match.group(1).strip(".").split("."):
-                if not isinstance(node, dict) or step not in node:
-                    missing.append(f"{name}: .Values{match.group(1)}")
-                    break
-                node = node[step]
-    assert missing == []
-
-
-def test_template_actions_are_balanced() -> None:
-    for name, text in chart_templates().items():
-        assert text.count("{{") == text.count("}}"), name
-        opened = len(re.findall(r"{{-?\s*(?:if|range|with|define)\b", text))
-        assert opened == len(re.findall(r"{{-?\s*end\b", text)), name
-
-
-def test_worker_groups_serve_every_queue() -> None:
-    from poolboy.keys import KINDS, queue_for
-
-    values = yaml.safe_load((CHART / "values.yaml").read_text())
-    served = [q for group in values["workers"]["groups"].values() for q in group["queues"]]
-    assert sorted(served) == sorted([*(queue_for(token) for token in KINDS), "periodic"])
-
-
-def test_beat_is_single_instance_and_commands_use_the_cli() -> None:
-    templates = chart_templates()
-    beat = templates["beat.yaml"]
-    assert "replicas: 1\n" in beat and "type: Recreate" in beat and "args: [beat]" in beat
-    assert "args: [watcher]" in templates["watcher.yaml"]
-    assert "- worker\n" in templates["workers.yaml"] and "- --queues\n" in templates["workers.yaml"]
-    assert "args: [flower," in templates["flower.yaml"]
-    assert "type: ClusterIP" in templates["flower.yaml"]
-
-
-def test_rbac_is_least_privilege() -> None:
-    rbac = chart_templates()["rbac.yaml"]
-    assert "'*'" not in rbac and '"*"' not in rbac and "[*]" not in rbac
-    assert "secrets" not in rbac
-    role = rbac[rbac.index("kind: Role\n"):]
-    assert "coordination.k8s.io" in role and "resourcehandles/status" in role
-    assert "resourceproviders" not in role  # providers are only read (ClusterRole)
-    assert "managedResources" in rbac
-
-
-def test_crd_template_renames_like_stack_crds() -> None:
-    template = chart_templates()["crds.yaml"]
-    assert '.Files.Glob "crds/*.yaml"' in template
-    assert 'set $crd.spec "group" $.Values.domain' in template
-    assert '(printf "%s.%s" $crd.spec.names.plural $.Values.domain)' in template
-
 
 @pytest.mark.parametrize("domain", [DEFAULT_DOMAIN, "example.com"])
 def test_pool_scale_subresource_maps_min_available_for_every_domain(domain: str) -> None:
@@ -577,3 +504,4 @@ def test_pool_scale_subresource_maps_min_available_for_every_domain(domain: str)
     assert schema["spec"]["properties"]["minAvailable"]["default"] == 0  # so GET /scale never finds it absent
     assert schema["status"]["properties"]["replicas"]["type"] == "integer"
     assert schema["status"]["properties"]["selector"]["type"] == "string"
+# The Helm chart itself is checked with the real helm binary in tests/deploy/.

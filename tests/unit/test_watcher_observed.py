@@ -1,0 +1,97 @@
+"""Metrics the watcher derives from the objects it sees (watcher/observed.py): claim latencies, pool gauges."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry
+
+from watcher.observed import CLAIM_BIND, CLAIM_READY, ClaimTimings, PoolStats
+
+D = "poolboy.gpte.redhat.com"
+WAITING = f"{D}/resource-claim-waiting"
+
+
+def claim(uid: str, bound: bool = False, ready: bool = False, waiting: bool = False, provider: str = "p") -> dict:
+    status = [{"type": "Bound", "status": "True" if bound else "False"},
+              {"type": "Ready", "status": "True" if ready else "False"}]
+    labels = {WAITING: ""} if waiting else {}
+    return {"apiVersion": f"{D}/v1", "kind": "ResourceClaim",
+            "metadata": {"uid": uid, "namespace": "u", "name": uid, "labels": labels},
+            "spec": {"provider": {"name": provider}}, "status": {"conditions": status}}
+
+
+def handle(name: str, pool: str | None = "pool-a", bound: bool = False, ready: bool = False,
+           deleting: bool = False) -> dict:
+    metadata: dict = {"namespace": "poolboy", "name": name}
+    if deleting:
+        metadata["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    spec: dict = {"resourcePool": {"name": pool}} if pool else {}
+    if bound:
+        spec["resourceClaim"] = {"name": "c", "namespace": "u"}
+    return {"apiVersion": f"{D}/v1", "kind": "ResourceHandle", "metadata": metadata, "spec": spec,
+            "status": {"ready": ready}}
+
+
+def count(histogram) -> float:
+    return next(s.value for m in histogram.collect() for s in m.samples if s.name.endswith("_count"))
+
+
+def test_bind_and_ready_latency_are_observed_once_per_created_claim() -> None:
+    timings = ClaimTimings()
+    bind0, ready0 = count(CLAIM_BIND), count(CLAIM_READY)
+    timings.on_event("ADDED", claim("a"))
+    timings.on_event("MODIFIED", claim("a", bound=True))
+    timings.on_event("MODIFIED", claim("a", bound=True))  # a later change of a bound claim: not a second bind
+    assert (count(CLAIM_BIND), count(CLAIM_READY)) == (bind0 + 1, ready0)
+    timings.on_event("MODIFIED", claim("a", bound=True, ready=True))
+    timings.on_event("MODIFIED", claim("a", bound=True, ready=True))
+    assert (count(CLAIM_BIND), count(CLAIM_READY)) == (bind0 + 1, ready0 + 1)
+
+
+def test_claims_not_seen_created_are_not_measured() -> None:
+    timings = ClaimTimings()
+    bind0 = count(CLAIM_BIND)
+    timings.on_event("LISTED", claim("b"))  # a re-list: the creation time is unknown
+    timings.on_event("MODIFIED", claim("b", bound=True, ready=True))
+    timings.on_event("ADDED", claim("c"))
+    timings.on_event("DELETED", claim("c"))
+    timings.on_event("MODIFIED", claim("c", bound=True))
+    assert count(CLAIM_BIND) == bind0
+
+
+def samples(stats: PoolStats) -> dict[tuple[str, str], float]:
+    registry = CollectorRegistry()
+    registry.register(stats)
+    return {(s.name, next(iter(s.labels.values()), "")): s.value
+            for m in registry.collect() for s in m.samples}
+
+
+def test_pool_gauges_follow_handle_events() -> None:
+    stats = PoolStats(WAITING)
+    stats.on_event("LISTED", handle("h1", ready=True))
+    stats.on_event("ADDED", handle("h2"))
+    stats.on_event("ADDED", handle("h3", bound=True, ready=True))
+    stats.on_event("ADDED", handle("h4", deleting=True))
+    stats.on_event("ADDED", handle("h5", pool=None))  # not from a pool
+    got = samples(stats)
+    assert got[("poolboy_pool_handles_available", "pool-a")] == 2
+    assert got[("poolboy_pool_handles_ready", "pool-a")] == 1
+    assert got[("poolboy_pool_handles_unready", "pool-a")] == 1
+    assert got[("poolboy_pool_handles_bound", "pool-a")] == 1
+    stats.on_event("MODIFIED", handle("h2", bound=True))
+    stats.on_event("DELETED", handle("h1"))
+    got = samples(stats)
+    assert got[("poolboy_pool_handles_available", "pool-a")] == 0
+    assert got[("poolboy_pool_handles_bound", "pool-a")] == 2
+    stats.clear()
+    assert not any(name.startswith("poolboy_pool_handles") for name, _ in samples(stats))
+
+
+def test_waiting_claims_are_counted_per_provider() -> None:
+    stats = PoolStats(WAITING)
+    stats.on_event("ADDED", claim("a", waiting=True, provider="p1"))
+    stats.on_event("ADDED", claim("b", waiting=True, provider="p1"))
+    stats.on_event("ADDED", claim("c", provider="p2"))
+    assert samples(stats)[("poolboy_claims_waiting", "p1")] == 2
+    stats.on_event("MODIFIED", claim("a", bound=True, provider="p1"))
+    stats.on_event("DELETED", claim("b", waiting=True, provider="p1"))
+    assert ("poolboy_claims_waiting", "p1") not in samples(stats)

@@ -1,0 +1,62 @@
+"""The watcher's health probes (served by :mod:`workers.health`).
+
+Liveness: the leader-election loop keeps passing (it does every ``lease/10`` seconds, a hanging request at most
+``POOLBOY_API_TIMEOUT``), no informer thread has died, and no informer has been stuck delivering one event for
+longer than the stall time (its sink retries while Redis is away, so a watch loop that cannot hand keys on stops
+reading its stream). Readiness adds: a leader's Poolboy informers have all listed once (synced); a standby is
+ready as it is, since standing by is its job.
+"""
+
+from __future__ import annotations
+
+import time
+
+from watcher.main import Watcher
+from workers.health import Probe
+
+
+def election_probe(watcher: Watcher, max_silence: float) -> Probe:
+    def probe() -> str | None:
+        elector = watcher.elector
+        if elector is None:  # --no-leader-election, or not started yet
+            return None
+        if elector.last_pass is None:
+            return None if watcher.leader_election else "not campaigning"
+        silent = time.monotonic() - elector.last_pass
+        return f"leader election loop silent for {silent:.0f}s" if silent > max_silence else None
+
+    return probe
+
+
+def informers_probe(watcher: Watcher, max_busy: float) -> Probe:
+    def probe() -> str | None:
+        now = time.monotonic()
+        for informer in watcher.informers():
+            if informer.stopped:
+                continue
+            if not informer.alive:
+                return f"informer {informer.name} died"
+            busy_since = informer.busy_since
+            if busy_since is not None and now - busy_since > max_busy:
+                return f"informer {informer.name} stuck delivering an event for {now - busy_since:.0f}s"
+        return None
+
+    return probe
+
+
+def synced_probe(watcher: Watcher) -> Probe:
+    def probe() -> str | None:
+        if not watcher.is_leader:
+            return None  # standing by
+        pending = [i.name for i in watcher.poolboy_informers() if not i.synced.is_set()]
+        if pending or not watcher.poolboy_informers():
+            return "informers not synced: " + (", ".join(pending) or "none started")
+        return None
+
+    return probe
+
+
+def probes(watcher: Watcher, stall_seconds: float) -> tuple[dict[str, Probe], dict[str, Probe]]:
+    """(live, ready-only) probes of one watcher."""
+    live = {"election": election_probe(watcher, stall_seconds), "informers": informers_probe(watcher, stall_seconds)}
+    return live, {"synced": synced_probe(watcher)}

@@ -1,0 +1,161 @@
+"""Metrics derived from the objects the watcher sees: claim latencies and per-pool handle counts.
+
+Derived here, from watch events, rather than in the reconcilers: the domain stays free of metrics, and the active
+watcher sees every change of every claim and handle exactly once (the standby sees nothing and exports nothing).
+
+* :class:`ClaimTimings` — ``poolboy_claim_bind_seconds`` and ``poolboy_claim_ready_seconds``: from the ADDED event
+  of a claim (the watcher's clock, sub-second) to the first event showing its ``Bound`` / ``Ready`` condition True.
+  Claims the watcher did not see created (a re-list after a restart or a fail-over) are not measured, rather than
+  measured from a guess.
+* :class:`PoolStats` — gauges per pool computed at scrape time from the last version of every handle seen
+  (available = unbound and not deleting, of which ready / unready; bound), and claims waiting for a handle per
+  provider (label ``D/resource-claim-waiting``: claims do not name a pool, so they are counted by provider).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter, OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from prometheus_client import Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from poolboy import conditions, keys
+
+LATENCY_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
+CLAIM_BIND = Histogram("poolboy_claim_bind_seconds", "Time from a claim's creation to its Bound condition",
+                       buckets=LATENCY_BUCKETS)
+CLAIM_READY = Histogram("poolboy_claim_ready_seconds", "Time from a claim's creation to its Ready condition",
+                        buckets=LATENCY_BUCKETS)
+
+#: claims whose Ready was not seen yet; beyond this many the oldest are forgotten (bounded memory)
+MAX_TRACKED_CLAIMS = 100_000
+
+
+class ClaimTimings:
+    """Feed with every claim event (:meth:`on_event`); observes each claim's bind and ready latency once."""
+
+    def __init__(self) -> None:
+        self._created: OrderedDict[str, float] = OrderedDict()  # uid -> monotonic time of its ADDED event
+        self._bound: set[str] = set()
+        self._lock = threading.Lock()
+
+    def on_event(self, event_type: str, claim: dict) -> None:
+        uid = (claim.get("metadata") or {}).get("uid")
+        if not uid:
+            return
+        now = time.monotonic()
+        with self._lock:
+            if event_type == "ADDED":
+                self._created[uid] = now
+                while len(self._created) > MAX_TRACKED_CLAIMS:
+                    self._bound.discard(self._created.popitem(last=False)[0])
+            if event_type == "DELETED":
+                self._forget(uid)
+                return
+            created = self._created.get(uid)
+            if created is None:
+                return
+            status_conditions = (claim.get("status") or {}).get("conditions")
+            if uid not in self._bound and conditions.is_true(status_conditions, "Bound"):
+                self._bound.add(uid)
+                CLAIM_BIND.observe(now - created)
+            if conditions.is_true(status_conditions, "Ready"):
+                CLAIM_READY.observe(now - created)
+                self._forget(uid)
+
+    def _forget(self, uid: str) -> None:
+        self._created.pop(uid, None)
+        self._bound.discard(uid)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._created.clear()
+            self._bound.clear()
+
+
+@dataclass(frozen=True)
+class HandleState:
+    pool: str
+    bound: bool
+    ready: bool
+    deleting: bool
+
+
+class PoolStats(Collector):
+    """The last state of every pool handle and of every waiting claim, exported as gauges on scrape."""
+
+    def __init__(self, waiting_label: str) -> None:
+        self.waiting_label = waiting_label
+        self._handles: dict[tuple[str, str], HandleState] = {}
+        self._waiting: dict[tuple[str, str], str] = {}  # claim (namespace, name) -> provider
+        self._lock = threading.Lock()
+
+    def on_event(self, event_type: str, obj: dict) -> None:
+        metadata = obj.get("metadata") or {}
+        ident = (metadata.get("namespace") or "", metadata.get("name") or "")
+        kind = keys.TOKENS.get(obj.get("kind", ""))
+        with self._lock:
+            if kind == keys.HANDLE:
+                state = None if event_type == "DELETED" else _handle_state(obj)
+                _put(self._handles, ident, state)
+            elif kind == keys.CLAIM:
+                waiting = event_type != "DELETED" and self.waiting_label in (metadata.get("labels") or {})
+                provider = ((obj.get("spec") or {}).get("provider") or {}).get("name") or ""
+                _put(self._waiting, ident, provider if waiting else None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._handles.clear()
+            self._waiting.clear()
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        with self._lock:
+            handles = list(self._handles.values())
+            waiting = Counter(self._waiting.values())
+        families = {
+            name: GaugeMetricFamily(f"poolboy_pool_handles_{name}", text, labels=["pool"])
+            for name, text in (("available", "Unbound handles of the pool (not being deleted)"),
+                               ("ready", "Available handles that are ready"),
+                               ("unready", "Available handles that are not ready yet"),
+                               ("bound", "Handles of the pool bound to a claim"))
+        }
+        counts: Counter[tuple[str, str]] = Counter()
+        pools = set()
+        for handle in handles:
+            pools.add(handle.pool)
+            if handle.bound:
+                counts[(handle.pool, "bound")] += 1
+            elif not handle.deleting:
+                counts[(handle.pool, "available")] += 1
+                counts[(handle.pool, "ready" if handle.ready else "unready")] += 1
+        for pool in sorted(pools):
+            for name, family in families.items():
+                family.add_metric([pool], counts[(pool, name)])
+        yield from families.values()
+        claims = GaugeMetricFamily("poolboy_claims_waiting", "Claims waiting for a matching unbound handle",
+                                   labels=["provider"])
+        for provider, count in sorted(waiting.items()):
+            claims.add_metric([provider], count)
+        yield claims
+
+
+def _handle_state(handle: dict) -> HandleState | None:
+    spec = handle.get("spec") or {}
+    pool = (spec.get("resourcePool") or {}).get("name")
+    if not pool:
+        return None
+    return HandleState(pool=pool, bound=bool(spec.get("resourceClaim")),
+                       ready=(handle.get("status") or {}).get("ready") is True,
+                       deleting=bool((handle.get("metadata") or {}).get("deletionTimestamp")))
+
+
+def _put(table: dict, ident: tuple[str, str], value: object) -> None:
+    if value is None:
+        table.pop(ident, None)
+    else:
+        table[ident] = value
