@@ -7,7 +7,7 @@ in one pure module means writer and reader can never disagree about which index 
 Indexes (names, not Redis keys):
 
 * ``kind|<apiVersion>|<kind>|<namespace>`` — every cached object of a kind in a namespace (``""`` = cluster-wide
-  objects). Lists without a usable equality term read this one.
+  objects), and ``kind|<apiVersion>|<kind>|*`` across namespaces. Lists without a usable equality term read these.
 * ``label|<apiVersion>|<kind>|<key>=<value>`` and ``label|<apiVersion>|<kind>|<key>`` — objects of a Poolboy kind
   carrying a label of the operator's domain (``D/...``), by value and by presence. Only the domain's own labels are
   indexed: they are the only ones the reconcilers select on, and it keeps the index count bounded.
@@ -118,19 +118,14 @@ def indexes(obj: Mapping[str, Any], domain: str) -> list[str]:
 
 def plan_list(api_version: str, kind: str, namespace: str | None, terms: tuple[Term, ...],
               domain: str) -> list[str]:
-    """The indexes to intersect for a list: the positive terms on indexed (domain) labels, else the kind index.
-
-    A list across all namespaces (``namespace=None``) of a namespaced kind can only be answered from label
-    indexes; with no indexed term it is :class:`Unanswerable` (the kind indexes are per namespace).
-    """
+    """The indexes to intersect for a list: the positive terms on indexed (domain) labels, else the kind index
+    (``*``: every namespace, for a list across namespaces or of a cluster-scoped kind)."""
     indexed = api_version.split("/", 1)[0] == domain
     chosen = [label_index(api_version, kind, t.key, t.value if t.op == "=" else None)
               for t in terms if indexed and t.op in ("=", "exists") and t.key.startswith(domain + "/")]
     if chosen:
         return chosen
-    if namespace is None:
-        raise Unanswerable("a list across namespaces without an indexed label")
-    return [kind_index(api_version, kind, namespace)]
+    return [kind_index(api_version, kind, namespace or "*")]
 
 
 def in_namespace(obj: Mapping[str, Any], namespace: str | None) -> bool:

@@ -38,8 +38,9 @@ from poolboy import kube as kube_errors
 from poolboy import lifespan as lifespan_rules
 from poolboy.context import Context
 from poolboy.merge import combine_merge_patches, deep_merge, merge_patch
-from poolboy.object_meta import is_ignored
+from poolboy.object_meta import ensure_finalizer, is_ignored, our_finalizers
 from poolboy.provider import Provider, ProviderNotFound
+from poolboy.reconcilers import preamble
 from poolboy.result import PermanentError, Result
 
 log = logging.getLogger(__name__)
@@ -51,24 +52,20 @@ _UNINDEXED = object()  # the engine's handle index cannot answer: list candidate
 
 def reconcile(ctx: Context, namespace: str, name: str) -> Result:
     """Converge one claim; see the module docstring. Conflicts re-run from fresh reads."""
-    return kube_errors.retry_on_conflict(lambda: _reconcile_once(ctx, namespace, name))
+    # the finalizer is staged into the run's one metadata write (see _ClaimRun.stage_finalizer)
+    return preamble.reconcile_object(ctx, CLAIM_KIND, namespace, name, live=_live, deleting=_finalize,
+                                     finalizer=False)
 
 
-def _reconcile_once(ctx: Context, namespace: str, name: str) -> Result:
-    claim = ctx.kube.get_or_none(ctx.settings.api_version, CLAIM_KIND, name, namespace)
-    if claim is None or ctx.label("ignore") in ((claim["metadata"].get("labels")) or {}):
-        return Result()
-    if binding.is_deleting(claim):
-        return _finalize(ctx, claim)
-
+def _live(ctx: Context, claim: dict[str, Any]) -> Result:
     requested_start = claim_lifespan.parse_optional(((claim.get("spec") or {}).get("lifespan") or {}).get("start"))
     if requested_start is not None and requested_start > ctx.now:
-        _ensure_finalizer(ctx, claim)
+        ensure_finalizer(ctx, claim)
         return Result(requeue_at=requested_start)  # nothing at all before the start (§3.16)
 
     handle_ref = (claim.get("status") or {}).get("resourceHandle") or {}
     if handle_ref.get("detached"):
-        return _detached(ctx, _ensure_finalizer(ctx, claim))
+        return _detached(ctx, ensure_finalizer(ctx, claim))
 
     run = _ClaimRun(ctx, claim)
     run.stage_finalizer()
@@ -80,14 +77,6 @@ def _reconcile_once(ctx: Context, namespace: str, name: str) -> Result:
 
 
 # --- deletion, finalizer, detached --------------------------------------------------------------------------------
-
-
-def _is_ours(ctx: Context, finalizer: str) -> bool:
-    domain = ctx.settings.finalizer
-    if finalizer in (domain, f"{domain}/handler"):
-        return True
-    prefix = f"{domain}/handler-"
-    return finalizer.startswith(prefix) and finalizer[len(prefix):].isdigit()
 
 
 def _finalize(ctx: Context, claim: dict[str, Any]) -> Result:
@@ -111,7 +100,8 @@ def _finalize(ctx: Context, claim: dict[str, Any]) -> Result:
                                       ctx.settings.operator_namespace)
             enqueue.append(keys.make(keys.HANDLE, ctx.settings.operator_namespace, handle_name))
     finalizers = metadata.get("finalizers") or []
-    remaining = [f for f in finalizers if not _is_ours(ctx, f)]
+    ours = set(our_finalizers(ctx, claim))
+    remaining = [f for f in finalizers if f not in ours]
     if remaining != finalizers:
         try:
             ctx.kube.patch_merge(ctx.settings.api_version, CLAIM_KIND, metadata["name"], metadata["namespace"],
@@ -123,16 +113,6 @@ def _finalize(ctx: Context, claim: dict[str, Any]) -> Result:
         what = f"deleted ResourceHandle {', '.join(sorted(names))}" if names else "no ResourceHandle to delete"
         ctx.kube.emit_event(claim, "Deleted", f"ResourceClaim deleted; {what}.")
     return Result(enqueue=tuple(enqueue))
-
-
-def _ensure_finalizer(ctx: Context, claim: dict[str, Any]) -> dict[str, Any]:
-    metadata = claim["metadata"]
-    finalizers = metadata.get("finalizers") or []
-    if ctx.settings.finalizer in finalizers:
-        return claim
-    return ctx.kube.patch_merge(ctx.settings.api_version, CLAIM_KIND, metadata["name"], metadata["namespace"],
-                                {"metadata": {"finalizers": [*finalizers, ctx.settings.finalizer]}},
-                                resource_version=metadata["resourceVersion"])
 
 
 def _detached(ctx: Context, claim: dict[str, Any]) -> Result:

@@ -17,8 +17,9 @@ from typing import Any
 from poolboy import binding, conditions, health, keys, kube, linked, managed_resources, templating, timeutil
 from poolboy.context import Context
 from poolboy.merge import deep_merge
-from poolboy.object_meta import ensure_finalizer, is_ignored, our_finalizers, remove_finalizers
+from poolboy.object_meta import is_ignored, our_finalizers, remove_finalizers
 from poolboy.provider import Provider
+from poolboy.reconcilers import preamble
 from poolboy.requester import Requester, get_requester
 from poolboy.result import PermanentError, Result
 
@@ -29,7 +30,7 @@ WAITING_FOR_CLAIM = "ResourceClaim"
 
 
 def reconcile(ctx: Context, namespace: str, name: str) -> Result:
-    return kube.retry_on_conflict(lambda: _reconcile(ctx, namespace, name))
+    return preamble.reconcile_object(ctx, KIND, namespace, name, live=_live, deleting=_cleanup)
 
 
 # --- small helpers -----------------------------------------------------------------------------------------------
@@ -464,14 +465,9 @@ def _record_error(ctx: Context, run: _Run, error: PermanentError) -> None:
         ctx.kube.emit_event(run.handle, error.reason, error.message, type="Warning")
 
 
-def _reconcile(ctx: Context, namespace: str, name: str) -> Result:
-    handle = ctx.kube.get_or_none(ctx.settings.api_version, KIND, name, namespace)
-    if handle is None or is_ignored(ctx, handle):
-        return Result()
-    if handle["metadata"].get("deletionTimestamp"):
-        return _cleanup(ctx, handle)
+def _live(ctx: Context, handle: dict[str, Any]) -> Result:
+    namespace, name = handle["metadata"]["namespace"], handle["metadata"]["name"]
     read_version = _version(handle)
-    handle = ensure_finalizer(ctx, handle)
     claim = _read_claim(ctx, handle)
     if is_ignored(ctx, claim):
         return Result()  # even expiry waits: it would delete the ignored claim (§3.1); resuming runs it again

@@ -13,7 +13,8 @@ from typing import Any
 
 from poolboy import conditions, keys, kube, pool_handles, timeutil
 from poolboy.context import Context
-from poolboy.object_meta import ensure_finalizer, is_ignored, our_finalizers, remove_finalizers
+from poolboy.object_meta import is_ignored, our_finalizers, remove_finalizers
+from poolboy.reconcilers import preamble
 from poolboy.result import PermanentError, Result
 
 log = logging.getLogger(__name__)
@@ -22,7 +23,7 @@ KIND = "ResourcePool"
 
 
 def reconcile(ctx: Context, namespace: str, name: str) -> Result:
-    return kube.retry_on_conflict(lambda: _reconcile(ctx, namespace, name))
+    return preamble.reconcile_object(ctx, KIND, namespace, name, live=_live, deleting=_cleanup)
 
 
 def unbound_selector(ctx: Context, pool_name: str) -> str:
@@ -182,13 +183,8 @@ def _cleanup(ctx: Context, pool: dict[str, Any]) -> Result:
                                 for h in handles))
 
 
-def _reconcile(ctx: Context, namespace: str, name: str) -> Result:
-    pool = ctx.kube.get_or_none(ctx.settings.api_version, KIND, name, namespace)
-    if pool is None or is_ignored(ctx, pool):
-        return Result()
-    if pool["metadata"].get("deletionTimestamp"):
-        return _cleanup(ctx, pool)
-    pool = ensure_finalizer(ctx, pool)
+def _live(ctx: Context, pool: dict[str, Any]) -> Result:
+    name = pool["metadata"]["name"]
     handles = unbound_handles(ctx, name)
     enqueue: list[str] = []
     if (pool.get("spec") or {}).get("deleteUnhealthyResourceHandles"):

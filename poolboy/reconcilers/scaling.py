@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from poolboy import conditions, keys, kube, pool_handles
+from poolboy import conditions, keys, pool_handles
 from poolboy.context import Context
-from poolboy.object_meta import is_ignored
+from poolboy.reconcilers import preamble
 from poolboy.reconcilers.pool import scaling_at, scaling_handle_names
 from poolboy.result import PermanentError, Result
 
@@ -18,7 +18,8 @@ KIND = "ResourcePoolScaling"
 
 
 def reconcile(ctx: Context, namespace: str, name: str) -> Result:
-    return kube.retry_on_conflict(lambda: _reconcile(ctx, namespace, name))
+    # no finalizer: a scaling is garbage-collected with its pool (owner reference), nothing to clean up
+    return preamble.reconcile_object(ctx, KIND, namespace, name, live=_live, finalizer=False)
 
 
 def _write_status(ctx: Context, scaling: dict[str, Any], status: dict[str, Any]) -> tuple[dict[str, Any], bool]:
@@ -52,10 +53,8 @@ def _pool_missing(ctx: Context, scaling: dict[str, Any], pool_name: str) -> Perm
     return PermanentError("PoolNotFound", message)
 
 
-def _reconcile(ctx: Context, namespace: str, name: str) -> Result:
-    scaling = ctx.kube.get_or_none(ctx.settings.api_version, KIND, name, namespace)
-    if scaling is None or is_ignored(ctx, scaling) or scaling["metadata"].get("deletionTimestamp"):
-        return Result()
+def _live(ctx: Context, scaling: dict[str, Any]) -> Result:
+    name = scaling["metadata"]["name"]
     spec = scaling.get("spec") or {}
     pool_name = (spec.get("resourcePool") or {}).get("name") or ""
     pool = ctx.kube.get_or_none(ctx.settings.api_version, "ResourcePool", pool_name, ctx.settings.operator_namespace)
