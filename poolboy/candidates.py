@@ -123,6 +123,19 @@ def waiting_entry(claim: Mapping[str, Any], domain: str) -> tuple[str, float] | 
     return f"{WAITING}|{claim_scope(pool, first)}", created
 
 
+def cache_entries(obj: Mapping[str, Any], domain: str) -> list[str]:
+    """The shared cache's binding indexes of one object (see :func:`poolboy.kube.cache_model.indexes`): an unbound
+    handle's summary in each scope it serves, a waiting claim's place in its scope's queue."""
+    kind = obj.get("kind")
+    if kind == "ResourceHandle":
+        return [f"h:{name}\t{value}" for name, value in index_entries(obj, domain)]
+    if kind == "ResourceClaim":
+        waiting = waiting_entry(obj, domain)
+        if waiting is not None:
+            return [f"z:{waiting[0]}\t{waiting[1]!r}"]
+    return []
+
+
 def _claim_first_provider(claim: Mapping[str, Any]) -> str:
     """The provider of a claim's first resource: ``spec.provider``, else the one recorded in status (a template
     matched it), else the one its first resource names."""

@@ -60,8 +60,8 @@ observe_api_request = api_requests.fire
 
 EventCallback = Callable[[str, str], None]
 
-#: ``callback(outcome, detail)`` from :mod:`poolboy.event_recorder`: ``sent`` (``create`` | ``patch``, per request),
-#: ``aggregated`` (``coalesced``: an occurrence folded into a send already owed) or ``dropped`` (``spam`` |
+#: ``callback(outcome, detail)`` from :mod:`poolboy.kube.event_recorder`: ``sent`` (``create`` | ``patch``, per
+#: request), ``aggregated`` (``coalesced``: an occurrence folded into a send already owed) or ``dropped`` (``spam`` |
 #: ``queue_full`` | ``error``)
 event_outcomes: Hook[EventCallback] = Hook("event")
 on_event = event_outcomes.register

@@ -20,7 +20,7 @@ from collections.abc import Callable
 import redis
 from prometheus_client import Counter
 
-from poolboy import cache_model
+from poolboy.kube import cache_model
 from watcher.informer import Informer
 from workers.cache import ObjectCache
 

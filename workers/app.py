@@ -80,7 +80,7 @@ def _start_beat_health(sender: object = None, **_: object) -> None:
 @worker_process_shutdown.connect
 def _flush_events(**_: object) -> None:
     """A pool child exits without running ``atexit`` handlers: send the Events it queued before it goes."""
-    from poolboy import event_recorder
+    from poolboy.kube import event_recorder
 
     event_recorder.flush(event_recorder.EXIT_FLUSH_SECONDS)
 

@@ -2,14 +2,14 @@
 
 The active watcher writes each object's latest version as it sees it (on every event and re-list) and removes it on
 DELETED; workers read objects by identity and answer label-selected lists from the indexes of
-:mod:`poolboy.cache_model`. Workers also write through what their own writes returned, so the next run (of this
+:mod:`poolboy.kube.cache_model`. Workers also write through what their own writes returned, so the next run (of this
 object or of another one reading it) does not read the version before its own write.
 
 Correctness never depends on the cache (DESIGN invariants 3 and 6):
 
 * every write computed from a read keeps its precondition, so a stale read costs one failed write and a fresh read
   (:class:`workers.cached_client.CachedKubeClient` switches to API reads for the rest of the run);
-* a version only replaces an older one (resourceVersions compared as integers, :func:`poolboy.cache_model.newer`),
+* a version only replaces an older one (resourceVersions compared as integers, :func:`poolboy.kube.cache_model.newer`),
   and a DELETED leaves a short tombstone so a late write-through cannot resurrect the object;
 * readers use the cache only while the watcher's ``alive`` key exists (renewed by the active watcher, gone when it
   dies, when Redis restarts empty or on FLUSHALL) and lists only for scopes whose informer has listed since the
@@ -30,7 +30,8 @@ from typing import Any
 import orjson
 import redis
 
-from poolboy import cache_model
+from poolboy import candidates
+from poolboy.kube import cache_model
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ SYNCED = PREFIX + "synced"
 #: how long a DELETED is remembered against late writes of older versions
 TOMBSTONE_TTL_S = 120
 
-# Index entries (see poolboy.cache_model.indexes): "name" (SET), "h:name\tvalue" (HASH), "z:name\tscore" (ZSET)
+# Index entries (see poolboy.kube.cache_model.indexes): "name" (SET), "h:name\tvalue" (HASH), "z:name\tscore" (ZSET)
 _INDEX_FUNCTIONS = """
 local function split(entry)
   local kind, rest = string.sub(entry, 1, 2), entry
@@ -126,6 +127,7 @@ class ObjectCache:
     def __init__(self, client: redis.Redis, domain: str) -> None:
         self.redis = client
         self.domain = domain
+        self.extra_indexes = candidates.cache_entries  # the domain's binding indexes
         self._put = client.register_script(_INDEX_FUNCTIONS + _PUT)
         self._delete = client.register_script(_INDEX_FUNCTIONS + _DELETE)
 
@@ -138,9 +140,9 @@ class ObjectCache:
         if not rv or not metadata.get("name") or not obj.get("kind"):
             return
         ident = cache_model.identity(obj)
+        every_namespace = cache_model.kind_index(obj.get("apiVersion") or "", obj["kind"], "*")
         args = [rv, orjson.dumps(obj), "1" if insert else "0", ident, PREFIX + "i:",
-                *cache_model.indexes(obj, self.domain), cache_model.kind_index(obj.get("apiVersion") or "",
-                                                                              obj["kind"], "*")]
+                *cache_model.indexes(obj, self.domain, self.extra_indexes), every_namespace]
         self._put(keys=[object_key(ident)], args=args, client=pipe)
 
     def delete(self, obj: dict, *, pipe: Any = None) -> None:

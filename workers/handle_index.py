@@ -15,8 +15,9 @@ from __future__ import annotations
 import orjson
 import redis
 
-from poolboy import cache_model, candidates
+from poolboy import candidates
 from poolboy.candidates import Reservation
+from poolboy.kube import cache_model
 from workers.cache import ALIVE, PREFIX, SYNCED, index_key, scope
 
 RESERVATION_PREFIX = PREFIX + "resv:"

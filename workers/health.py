@@ -129,7 +129,7 @@ def api_probe(kube: Any, timeout: float = 3.0) -> Probe:
         path = "/version"
         try:
             response = kube.api_client.rest_client.pool_manager.request(
-                "GET", kube.api_client.configuration.host + path, headers=kube._headers("GET", path, None),
+                "GET", kube.api_client.configuration.host + path, headers=kube.transport.headers("GET", path, None),
                 timeout=urllib3.Timeout(total=timeout), retries=False)
         except Exception as error:
             return f"API unreachable: {type(error).__name__}: {error}"

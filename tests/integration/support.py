@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, TypeVar
 
-from poolboy import event_recorder, keys
+from poolboy import keys
 from poolboy.context import Context, utcnow
-from poolboy.kube import KubeClient
+from poolboy.kube import KubeClient, event_recorder
 from poolboy.result import PermanentError, Result
 from poolboy.settings import Settings
 from tests.converge import Converger

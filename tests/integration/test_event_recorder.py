@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from poolboy import event_recorder, observability
-from poolboy.kube import KubeClient
+from poolboy import observability
+from poolboy.kube import KubeClient, event_recorder
 from poolboy.settings import Settings
 from tests.waiting import wait_for
 

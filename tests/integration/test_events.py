@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
-from poolboy import event_recorder
+from poolboy.kube import event_recorder
 from tests.integration.test_claim_support import ClaimEnv, env_fixture, ts  # noqa: F401 - env_fixture provides "env"
 
 

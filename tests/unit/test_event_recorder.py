@@ -11,9 +11,10 @@ from collections.abc import Iterator
 import pytest
 import tenacity
 
-from poolboy import event_recorder, observability
-from poolboy.event_recorder import Recorder
-from poolboy.events import Correlator, event_body
+from poolboy import observability
+from poolboy.kube import event_recorder
+from poolboy.kube.event_recorder import Recorder
+from poolboy.kube.events import Correlator, event_body
 
 OBJ = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "ns", "uid": "u"}}
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from hypothesis import given
 from hypothesis import strategies as st
 
-from poolboy.events import (
+from poolboy.kube.events import (
     AGGREGATE_MAX_EVENTS,
     COMBINED_PREFIX,
     LRU,

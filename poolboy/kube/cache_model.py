@@ -18,11 +18,9 @@ Label selectors use the subset of the Kubernetes syntax the reconcilers need: ``
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
-
-from poolboy import candidates
 
 
 class Unanswerable(ValueError):
@@ -91,9 +89,10 @@ def identity(obj: Mapping[str, Any]) -> str:
                      metadata.get("name") or "")
 
 
-def indexes(obj: Mapping[str, Any], domain: str) -> list[str]:
-    """Every index ``obj`` belongs to; Poolboy kinds (API group ``domain``) are also indexed by their D/ labels,
-    unbound handles by binding scope (:mod:`poolboy.candidates`) and waiting claims in creation order.
+def indexes(obj: Mapping[str, Any], domain: str,
+            extra: Callable[[Mapping[str, Any], str], list[str]] | None = None) -> list[str]:
+    """Every index ``obj`` belongs to; Poolboy kinds (API group ``domain``) are also indexed by their D/ labels, and
+    by whatever ``extra`` adds (the domain's binding indexes, :func:`poolboy.domain.candidates.cache_entries`).
 
     Plain names are SET indexes; ``h:<name>\\t<value>`` is a HASH index (member -> value) and ``z:<name>\\t<score>``
     a sorted one."""
@@ -107,12 +106,8 @@ def indexes(obj: Mapping[str, Any], domain: str) -> list[str]:
         if key.startswith(prefix):
             result.append(label_index(api_version, kind, key))
             result.append(label_index(api_version, kind, key, str(value)))
-    if kind == "ResourceHandle":
-        result.extend(f"h:{name}\t{value}" for name, value in candidates.index_entries(obj, domain))
-    elif kind == "ResourceClaim":
-        waiting = candidates.waiting_entry(obj, domain)
-        if waiting is not None:
-            result.append(f"z:{waiting[0]}\t{waiting[1]!r}")
+    if extra is not None:
+        result.extend(extra(obj, domain))
     return result
 
 

@@ -1,11 +1,11 @@
 """Kubernetes Events off the critical path: client-go's EventBroadcaster, one per process.
 
 :meth:`KubeClient.emit_event <poolboy.kube.KubeClient.emit_event>` hands the Event body to :func:`record`, which
-returns at once: the occurrence is counted by the :class:`~poolboy.events.Correlator` and, when a request is owed,
+returns at once: the occurrence is counted by the :class:`~poolboy.kube.events.Correlator` and, when a request is owed,
 put on a bounded in-process queue that a few daemon threads drain. An Event is worth less than the reconcile that
 reports it, so a bind never waits for one, and a slow or failing API server costs Events, never reconciles.
 
-What a sending thread does with a series (see :mod:`poolboy.events`): POST it the first time, PATCH ``count``,
+What a sending thread does with a series (see :mod:`poolboy.kube.events`): POST it the first time, PATCH ``count``,
 ``lastTimestamp`` and ``message`` afterwards. Occurrences that arrive while a send is queued or in flight are folded
 into it (one request carries them all); if some arrived during the request itself, the series is sent once more.
 A PATCH answered 404 (the Event expired) becomes a create; a create answered 409 AlreadyExists (an earlier attempt
@@ -34,7 +34,7 @@ from typing import Protocol
 
 import tenacity
 
-from poolboy.events import Correlator, Series
+from poolboy.kube.events import Correlator, Series
 from poolboy.observability import observe_event
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """Kubernetes Events as client-go's EventCorrelator sees them: the Event body, its keys, and the correlation.
 
-Pure and clock-injected, so the decisions are unit-tested; :mod:`poolboy.event_recorder` sends what they decide,
+Pure and clock-injected, so the decisions are unit-tested; :mod:`poolboy.kube.event_recorder` sends what they decide,
 off the reconcile's thread. The semantics are client-go's ``tools/record`` ones, with its default numbers:
 
 * **Series (client-go's event logger).** Occurrences with the same *event key* — source, involved object (kind,
