@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from poolboy.settings import Settings
 
 if TYPE_CHECKING:  # the wrapper imports the kubernetes client; the domain only needs its type
-    from poolboy.candidates import HandleIndex
+    from poolboy.domain.candidates import HandleIndex
     from poolboy.kube import KubeClient
 
 

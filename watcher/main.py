@@ -21,7 +21,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
 from poolboy import keys
-from poolboy.binding import WAITING_LABEL
+from poolboy.domain.binding import WAITING_LABEL
 from poolboy.kube import KubeClient
 from poolboy.settings import Settings
 from watcher import mapping, metrics

@@ -24,7 +24,8 @@ from prometheus_client import Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from poolboy import conditions, keys
+from poolboy import keys
+from poolboy.domain import conditions
 
 LATENCY_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 CLAIM_BIND = Histogram("poolboy_claim_bind_seconds", "Time from a claim's creation to its Bound condition",

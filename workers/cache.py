@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 import redis
 
-from poolboy import candidates
+from poolboy.domain import candidates
 from poolboy.kube import cache_model
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """Warm binding from Redis: the unbound-handle summaries the watcher keeps per scope, and atomic reservations.
 
-:mod:`poolboy.candidates` ranks; this module only reads the summaries (one HGETALL) and reserves a candidate with
+:mod:`poolboy.domain.candidates` ranks; this module only reads the summaries (one HGETALL) and reserves a candidate with
 one Lua call, so two claims never try the same handle at once. The reservation is advisory: the conditional bind
 patch on the API (a ``test`` of the handle's resourceVersion) stays the arbiter, a failed bind releases it, and a
 worker that dies holding one only delays that handle by the reservation's TTL.
@@ -15,8 +15,8 @@ from __future__ import annotations
 import orjson
 import redis
 
-from poolboy import candidates
-from poolboy.candidates import Reservation
+from poolboy.domain import candidates
+from poolboy.domain.candidates import Reservation
 from poolboy.kube import cache_model
 from workers.cache import ALIVE, PREFIX, SYNCED, index_key, scope
 
@@ -48,7 +48,7 @@ return 0
 
 
 class RedisHandleIndex:
-    """:class:`poolboy.candidates.HandleIndex` on the shared cache."""
+    """:class:`poolboy.domain.candidates.HandleIndex` on the shared cache."""
 
     def __init__(self, client: redis.Redis, api_version: str, namespace: str, *, ttl_s: float = 30.0) -> None:
         self.redis = client

@@ -19,29 +19,27 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any
 
-from poolboy import (
+from poolboy import keys
+from poolboy import kube as kube_errors
+from poolboy.context import Context
+from poolboy.domain import (
     binding,
     claim_lifespan,
     claim_parameters,
     claim_status,
     claim_validation,
     handle_factory,
-    keys,
     matching,
-    schema,
-    templating,
-    timeutil,
 )
-from poolboy import candidates as candidate_index
-from poolboy import conditions as cond
-from poolboy import kube as kube_errors
-from poolboy import lifespan as lifespan_rules
-from poolboy.context import Context
-from poolboy.merge import combine_merge_patches, deep_merge, merge_patch
-from poolboy.object_meta import ensure_finalizer, is_ignored, our_finalizers
-from poolboy.provider import Provider, ProviderNotFound
+from poolboy.domain import candidates as candidate_index
+from poolboy.domain import conditions as cond
+from poolboy.domain import lifespan as lifespan_rules
+from poolboy.domain.object_meta import ensure_finalizer, is_ignored, our_finalizers
+from poolboy.domain.provider import Provider, ProviderNotFound
 from poolboy.reconcilers import preamble
 from poolboy.result import PermanentError, Result
+from poolboy.utils import schema, templating, timeutil
+from poolboy.utils.merge import combine_merge_patches, deep_merge, merge_patch
 
 log = logging.getLogger(__name__)
 
@@ -496,8 +494,8 @@ class _ClaimRun:
         return None
 
     def _bind_indexed(self, claim_resources: list[dict[str, Any]]) -> Any:
-        """Warm binding from the engine's index (:mod:`poolboy.candidates`): rank from summaries, reserve the best
-        atomically, bind it with the usual conditional patch, release and go on when the bind loses.
+        """Warm binding from the engine's index (:mod:`poolboy.domain.candidates`): rank from summaries, reserve the
+        best atomically, bind it with the usual conditional patch, release and go on when the bind loses.
 
         Returns the bound handle, None (no candidate, or older waiting claims come first), or ``_UNINDEXED`` when
         the index cannot answer."""

@@ -14,14 +14,16 @@ import copy
 import logging
 from typing import Any
 
-from poolboy import binding, conditions, health, keys, kube, linked, managed_resources, templating, timeutil
+from poolboy import keys, kube
 from poolboy.context import Context
-from poolboy.merge import deep_merge
-from poolboy.object_meta import is_ignored, our_finalizers, remove_finalizers
-from poolboy.provider import Provider
+from poolboy.domain import binding, conditions, health, linked, managed_resources
+from poolboy.domain.object_meta import is_ignored, our_finalizers, remove_finalizers
+from poolboy.domain.provider import Provider
+from poolboy.domain.requester import Requester, get_requester
 from poolboy.reconcilers import preamble
-from poolboy.requester import Requester, get_requester
 from poolboy.result import PermanentError, Result
+from poolboy.utils import templating, timeutil
+from poolboy.utils.merge import deep_merge
 
 log = logging.getLogger(__name__)
 

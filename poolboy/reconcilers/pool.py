@@ -11,11 +11,13 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from poolboy import conditions, keys, kube, pool_handles, timeutil
+from poolboy import keys, kube
 from poolboy.context import Context
-from poolboy.object_meta import is_ignored, our_finalizers, remove_finalizers
+from poolboy.domain import conditions, pool_handles
+from poolboy.domain.object_meta import is_ignored, our_finalizers, remove_finalizers
 from poolboy.reconcilers import preamble
 from poolboy.result import PermanentError, Result
+from poolboy.utils import timeutil
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from poolboy import kube
 from poolboy.context import Context
-from poolboy.object_meta import ensure_finalizer, is_ignored
+from poolboy.domain.object_meta import ensure_finalizer, is_ignored
 from poolboy.result import Result
 
 Step = Callable[[Context, dict[str, Any]], Result]

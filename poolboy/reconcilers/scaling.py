@@ -1,15 +1,16 @@
 """ResourcePoolScaling reconciler (spec §3.19): ownerReference to its pool, exact ``status.count``, ``state``.
 
 The scaling is the only writer of its status. ``status.count`` is the size of the set of handles it owns (see
-:mod:`poolboy.pool_handles`), kept in ``status.handles`` so that handles claimed and deleted later still count.
+:mod:`poolboy.domain.pool_handles`), kept in ``status.handles`` so that handles claimed and deleted later still count.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from poolboy import conditions, keys, pool_handles
+from poolboy import keys
 from poolboy.context import Context
+from poolboy.domain import conditions, pool_handles
 from poolboy.reconcilers import preamble
 from poolboy.reconcilers.pool import scaling_at, scaling_handle_names
 from poolboy.result import PermanentError, Result

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
-from poolboy import binding, keys
+from poolboy import keys
 from poolboy.context import Context
-from poolboy.handle_factory import handle_name
+from poolboy.domain import binding
+from poolboy.domain.handle_factory import handle_name
 from tests.integration.test_claim_support import ClaimEnv, env_fixture, parse_ts, ts  # noqa: F401 - env_fixture provides "env"
 
 

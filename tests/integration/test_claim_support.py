@@ -84,7 +84,7 @@ def env_fixture(devcluster) -> Iterator[ClaimEnv]:
 
 
 def parse_ts(value: str) -> datetime:
-    from poolboy.timeutil import parse_timestamp
+    from poolboy.utils.timeutil import parse_timestamp
 
     return parse_timestamp(value)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from poolboy.context import utcnow
-from poolboy.timeutil import parse_timestamp
+from poolboy.utils.timeutil import parse_timestamp
 from tests.integration import test_handle_support as support
 from tests.integration.test_handle_support import HandleEnv, ts
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from poolboy.binding import bind_ops
 from poolboy.context import Context
+from poolboy.domain.binding import bind_ops
 from poolboy.settings import Settings
 
 SETTINGS = Settings(operator_namespace="op")

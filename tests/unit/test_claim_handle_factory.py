@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from poolboy.context import Context
-from poolboy.handle_factory import handle_body, handle_name
+from poolboy.domain.handle_factory import handle_body, handle_name
 from poolboy.settings import Settings
 
 

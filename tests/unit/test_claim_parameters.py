@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from poolboy.claim_parameters import evaluate
+from poolboy.domain.claim_parameters import evaluate
 
 CTX = {"resource_claim": None, "resource_handle": None, "resource_provider": None}
 

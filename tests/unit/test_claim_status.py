@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from poolboy import claim_status
+from poolboy.domain import claim_status
 
 D = "poolboy.gpte.redhat.com"
 

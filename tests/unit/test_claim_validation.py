@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from poolboy.claim_validation import validate_template
+from poolboy.domain.claim_validation import validate_template
 
 CTX = {"resource_claim": None, "resource_handle": None, "resource_provider": None}
 SCHEMA = {"type": "object", "additionalProperties": False,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from poolboy import health
+from poolboy.domain import health
 
 
 @pytest.mark.parametrize(("values", "expected"), [

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from poolboy.jsonpatch import (
+from poolboy.utils.jsonpatch import (
     PatchError,
     apply,
     diff,

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from poolboy.claim_lifespan import end_for_request, lifespan_request
-from poolboy.lifespan import (
+from poolboy.domain.claim_lifespan import end_for_request, lifespan_request
+from poolboy.domain.lifespan import (
     LifespanError,
     Limits,
     bind_end,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from poolboy.linked import find_linked_index
+from poolboy.domain.linked import find_linked_index
 
 
 def entry(provider: str, name: str | None = None) -> dict:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from poolboy.matching import (
+from poolboy.domain.matching import (
     exclusion_reason,
     matches,
     rank_candidates,

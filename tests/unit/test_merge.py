@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from poolboy.merge import deep_merge
+from poolboy.utils.merge import deep_merge
 
 OVERWRITE_CASES = [
     ({}, {}, {}),

@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from poolboy import managed_resources, pool_handles
-from poolboy.provider import Provider, ProviderNotFound
+from poolboy.domain import managed_resources, pool_handles
+from poolboy.domain.provider import Provider, ProviderNotFound
 from poolboy.result import PermanentError
 from poolboy.settings import Settings
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from poolboy.merge import deep_merge
-from poolboy.schema import defaults_from_schema, format_path, openapi_to_jsonschema, validate, validate_value
+from poolboy.utils.merge import deep_merge
+from poolboy.utils.schema import defaults_from_schema, format_path, openapi_to_jsonschema, validate, validate_value
 
 CLAIM_SCHEMA = {
     "type": "object",

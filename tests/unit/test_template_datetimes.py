@@ -14,8 +14,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from poolboy import timeutil
-from poolboy.templating import TemplateError, render_string, wrap_object
+from poolboy.utils import timeutil
+from poolboy.utils.templating import TemplateError, render_string, wrap_object
 
 NOW = datetime(2024, 1, 1, 22, 0, 0, tzinfo=UTC)
 LOCAL_NOW = NOW.astimezone().replace(tzinfo=None)

@@ -6,8 +6,8 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from poolboy import timeutil
-from poolboy.templating import (
+from poolboy.utils import timeutil
+from poolboy.utils.templating import (
     OMIT,
     K8sObject,
     TemplateError,
@@ -582,7 +582,7 @@ def test_template_var_values_are_not_rendered_as_templates_twice():
 
 
 def test_compiled_templates_are_cached():
-    from poolboy.templating import _compile
+    from poolboy.utils.templating import _compile
 
     _compile.cache_clear()
     render_string("{{ cached_x }}", {"cached_x": 1})

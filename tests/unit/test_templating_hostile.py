@@ -1,4 +1,4 @@
-"""Hostile templates: each ends in a clear TemplateError (the sandbox and limits in poolboy.templating).
+"""Hostile templates: each ends in a clear TemplateError (the sandbox and limits in poolboy.utils.templating).
 
 These assert the error type and message, never the time; the limits make every case end quickly.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from poolboy.templating import TemplateError, check, render, render_string
+from poolboy.utils.templating import TemplateError, check, render, render_string
 
 
 def _fn():

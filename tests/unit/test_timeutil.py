@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from poolboy import timeutil
-from poolboy.timeutil import (
+from poolboy.utils import timeutil
+from poolboy.utils.timeutil import (
     format_interval,
     format_single_unit,
     format_timestamp,

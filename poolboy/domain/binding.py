@@ -14,9 +14,10 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from poolboy import keys, timeutil
+from poolboy import keys
 from poolboy import kube as kube_errors
-from poolboy.object_meta import is_ignored
+from poolboy.domain.object_meta import is_ignored
+from poolboy.utils import timeutil
 
 if TYPE_CHECKING:
     from poolboy.context import Context

@@ -13,17 +13,17 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from poolboy import timeutil
 from poolboy.result import PermanentError
+from poolboy.utils import timeutil
 
 if TYPE_CHECKING:
     from poolboy.context import Context
-    from poolboy.lifespan import Limits
+    from poolboy.domain.lifespan import Limits
 
 
 def _templating() -> Any:
     """Imported on use so that this module (and ``ProviderNotFound``) imports even where templating is unused."""
-    from poolboy import templating
+    from poolboy.utils import templating
 
     return templating
 
@@ -350,7 +350,7 @@ class Provider:
         if resource_handle is not None:
             variables["resource_handle"] = _wrap(resource_handle)
         template_vars = self.template_vars(resource_handle) if vars is None else vars
-        from poolboy.lifespan import Limits
+        from poolboy.domain.lifespan import Limits
 
         return Limits(
             default=self._lifespan_value("default", variables, template_vars),

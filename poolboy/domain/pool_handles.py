@@ -14,8 +14,8 @@ import string
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from poolboy import timeutil
-from poolboy.provider import Provider
+from poolboy.domain.provider import Provider
+from poolboy.utils import timeutil
 
 if TYPE_CHECKING:
     from poolboy.context import Context

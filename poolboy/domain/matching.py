@@ -21,8 +21,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from poolboy import DEFAULT_DOMAIN
-from poolboy.jsonpatch import diff, json_equal, path_matches
-from poolboy.timeutil import parse_timestamp
+from poolboy.utils.jsonpatch import diff, json_equal, path_matches
+from poolboy.utils.timeutil import parse_timestamp
 
 __all__ = [
     "EXPIRY_MARGIN",

@@ -14,7 +14,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from poolboy import schema, templating
+from poolboy.utils import schema, templating
 
 _MISSING = object()
 

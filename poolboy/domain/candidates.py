@@ -5,7 +5,7 @@ handles and ``unbound|provider=<name>`` by the provider of their first resource)
 summaries: handles whose resources (provider names, names, templates) are identical form a *class*, and ranking
 criteria 1–3 and the template exclusions depend only on the class, so they are evaluated once per class on one
 representative read from the cache; criteria 4–8 and the per-handle exclusions (unhealthy, expiring within 120 s)
-come from the summaries. The order is exactly :func:`poolboy.matching.rank_candidates`'s, at the cost of one
+come from the summaries. The order is exactly :func:`poolboy.domain.matching.rank_candidates`'s, at the cost of one
 template comparison per class instead of one per handle, and no API request.
 
 Claims that must wait for a handle (``disableCreation``) are kept, per scope, in creation order
@@ -22,7 +22,8 @@ from typing import Any, Protocol
 
 import orjson
 
-from poolboy import matching, timeutil
+from poolboy.domain import matching
+from poolboy.utils import timeutil
 
 UNBOUND = "unbound"
 WAITING = "waiting"

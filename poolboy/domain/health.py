@@ -11,7 +11,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from poolboy import templating
+from poolboy.utils import templating
 
 log = logging.getLogger(__name__)
 

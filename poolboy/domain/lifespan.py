@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from poolboy import timeutil
+from poolboy.utils import timeutil
 
 __all__ = [
     "LifespanError",

@@ -33,7 +33,7 @@ import orjson
 from jsonschema import Draft4Validator, FormatChecker
 from jsonschema.exceptions import SchemaError, ValidationError
 
-from poolboy.merge import deep_merge
+from poolboy.utils.merge import deep_merge
 
 __all__ = ["defaults_from_schema", "openapi_to_jsonschema", "validate", "validate_value"]
 

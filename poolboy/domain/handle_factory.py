@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from poolboy import kube as kube_errors
-from poolboy.binding import HANDLE_KIND, bound_to, claim_ref, claim_uid_annotation, is_deleting
+from poolboy.domain.binding import HANDLE_KIND, bound_to, claim_ref, claim_uid_annotation, is_deleting
 from poolboy.result import PermanentError
 
 if TYPE_CHECKING:

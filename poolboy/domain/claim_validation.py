@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from poolboy import schema, templating
+from poolboy.utils import schema, templating
 
 
 def validate_template(template: dict[str, Any] | None, validation: dict[str, Any] | None, *,

@@ -15,8 +15,8 @@ from typing import Any
 
 import jinja2
 
-from poolboy import jsonpatch, templating
-from poolboy.provider import Provider
+from poolboy.domain.provider import Provider
+from poolboy.utils import jsonpatch, templating
 
 log = logging.getLogger(__name__)
 

@@ -45,8 +45,8 @@ from jinja2.runtime import ChainableUndefined, Context, Undefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from strgen import StringGenerator
 
-from poolboy import timeutil
-from poolboy.jmespath_functions import json_query
+from poolboy.utils import timeutil
+from poolboy.utils.jmespath_functions import json_query
 
 __all__ = [
     "OMIT",

@@ -14,8 +14,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from poolboy import jsonpatch, kube
+from poolboy import kube
 from poolboy.result import PermanentError
+from poolboy.utils import jsonpatch
 
 if TYPE_CHECKING:
     from poolboy.context import Context

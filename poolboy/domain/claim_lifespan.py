@@ -3,7 +3,7 @@
 After bind, the handle's ``spec.lifespan`` strings are the authority (a pool handle carries its pool's or its
 provider's; a created handle its provider's). They may be templates, so they are rendered on every reconcile with
 ``resource_claim``/``resource_handle`` and the template vars; the arithmetic itself lives in
-:mod:`poolboy.lifespan`.
+:mod:`poolboy.domain.lifespan`.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from poolboy import lifespan, templating, timeutil
+from poolboy.domain import lifespan
 from poolboy.result import PermanentError
+from poolboy.utils import templating, timeutil
 
 
 def _render(raw: Any, key: str, variables: dict[str, Any], template_vars: dict[str, Any]) -> Any:

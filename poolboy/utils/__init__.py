@@ -1,0 +1,2 @@
+"""Pure utilities with no Kubernetes and no Poolboy semantics: sandboxed templating (and its JMESPath functions),
+JSON patch, deep merge, OpenAPI schema validation and defaults, time intervals and timestamps."""
