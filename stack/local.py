@@ -177,9 +177,10 @@ class LocalStack:
         raise RuntimeError("the stack did not become ready in time; logs in " + str(self.log_dir))
 
     def _workers_answering(self) -> int:
-        from celery import Celery
+        from poolboy.settings import Settings
+        from workers.redis_client import probe_app
 
-        probe = Celery(broker=self.redis_url)
+        probe = probe_app(Settings.from_env(self.env))
         try:
             return len(probe.control.ping(timeout=0.5) or [])
         finally:

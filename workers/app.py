@@ -35,7 +35,7 @@ def _start_metrics(**_: object) -> None:
 
     metrics.install_api_hook()
     if settings.metrics_port:
-        metrics.serve(settings.metrics_port, settings.redis_url)
+        metrics.serve(settings.metrics_port, settings)
 
 
 @worker_process_shutdown.connect

@@ -14,6 +14,7 @@ from typing import Any
 import redis
 
 from poolboy.settings import Settings
+from workers import redis_client
 from workers.due import DueIndex
 from workers.enqueue import Enqueuer
 from workers.gate import Gate
@@ -53,7 +54,6 @@ def runtime() -> Runtime:
 
     metrics.install_api_hook()
     own_writes.install_write_hook()
-    client = redis.Redis.from_url(settings.redis_url, socket_timeout=10, socket_connect_timeout=5,
-                                  health_check_interval=25)
+    client = redis_client.client(settings)
     gate = Gate.from_settings(settings, client)
     return Runtime(settings, client, gate, DueIndex(client), Enqueuer(settings, app, gate), OwnWrites(client))

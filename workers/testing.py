@@ -159,9 +159,10 @@ class WorkerProcess(_ServiceProcess):
         return self
 
     def wait_ready(self) -> None:
-        from celery import Celery
+        from poolboy.settings import Settings
+        from workers.redis_client import probe_app
 
-        app = Celery(broker=self.redis_url, set_as_current=False)
+        app = probe_app(Settings.from_env(self.env))
         try:
             deadline = time.monotonic() + self.startup_timeout
             while time.monotonic() < deadline:
