@@ -153,10 +153,27 @@ class LocalStack:
         with contextlib.suppress(AlreadyExists):
             kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.options.namespace}})
 
-    def _start_components(self) -> None:
-        def add(name: str, *argv: str) -> None:
-            self.children.append(Child(name, argv, self.env, self.log_dir).start())
+    def add(self, name: str, *argv: str) -> Child:
+        """Start one more component (e.g. a second beat): ``poolboy <argv>`` with the stack's environment."""
+        child = Child(name, argv, self.env, self.log_dir).start()
+        self.children.append(child)
+        return child
 
+    def restart(self, name: str, sig: int | None = None) -> Child:
+        """Stop a component (SIGTERM and its grace, or ``sig`` such as SIGKILL at once) and start it again."""
+        old = self.child(name)
+        if sig is None:
+            old.stop(timeout=30.0)
+        else:
+            old.signal(sig)
+            if old.process is not None:
+                old.process.wait(10)
+        new = Child(name, old.argv, self.env, self.log_dir).start()
+        self.children[self.children.index(old)] = new
+        return new
+
+    def _start_components(self) -> None:
+        add = self.add
         add("watcher", "watcher")
         for index in range(self.options.workers):
             add(f"worker-{index}", "worker", "--queues", DEFAULT_QUEUES,

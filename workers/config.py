@@ -7,6 +7,7 @@
 * ``visibility_timeout`` above every countdown (countdowns are capped at a few seconds; longer waits go to the
   due-index), otherwise the Redis transport redelivers ETA messages in a loop.
 * no result backend: nobody reads reconcile results.
+* beat runs celery-redbeat: its lock in Redis lets a standby replica take over (:mod:`workers.beat_scheduler`).
 """
 
 from __future__ import annotations
@@ -51,6 +52,11 @@ def build(settings: Settings) -> dict[str, Any]:
         "task_routes": routes,
         "task_default_priority": 0,
         "worker_hijack_root_logger": True,
+        # beat: celery-redbeat (schedule and lock in Redis), so a standby beat takes over (workers/beat_scheduler.py)
+        "beat_scheduler": "workers.beat_scheduler:Scheduler",
+        "redbeat_key_prefix": "poolboy:beat:",
+        "redbeat_lock_timeout": max(2, int(settings.beat_lock_timeout)),
+        **redis_client.redbeat_options(settings),
         "enable_utc": True,
         "timezone": "UTC",
     }
