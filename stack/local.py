@@ -188,12 +188,12 @@ class LocalStack:
             dead = [c for c in self.children if not c.alive]
             if dead:
                 raise RuntimeError(f"{dead[0].name} exited during start-up:\n{dead[0].tail()}")
-            if self._workers_answering() >= self.options.workers and self._flower_answering():
+            if self.workers_answering() >= self.options.workers and self._flower_answering():
                 return
             time.sleep(0.2)
         raise RuntimeError("the stack did not become ready in time; logs in " + str(self.log_dir))
 
-    def _workers_answering(self) -> int:
+    def workers_answering(self) -> int:
         from poolboy.settings import Settings
         from workers.redis_client import probe_app
 
