@@ -8,6 +8,7 @@ however the work was spread, interrupted or repeated (DESIGN invariants 3 and 5;
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +37,17 @@ class Burst:
     pool_size: int
 
     def create(self, plural: str, body: dict, namespace: str = NS) -> None:
-        self.api.create_namespaced_custom_object(D, "v1", namespace, plural, body)
+        """Create, retrying the API faults a chaos run injects (an injected 409 never created the object)."""
+        for attempt in range(20):
+            try:
+                self.api.create_namespaced_custom_object(D, "v1", namespace, plural, body)
+                return
+            except client.ApiException as error:
+                if error.status not in (409, 429, 500, 503) or attempt == 19:
+                    raise
+                if error.status == 409 and "AlreadyExists" in str(error.body):
+                    return
+                time.sleep(0.05 * (attempt + 1))
 
     def setup(self) -> None:
         client.CoreV1Api(self.api.api_client).create_namespace({"metadata": {"name": self.namespace}})
@@ -158,12 +169,14 @@ class Watchdog:
                     if self._stop.is_set():
                         break
             except Exception:  # a fault injected into the watch, or the stream ending: watch again
-                continue
+                self._stop.wait(0.2)
             finally:
                 stream.stop()
 
     def _on_event(self, target: dict[str, dict], kind: str, obj: dict) -> None:
         name = obj["metadata"]["name"]
+        if kind == "DELETED":
+            self._check_cleanup(obj)
         with self._lock:
             self.events += 1
             if kind == "DELETED":
@@ -173,3 +186,47 @@ class Watchdog:
             found = binding_violations(list(self._claims.values()), list(self._handles.values()))
             self.violations += [v for v in found if v not in self.violations]
 
+    def _check_cleanup(self, obj: dict) -> None:
+        """An object is gone, so its finalizer was removed: its cleanup must be done already (DESIGN invariant 5)."""
+        name = obj["metadata"]["name"]
+        if obj["kind"] == "ResourceHandle":
+            for ref in [r.get("reference") or {} for r in (obj.get("status") or {}).get("resources", [])]:
+                if ref.get("name") and self._exists(lambda r=ref: client.CoreV1Api(self.burst.api.api_client)
+                                                    .read_namespaced_config_map(r["name"], r["namespace"])):
+                    self.violations.append(f"handle {name} gone while its resource {ref['name']} still exists")
+        elif (ref := (obj.get("status") or {}).get("resourceHandle")) and self._exists(
+                lambda: self.burst.api.get_namespaced_custom_object(D, "v1", NS, "resourcehandles", ref["name"])):
+            self.violations.append(f"claim {name} gone while its handle {ref['name']} is not being deleted")
+
+    @staticmethod
+    def _exists(read: Any) -> bool:
+        """True when the object exists and is not being deleted (API faults are retried)."""
+        for _ in range(20):
+            try:
+                found = read()
+            except client.ApiException as error:
+                if error.status == 404:
+                    return False
+                time.sleep(0.05)
+                continue
+            metadata = found["metadata"] if isinstance(found, dict) else found.metadata.to_dict()
+            return not metadata.get("deletion_timestamp") and not metadata.get("deletionTimestamp")
+        return False
+
+
+
+def wait_settled(burst: Burst, timeout: float = 60.0) -> None:
+    """Wait until :func:`final_violations` finds nothing (new handles get their resources a moment after they
+    appear); fail with what is still wrong."""
+    from tests.waiting import wait_for
+
+    last: list[list[str]] = [[]]
+
+    def clean() -> bool:
+        last[0] = final_violations(burst)
+        return not last[0]
+
+    try:
+        wait_for(clean, timeout=timeout, interval=1.0, message="every claim, handle and resource consistent")
+    except AssertionError as error:
+        raise AssertionError(f"{error}: {last[0][:20]}") from None
