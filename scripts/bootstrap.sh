@@ -35,7 +35,8 @@ apt_install() {
 }
 
 apt_install redis-server redis-server
-apt_install redis-sentinel redis-sentinel   # the Sentinel high-availability tests (tests/integration/test_sentinel.py)
+apt_install redis-sentinel redis-sentinel   # the Sentinel failover test (tests/e2e/test_sentinel_failover.py)
+apt_install openssl openssl                 # certificates for the Redis TLS test
 
 if [ ! -x .venv/bin/python ]; then
   say "creating virtualenv .venv"
