@@ -63,6 +63,9 @@ def interruptible() -> Iterator[None]:
         yield
     finally:
         _state.running = False
+        if _state.timer is not None:  # finished within the grace: the timer must not hit a later run
+            _state.timer.cancel()
+            _state.timer = None
 
 
 def _on_hand_back(signum: int, frame: object) -> None:

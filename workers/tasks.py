@@ -91,11 +91,13 @@ def _on_transient(rt: Runtime, kind: str, key: str, error: BaseException) -> Out
 
 
 def reconcile_once(rt: Runtime, kind: str, key: str) -> Outcome:
-    """Call the domain reconciler once and record what it asked for; never raises for reconcile failures."""
+    """Call the domain reconciler once and record what it asked for; never raises for reconcile failures (only
+    :class:`workers.shutdown.HandBack`, which is not one)."""
     _, namespace, name = parse(key)
     try:
         reconciler = registry.lookup(kind)
-        result = reconciler(Context(kube=rt.kube, settings=rt.settings), namespace, name)
+        with shutdown.interruptible():  # only the domain reconciler: never a gate or due-index call
+            result = reconciler(Context(kube=rt.kube, settings=rt.settings), namespace, name)
     except PermanentError as error:
         return _on_permanent(rt, kind, key, error)
     except TransientError as error:
@@ -157,7 +159,7 @@ def execute(task: Task, kind: str, key: str) -> str:
     outcome = Outcome("error")
     writes = own_writes.Collector()
     try:
-        with LeaseKeeper(rt.gate, key, token) as keeper, own_writes.collecting(writes), shutdown.interruptible():
+        with LeaseKeeper(rt.gate, key, token) as keeper, own_writes.collecting(writes):
             outcome = reconcile_once(rt, kind, key)
         if keeper.lost.is_set():
             log.warning("%s: lease lost during the run; another run may have overlapped", key)

@@ -74,6 +74,7 @@ def test_primary_killed_during_a_burst_fails_over_and_binding_resumes(ha: Sentin
     all_bound = time.monotonic() - killed_at[0]
     wait_for(lambda: burst.unbound_pool_handles() >= POOL, timeout=120, interval=0.5, message="pool refilled")
     violations = watchdog.stop()
+    assert "Acquired lock" in sentinel_stack.child("beat").tail(10**7), "beat never took its lock through Sentinel"
     print(f"\nsentinel failover: new master {failover:.1f}s after SIGKILL of the primary; binding resumed after "
           f"{resumed:.1f}s; all {CLAIMS} claims bound after {all_bound:.1f}s; {watchdog.events} watch events checked")
     assert not violations, violations
