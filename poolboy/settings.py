@@ -8,14 +8,15 @@ Intervals are in seconds and can be set down to a few seconds for tests.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from poolboy import DEFAULT_DOMAIN
 
 
-def _env(name: str, default: Any, cast: type) -> Any:
-    raw = os.environ.get(name)
+def _env(environ: Mapping[str, str], name: str, default: Any, cast: type) -> Any:
+    raw = environ.get(name)
     if raw is None or raw == "":
         return default
     if cast is bool:
@@ -29,8 +30,24 @@ class Settings:
     domain: str = DEFAULT_DOMAIN
     #: namespace of providers, handles, pools and scalings
     operator_namespace: str = "poolboy"
-    #: Redis URL for the Celery broker, the work gate and the due-index
+    #: Redis URL for the Celery broker, the work gate and the due-index: ``redis://``, ``rediss://`` (TLS) or
+    #: ``sentinel://host:port;sentinel://host:port`` (see :mod:`workers.redis_client`)
     redis_url: str = "redis://127.0.0.1:6379/0"
+    #: name of the master the sentinels monitor (with a ``sentinel://`` URL)
+    redis_sentinel_master: str = "mymaster"
+    #: password of the Redis servers when the URL carries none, and of the sentinels themselves
+    redis_password: str = ""
+    redis_sentinel_password: str = ""
+    #: TLS with a ``sentinel://`` URL (``rediss://`` implies it): CA bundle, and a client certificate if required
+    redis_tls: bool = False
+    redis_tls_ca_file: str = ""
+    redis_tls_cert_file: str = ""
+    redis_tls_key_file: str = ""
+    #: beat's Redis lock (celery-redbeat): a standby beat takes over at most this long after the active one died
+    beat_lock_timeout: float = 30.0
+    #: a worker told to stop (SIGTERM) lets running reconciles finish for this long, then hands them back to the
+    #: gate at once (lease released, key re-published); keep it below the pod's terminationGracePeriodSeconds
+    worker_shutdown_grace: float = 20.0
     #: periodic re-reconcile of every object of a kind (upstream defaults 60, 60, 10)
     manage_claims_interval: float = 60.0
     manage_handles_interval: float = 60.0
@@ -82,12 +99,13 @@ class Settings:
     env_names: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
-    def from_env(cls, **overrides: Any) -> Settings:
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
         """Build settings from ``POOLBOY_<FIELD>`` variables (e.g. ``POOLBOY_MANAGE_CLAIMS_INTERVAL=5``).
 
         ``POOLBOY_NAMESPACE`` is accepted for ``operator_namespace`` and ``REDIS_URL`` for ``redis_url``, the
-        names users of upstream Poolboy and of Celery expect.
+        names users of upstream Poolboy and of Celery expect. ``environ`` replaces ``os.environ`` (e.g. a child's).
         """
+        environ = os.environ if environ is None else environ
         aliases = {"operator_namespace": "POOLBOY_NAMESPACE", "redis_url": "POOLBOY_REDIS_URL"}
         values: dict[str, Any] = {}
         names: dict[str, str] = {}
@@ -97,9 +115,9 @@ class Settings:
             env_name = aliases.get(f.name, "POOLBOY_" + f.name.upper())
             names[f.name] = env_name
             cast = type(f.default)
-            values[f.name] = _env(env_name, f.default, cast)
-        if "POOLBOY_REDIS_URL" not in os.environ and os.environ.get("REDIS_URL"):
-            values["redis_url"] = os.environ["REDIS_URL"]
+            values[f.name] = _env(environ, env_name, f.default, cast)
+        if "POOLBOY_REDIS_URL" not in environ and environ.get("REDIS_URL"):
+            values["redis_url"] = environ["REDIS_URL"]
         values.update(overrides)
         return cls(**values, env_names=names)
 

@@ -15,7 +15,7 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "dev": ("stack.dev", "run the whole system locally (devcluster, Redis, watcher, workers, beat, Flower)"),
     "worker": ("stack.worker", "run a Celery worker of the reconcile engine (per-kind queues, metrics endpoint)"),
-    "beat": ("stack.beat", "run the single scheduler of the engine's sweeps (due-index, manage sweeps, resync)"),
+    "beat": ("stack.beat", "run the scheduler of the engine's sweeps; two may run, a Redis lock elects one"),
     "crds": ("stack.crds", "print or write the CRDs for an operator domain"),
     "flower": ("stack.flower", "run Flower against the engine's broker"),
     "watcher": ("stack.watcher", "list-then-watch Poolboy kinds and managed resources; every event adds a work key"),

@@ -162,10 +162,27 @@ class LocalStack:
         with contextlib.suppress(AlreadyExists):
             kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.options.namespace}})
 
-    def _start_components(self) -> None:
-        def add(name: str, *argv: str) -> None:
-            self.children.append(Child(name, argv, self.env, self.log_dir).start())
+    def add(self, name: str, *argv: str) -> Child:
+        """Start one more component (e.g. a second beat): ``poolboy <argv>`` with the stack's environment."""
+        child = Child(name, argv, self.env, self.log_dir).start()
+        self.children.append(child)
+        return child
 
+    def restart(self, name: str, sig: int | None = None) -> Child:
+        """Stop a component (SIGTERM and its grace, or ``sig`` such as SIGKILL at once) and start it again."""
+        old = self.child(name)
+        if sig is None:
+            old.stop(timeout=30.0)
+        else:
+            old.signal(sig)
+            if old.process is not None:
+                old.process.wait(10)
+        new = Child(name, old.argv, self.env, self.log_dir).start()
+        self.children[self.children.index(old)] = new
+        return new
+
+    def _start_components(self) -> None:
+        add = self.add
         add("watcher", "watcher")
         for index in range(self.options.workers):
             add(f"worker-{index}", "worker", "--queues", DEFAULT_QUEUES,
@@ -181,15 +198,16 @@ class LocalStack:
             dead = [c for c in self.children if not c.alive]
             if dead:
                 raise RuntimeError(f"{dead[0].name} exited during start-up:\n{dead[0].tail()}")
-            if self._workers_answering() >= self.options.workers and self._flower_answering():
+            if self.workers_answering() >= self.options.workers and self._flower_answering():
                 return
             time.sleep(0.2)
         raise RuntimeError("the stack did not become ready in time; logs in " + str(self.log_dir))
 
-    def _workers_answering(self) -> int:
-        from celery import Celery
+    def workers_answering(self) -> int:
+        from poolboy.settings import Settings
+        from workers.redis_client import probe_app
 
-        probe = Celery(broker=self.redis_url)
+        probe = probe_app(Settings.from_env(self.env))
         try:
             return len(probe.control.ping(timeout=0.5) or [])
         finally:

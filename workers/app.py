@@ -10,7 +10,14 @@ from __future__ import annotations
 import os
 
 from celery import Celery
-from celery.signals import beat_init, worker_init, worker_process_shutdown, worker_ready
+from celery.signals import (
+    beat_init,
+    worker_init,
+    worker_process_init,
+    worker_process_shutdown,
+    worker_ready,
+    worker_shutting_down,
+)
 
 from poolboy.settings import Settings
 from workers import config
@@ -36,7 +43,23 @@ def _start_metrics(**_: object) -> None:
 
     metrics.install_api_hook()
     if settings.metrics_port:
-        metrics.serve(settings.metrics_port, settings.redis_url)
+        metrics.serve(settings.metrics_port, settings)
+
+
+@worker_process_init.connect
+def _graceful_child(**_: object) -> None:
+    """Pool child: SIGTERM gives a running reconcile the grace period, then hands its key back (workers.shutdown)."""
+    from workers import shutdown
+
+    shutdown.mark_pool_child(settings.worker_shutdown_grace)
+
+
+@worker_shutting_down.connect
+def _stop_children(**_: object) -> None:
+    """Parent told to stop (Kubernetes signals PID 1 only): start the children's grace period now."""
+    from workers import shutdown
+
+    shutdown.forward_to_busy_children()
 
 
 #: the worker's consumer, once it is ready (its broker connection is what the worker's /healthz checks)

@@ -1,9 +1,9 @@
 """Beat's periodic tasks (queue ``periodic``): due-index sweep, per-kind manage sweeps, full resync.
 
 Every task here only *adds keys to the gate*, so running it twice is harmless: the gate coalesces duplicate
-adds, and ``pop_due`` is atomic. That is what makes a second beat by mistake cost nothing but duplicate sweeps.
-Deploy beat as a single replica (Deployment ``replicas: 1``, ``strategy: Recreate``); the schedule is plain
-intervals, so losing its state file on reschedule only shifts the next tick.
+adds, and ``pop_due`` is atomic, so even two beats ticking at once would cost nothing but duplicate sweeps. Beat runs
+celery-redbeat (:mod:`workers.beat_scheduler`): run two replicas, the holder of the Redis lock ticks and the other
+takes over when it dies.
 
 The manage sweeps and the resync list objects page by page (bounded memory) and add them at priority ``resync``,
 so a big resync never delays a live event (Redis message priorities, prefetch 1).

@@ -7,6 +7,7 @@
 * ``visibility_timeout`` above every countdown (countdowns are capped at a few seconds; longer waits go to the
   due-index), otherwise the Redis transport redelivers ETA messages in a loop.
 * no result backend: nobody reads reconcile results.
+* beat runs celery-redbeat: its lock in Redis lets a standby replica take over (:mod:`workers.beat_scheduler`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from kombu import Queue
 
 from poolboy.settings import Settings
+from workers import redis_client
 from workers.names import PERIODIC_PREFIX, PERIODIC_QUEUE, QUEUES, RECONCILE_PREFIX
 
 #: the longest Celery countdown the engine ever uses; anything longer goes to the due-index
@@ -27,15 +29,11 @@ def build(settings: Settings) -> dict[str, Any]:
     routes.update({f"{RECONCILE_PREFIX}{q[:-1]}": {"queue": q} for q in QUEUES if q != PERIODIC_QUEUE})
     if settings.visibility_timeout <= 2 * max(MAX_COUNTDOWN, settings.reconcile_time_limit):
         raise ValueError("visibility_timeout must exceed twice the longest countdown and reconcile time limit")
+    broker = redis_client.celery_options(settings)
+    broker["broker_transport_options"]["visibility_timeout"] = settings.visibility_timeout
     return {
-        "broker_url": settings.redis_url,
+        **broker,
         "broker_connection_retry_on_startup": True,
-        "broker_transport_options": {
-            "visibility_timeout": settings.visibility_timeout,
-            "socket_timeout": 10,
-            "socket_connect_timeout": 5,
-            "health_check_interval": 25,
-        },
         "task_serializer": "json",
         "accept_content": ["json"],
         "result_serializer": "json",
@@ -54,6 +52,11 @@ def build(settings: Settings) -> dict[str, Any]:
         "task_routes": routes,
         "task_default_priority": 0,
         "worker_hijack_root_logger": True,
+        # beat: celery-redbeat (schedule and lock in Redis), so a standby beat takes over (workers/beat_scheduler.py)
+        "beat_scheduler": "workers.beat_scheduler:Scheduler",
+        "redbeat_key_prefix": "poolboy:beat:",
+        "redbeat_lock_timeout": max(2, int(settings.beat_lock_timeout)),
+        **redis_client.redbeat_options(settings),
         "enable_utc": True,
         "timezone": "UTC",
     }

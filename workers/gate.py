@@ -92,7 +92,9 @@ class Gate:
 
     @classmethod
     def from_settings(cls, settings: Settings, client: redis.Redis | None = None) -> Gate:
-        return cls(client or redis.Redis.from_url(settings.redis_url), settings.gate_lease_seconds,
+        from workers import redis_client
+
+        return cls(client or redis_client.client(settings), settings.gate_lease_seconds,
                    settings.gate_pending_ttl, settings.gate_stale_seconds)
 
     @property

@@ -15,10 +15,14 @@ import logging
 import os
 import time
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import REGISTRY, Collector
+
+if TYPE_CHECKING:
+    from poolboy.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -62,18 +66,17 @@ def install_api_hook() -> None:
 class RedisStateCollector(Collector):
     """Gauges read from Redis at scrape time: gate depth/age, due-index size/lateness, queue lengths."""
 
-    def __init__(self, redis_url: str) -> None:
-        self.redis_url = redis_url
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        import redis
-
+        from workers import redis_client
         from workers.due import DueIndex
         from workers.gate import Gate
         from workers.names import QUEUES
 
         try:
-            client = redis.Redis.from_url(self.redis_url, socket_timeout=2)
+            client = redis_client.client(self.settings, socket_timeout=2)
             pending, oldest = Gate(client).pending_stats()
             due = DueIndex(client)
             due_size, due_oldest = due.size(), due.oldest()
@@ -98,7 +101,7 @@ def _priority_lists(queue: str) -> list[str]:
     return [queue] + [f"{queue}\x06\x16{step}" for step in (3, 6, 9)]
 
 
-def serve(port: int, redis_url: str | None, address: str = "0.0.0.0") -> CollectorRegistry:
+def serve(port: int, settings: Settings | None, address: str = "0.0.0.0") -> CollectorRegistry:
     """Start the scrape endpoint in this process (the worker parent, before the pool forks)."""
     from prometheus_client import multiprocess
 
@@ -107,8 +110,8 @@ def serve(port: int, redis_url: str | None, address: str = "0.0.0.0") -> Collect
         multiprocess.MultiProcessCollector(registry)
     else:
         registry = REGISTRY
-    if redis_url:
-        registry.register(RedisStateCollector(redis_url))
+    if settings is not None:
+        registry.register(RedisStateCollector(settings))
     start_http_server(port, addr=address, registry=registry)
     log.info("metrics on http://%s:%d/metrics", address, port)
     return registry

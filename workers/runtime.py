@@ -14,6 +14,7 @@ from typing import Any
 import redis
 
 from poolboy.settings import Settings
+from workers import redis_client
 from workers.cache import ObjectCache
 from workers.cached_client import CachedKubeClient
 from workers.due import DueIndex
@@ -63,8 +64,7 @@ def runtime() -> Runtime:
 
     metrics.install_api_hook()
     own_writes.install_write_hook()
-    client = redis.Redis.from_url(settings.redis_url, socket_timeout=10, socket_connect_timeout=5,
-                                  health_check_interval=25)
+    client = redis_client.client(settings)
     gate = Gate.from_settings(settings, client)
     cache = ObjectCache(client, settings.domain) if settings.read_cache else None
     index = RedisHandleIndex(client, settings.api_version, settings.operator_namespace) if cache else None

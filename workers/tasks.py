@@ -7,6 +7,8 @@ the key again, while any other change that arrived during the run does. Outcomes
 
 * ``Result`` -> done; ``requeue_at`` goes to the due-index, ``enqueue`` keys go through the gate.
 * ``PermanentError`` -> re-check at now + ``recheck_after`` via the due-index (never a hot loop).
+* :class:`workers.shutdown.HandBack` (the worker is stopping and its grace period is over) -> the key is marked
+  pending before DONE, so DONE re-publishes it for another worker and releases the lease at once.
 * ``TransientError``, a transient ``ApiError``, or any other exception (logged with traceback) -> per-key backoff
   with full jitter capped at ``retry_backoff_max``, honouring a 429's Retry-After; a short delay is a Celery
   countdown (at most :data:`workers.config.MAX_COUNTDOWN`), a longer one a due-index entry.
@@ -25,7 +27,7 @@ from celery import Task
 from poolboy.context import Context
 from poolboy.keys import KINDS, parse
 from poolboy.result import PermanentError, Result, TransientError
-from workers import backoff, metrics, own_writes, registry
+from workers import backoff, metrics, own_writes, registry, shutdown
 from workers.app import app
 from workers.config import MAX_COUNTDOWN
 from workers.gate import LeaseKeeper
@@ -93,11 +95,14 @@ def _on_transient(rt: Runtime, kind: str, key: str, error: BaseException) -> Out
 
 
 def reconcile_once(rt: Runtime, kind: str, key: str) -> Outcome:
-    """Call the domain reconciler once and record what it asked for; never raises for reconcile failures."""
+    """Call the domain reconciler once and record what it asked for; never raises for reconcile failures (only
+    :class:`workers.shutdown.HandBack`, which is not one)."""
     _, namespace, name = parse(key)
     try:
         reconciler = registry.lookup(kind)
-        result = reconciler(Context(kube=rt.reader(), settings=rt.settings, index=rt.handle_index), namespace, name)
+        with shutdown.interruptible():  # only the domain reconciler: never a gate or due-index call
+            result = reconciler(Context(kube=rt.reader(), settings=rt.settings, index=rt.handle_index), namespace,
+                                name)
     except PermanentError as error:
         return _on_permanent(rt, kind, key, error)
     except TransientError as error:
@@ -134,6 +139,16 @@ def settle(rt: Runtime, key: str, token: str, idents: list[str]) -> None:
         log.warning("%s: could not re-add the key after a change during the run: %s", key, error)
 
 
+def hand_back(rt: Runtime, key: str) -> None:
+    """The worker is stopping mid-run: mark the key pending while we still hold the lease, so DONE re-publishes it
+    for another worker at once instead of it waiting for the lease to expire."""
+    log.warning("%s: worker stopping, grace period over; handing the key back", key)
+    try:
+        rt.enqueuer.add(key, "event")
+    except Exception as error:  # Redis is away: the lease reaper re-runs the key once the lease expires
+        log.warning("%s: could not hand the key back: %s", key, error)
+
+
 def execute(task: Task, kind: str, key: str) -> str:
     rt = runtime()
     msg_id = task.request.id or uuid.uuid4().hex
@@ -153,10 +168,14 @@ def execute(task: Task, kind: str, key: str) -> str:
             outcome = reconcile_once(rt, kind, key)
         if keeper.lost.is_set():
             log.warning("%s: lease lost during the run; another run may have overlapped", key)
+    except shutdown.HandBack:
+        outcome = Outcome("handed_back")
     finally:
         metrics.RECONCILE_TIME.labels(controller=kind).observe(time.monotonic() - began)
         metrics.RECONCILE_TOTAL.labels(controller=kind, result=outcome.result).inc()
         settle(rt, key, token, writes.idents)
+        if outcome.result == "handed_back":
+            hand_back(rt, key)
         rerun = rt.gate.done(key, token)
         if rerun:
             rt.enqueuer.publish(rerun)

@@ -17,8 +17,12 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from devcluster.testing import die_with_parent
+
+if TYPE_CHECKING:
+    import redis
 
 
 def free_port() -> int:
@@ -31,8 +35,9 @@ def free_port() -> int:
 class RedisServer:
     """``with RedisServer() as redis: redis.url`` — a private redis-server for one test session."""
 
-    def __init__(self, port: int | None = None, startup_timeout: float = 10.0) -> None:
+    def __init__(self, port: int | None = None, startup_timeout: float = 10.0, args: list[str] | None = None) -> None:
         self.port = port or free_port()
+        self.args = list(args or [])
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.startup_timeout = startup_timeout
         self._tmp = tempfile.TemporaryDirectory(prefix="redis-")
@@ -44,7 +49,7 @@ class RedisServer:
             raise RuntimeError("redis-server is not installed; run scripts/bootstrap.sh")
         self.process = subprocess.Popen(
             [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", self._tmp.name, "--logfile", str(Path(self._tmp.name) / "redis.log")],
+             "--dir", self._tmp.name, "--logfile", str(Path(self._tmp.name) / "redis.log"), *self.args],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=die_with_parent,
         )
         deadline = time.monotonic() + self.startup_timeout
@@ -52,7 +57,7 @@ class RedisServer:
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as sock:
                     sock.sendall(b"PING\r\n")
-                    if sock.recv(16).startswith(b"+PONG"):
+                    if sock.recv(16).startswith((b"+PONG", b"-NOAUTH")):  # up (with --requirepass: up, locked)
                         return self
             except OSError:
                 time.sleep(0.02)
@@ -159,9 +164,10 @@ class WorkerProcess(_ServiceProcess):
         return self
 
     def wait_ready(self) -> None:
-        from celery import Celery
+        from poolboy.settings import Settings
+        from workers.redis_client import probe_app
 
-        app = Celery(broker=self.redis_url, set_as_current=False)
+        app = probe_app(Settings.from_env(self.env))
         try:
             deadline = time.monotonic() + self.startup_timeout
             while time.monotonic() < deadline:
@@ -191,3 +197,101 @@ class BeatProcess(_ServiceProcess):
     def __enter__(self) -> BeatProcess:
         self.launch()
         return self
+
+
+class SentinelCluster:
+    """``with SentinelCluster() as ha: ha.url`` — one primary, one replica and three sentinels on loopback ports.
+
+    The processes come from the distribution's packages (``redis-server``, ``redis-sentinel`` or, failing that,
+    ``redis-server --sentinel``). Failure detection is fast (1 s) so a failover takes a few seconds.
+    """
+
+    def __init__(self, master: str = "mymaster", sentinels: int = 3, down_after_ms: int = 1000) -> None:
+        self.master = master
+        self.primary = RedisServer(args=["--appendonly", "no"])
+        self.replica = RedisServer(args=["--replicaof", "127.0.0.1", str(self.primary.port)])
+        self.sentinel_ports = [free_port() for _ in range(sentinels)]
+        self.down_after_ms = down_after_ms
+        self._tmp = tempfile.TemporaryDirectory(prefix="sentinels-")
+        self.sentinels: list[subprocess.Popen[bytes]] = []
+
+    @property
+    def url(self) -> str:
+        return ";".join(f"sentinel://127.0.0.1:{port}" for port in self.sentinel_ports)
+
+    def _sentinel_command(self, config: Path) -> list[str]:
+        binary = shutil.which("redis-sentinel")
+        if binary:
+            return [binary, str(config)]
+        server = shutil.which("redis-server")
+        if not server:
+            raise RuntimeError("redis-sentinel is not installed; run scripts/bootstrap.sh")
+        return [server, str(config), "--sentinel"]
+
+    def start(self) -> SentinelCluster:
+        self.primary.start()
+        self.replica.start()
+        for index, port in enumerate(self.sentinel_ports):
+            config = Path(self._tmp.name) / f"sentinel-{index}.conf"
+            config.write_text("\n".join([
+                f"port {port}", "bind 127.0.0.1", "daemonize no", f"dir {self._tmp.name}",
+                f"logfile {self._tmp.name}/sentinel-{index}.log",
+                f"sentinel monitor {self.master} 127.0.0.1 {self.primary.port} 2",
+                f"sentinel down-after-milliseconds {self.master} {self.down_after_ms}",
+                f"sentinel failover-timeout {self.master} 10000",
+                f"sentinel parallel-syncs {self.master} 1", ""]))
+            self.sentinels.append(subprocess.Popen(self._sentinel_command(config), stdout=subprocess.DEVNULL,
+                                                   stderr=subprocess.DEVNULL, preexec_fn=die_with_parent))
+        self.wait_ready()
+        return self
+
+    def sentinel_client(self, index: int = 0) -> redis.Redis:
+        import redis
+
+        return redis.Redis(host="127.0.0.1", port=self.sentinel_ports[index], socket_timeout=1, decode_responses=True)
+
+    def master_address(self) -> tuple[str, int] | None:
+        for index in range(len(self.sentinel_ports)):
+            try:
+                address = self.sentinel_client(index).sentinel_get_master_addr_by_name(self.master)
+            except Exception:
+                continue
+            if address:
+                return address[0], int(address[1])
+        return None
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        """Every sentinel knows the replica and the other sentinels: only then can they agree on a failover."""
+        deadline = time.monotonic() + timeout
+        others = len(self.sentinel_ports) - 1
+        while time.monotonic() < deadline:
+            try:
+                if all(len(c.sentinel_slaves(self.master)) >= 1 and len(c.sentinel_sentinels(self.master)) >= others
+                       for c in map(self.sentinel_client, range(len(self.sentinel_ports)))):
+                    return
+            except Exception:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"sentinels not ready after {timeout}s; logs in {self._tmp.name}")
+
+    def stop(self) -> None:
+        for process in self.sentinels:
+            if process.poll() is None:
+                process.kill()
+                process.wait(5)
+        self.sentinels.clear()
+        self.replica.stop()
+        self.primary.stop()
+
+    def __enter__(self) -> SentinelCluster:
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+        self.primary._tmp.cleanup()
+        self.replica._tmp.cleanup()
+        self._tmp.cleanup()

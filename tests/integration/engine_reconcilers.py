@@ -35,7 +35,10 @@ from poolboy.result import PermanentError, Result, TransientError
 
 @cache
 def _redis() -> redis.Redis:
-    return redis.Redis.from_url(os.environ["POOLBOY_REDIS_URL"], decode_responses=True)
+    from poolboy.settings import Settings
+    from workers.redis_client import client
+
+    return client(Settings.from_env(), decode_responses=True)  # TLS, password or Sentinel as the worker has it
 
 
 def _record(key: str, event: str) -> int:

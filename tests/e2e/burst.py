@@ -1,0 +1,232 @@
+"""Burst scenarios on the running stack: a ConfigMap provider and pool, many claims, and the invariants that must hold
+however the work was spread, interrupted or repeated (DESIGN invariants 3 and 5; spec §3.8, §3.18).
+
+:class:`Watchdog` checks the binding invariants continuously from watches (every event, not only at the end);
+:func:`final_violations` checks everything once the system has settled.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes import client, config, watch
+
+from stack.local import LocalStack
+
+D = "poolboy.gpte.redhat.com"
+NS = "poolboy"
+
+
+def custom_api(stack: LocalStack) -> client.CustomObjectsApi:
+    configuration = client.Configuration()
+    config.load_kube_config(config_file=str(stack.kubeconfig), client_configuration=configuration)
+    return client.CustomObjectsApi(client.ApiClient(configuration))
+
+
+@dataclass
+class Burst:
+    """A provider of ConfigMaps in ``namespace``, a pool of ``pool_size`` handles of it, and claims against it."""
+
+    api: client.CustomObjectsApi
+    namespace: str
+    name: str
+    pool_size: int
+
+    def create(self, plural: str, body: dict, namespace: str = NS) -> None:
+        """Create, retrying the API faults a chaos run injects (an injected 409 never created the object)."""
+        for attempt in range(20):
+            try:
+                self.api.create_namespaced_custom_object(D, "v1", namespace, plural, body)
+                return
+            except client.ApiException as error:
+                if error.status not in (409, 429, 500, 503) or attempt == 19:
+                    raise
+                if error.status == 409 and "AlreadyExists" in str(error.body):
+                    return
+                time.sleep(0.05 * (attempt + 1))
+
+    def setup(self) -> None:
+        client.CoreV1Api(self.api.api_client).create_namespace({"metadata": {"name": self.namespace}})
+        self.create("resourceproviders", {
+            "apiVersion": f"{D}/v1", "kind": "ResourceProvider", "metadata": {"name": self.name, "namespace": NS},
+            "spec": {
+                "template": {"enable": True, "definition": {
+                    "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": self.namespace},
+                    "data": {"value": "{{ value }}"}}},
+                "parameters": [{"name": "value", "default": {"value": "x"}}],
+                "override": {"metadata": {"name": self.name + "-{{ guid }}"}},
+                "healthCheck": "true", "readinessCheck": "true",
+            },
+        })
+        self.create("resourcepools", {
+            "apiVersion": f"{D}/v1", "kind": "ResourcePool", "metadata": {"name": self.name, "namespace": NS},
+            "spec": {"minAvailable": self.pool_size,
+                     "provider": {"name": self.name, "parameterValues": {"value": "x"}}},
+        })
+
+    def claim(self, index: int) -> None:
+        self.create("resourceclaims", {
+            "apiVersion": f"{D}/v1", "kind": "ResourceClaim",
+            "metadata": {"name": f"c{index:03d}", "namespace": self.namespace},
+            "spec": {"provider": {"name": self.name, "parameterValues": {"value": "x"}}},
+        }, self.namespace)
+
+    def handles(self) -> list[dict]:
+        return self.api.list_namespaced_custom_object(D, "v1", NS, "resourcehandles")["items"]
+
+    def claims(self) -> list[dict]:
+        return self.api.list_namespaced_custom_object(D, "v1", self.namespace, "resourceclaims")["items"]
+
+    def config_maps(self) -> list[Any]:
+        return client.CoreV1Api(self.api.api_client).list_namespaced_config_map(self.namespace).items
+
+    def unbound_pool_handles(self) -> int:
+        return len([h for h in self.handles() if not h["spec"].get("resourceClaim")
+                    and h["metadata"].get("labels", {}).get(f"{D}/resource-pool-name") == self.name
+                    and not h["metadata"].get("deletionTimestamp")])
+
+    def bound_count(self) -> int:
+        return sum(1 for c in self.claims() if (c.get("status") or {}).get("resourceHandle"))
+
+    def all_bound(self, count: int) -> bool:
+        claims = self.claims()
+        return len(claims) == count and all((c.get("status") or {}).get("resourceHandle") for c in claims)
+
+
+def binding_violations(claims: list[dict], handles: list[dict]) -> list[str]:
+    """No handle bound to two claims; no claim with two (live) handles."""
+    problems = []
+    by_handle = Counter(c["status"]["resourceHandle"]["name"] for c in claims
+                        if (c.get("status") or {}).get("resourceHandle"))
+    problems += [f"handle {name} bound to {n} claims" for name, n in by_handle.items() if n > 1]
+    live = [h for h in handles if h["spec"].get("resourceClaim") and not h["metadata"].get("deletionTimestamp")]
+    by_claim = Counter((h["spec"]["resourceClaim"]["namespace"], h["spec"]["resourceClaim"]["name"]) for h in live)
+    problems += [f"claim {ns}/{name} has {n} handles" for (ns, name), n in by_claim.items() if n > 1]
+    return problems
+
+
+def final_violations(burst: Burst) -> list[str]:
+    """Once settled: the binding invariants, each claim's handle pointing back at it, every live handle with its
+    resource, and no managed resource without a live handle."""
+    claims, handles = burst.claims(), burst.handles()
+    problems = binding_violations(claims, handles)
+    by_name = {h["metadata"]["name"]: h for h in handles}
+    for c in claims:
+        ref = (c.get("status") or {}).get("resourceHandle")
+        handle = by_name.get(ref["name"]) if ref else None
+        if ref and (handle is None or handle["spec"].get("resourceClaim", {}).get("name") != c["metadata"]["name"]):
+            problems.append(f"claim {c['metadata']['name']} points at handle {ref['name']} which does not point back")
+    resource_names = {cm.metadata.name for cm in burst.config_maps()}
+    live = [h for h in handles if not h["metadata"].get("deletionTimestamp")]
+    referenced = set()
+    for h in live:
+        names = [r.get("reference", {}).get("name") for r in (h.get("status") or {}).get("resources", [])]
+        referenced.update(n for n in names if n)
+        if not names or not all(n in resource_names for n in names):
+            problems.append(f"handle {h['metadata']['name']} without its resources")
+    problems += [f"resource {name} without a live handle" for name in sorted(resource_names - referenced)]
+    return problems
+
+
+@dataclass
+class Watchdog:
+    """Watches the burst's claims and handles and checks the binding invariants on every event."""
+
+    burst: Burst
+    violations: list[str] = field(default_factory=list)
+    events: int = 0
+    _claims: dict[str, dict] = field(default_factory=dict)
+    _handles: dict[str, dict] = field(default_factory=dict)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _threads: list[threading.Thread] = field(default_factory=list)
+
+    def start(self) -> Watchdog:
+        for target, namespace, plural in ((self._claims, self.burst.namespace, "resourceclaims"),
+                                          (self._handles, NS, "resourcehandles")):
+            thread = threading.Thread(target=self._watch, args=(target, namespace, plural), daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def stop(self) -> list[str]:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=15)
+        return self.violations
+
+    def _watch(self, target: dict[str, dict], namespace: str, plural: str) -> None:
+        while not self._stop.is_set():
+            stream = watch.Watch()
+            try:
+                for event in stream.stream(self.burst.api.list_namespaced_custom_object, D, "v1", namespace, plural,
+                                           timeout_seconds=5):
+                    self._on_event(target, event["type"], event["object"])
+                    if self._stop.is_set():
+                        break
+            except Exception:  # a fault injected into the watch, or the stream ending: watch again
+                self._stop.wait(0.2)
+            finally:
+                stream.stop()
+
+    def _on_event(self, target: dict[str, dict], kind: str, obj: dict) -> None:
+        name = obj["metadata"]["name"]
+        if kind == "DELETED":
+            self._check_cleanup(obj)
+        with self._lock:
+            self.events += 1
+            if kind == "DELETED":
+                target.pop(name, None)
+            else:
+                target[name] = obj
+            found = binding_violations(list(self._claims.values()), list(self._handles.values()))
+            self.violations += [v for v in found if v not in self.violations]
+
+    def _check_cleanup(self, obj: dict) -> None:
+        """An object is gone, so its finalizer was removed: its cleanup must be done already (DESIGN invariant 5)."""
+        name = obj["metadata"]["name"]
+        if obj["kind"] == "ResourceHandle":
+            for ref in [r.get("reference") or {} for r in (obj.get("status") or {}).get("resources", [])]:
+                if ref.get("name") and self._exists(lambda r=ref: client.CoreV1Api(self.burst.api.api_client)
+                                                    .read_namespaced_config_map(r["name"], r["namespace"])):
+                    self.violations.append(f"handle {name} gone while its resource {ref['name']} still exists")
+        elif (ref := (obj.get("status") or {}).get("resourceHandle")) and self._exists(
+                lambda: self.burst.api.get_namespaced_custom_object(D, "v1", NS, "resourcehandles", ref["name"])):
+            self.violations.append(f"claim {name} gone while its handle {ref['name']} is not being deleted")
+
+    @staticmethod
+    def _exists(read: Any) -> bool:
+        """True when the object exists and is not being deleted (API faults are retried)."""
+        for _ in range(20):
+            try:
+                found = read()
+            except client.ApiException as error:
+                if error.status == 404:
+                    return False
+                time.sleep(0.05)
+                continue
+            metadata = found["metadata"] if isinstance(found, dict) else found.metadata.to_dict()
+            return not metadata.get("deletion_timestamp") and not metadata.get("deletionTimestamp")
+        return False
+
+
+
+def wait_settled(burst: Burst, timeout: float = 60.0) -> None:
+    """Wait until :func:`final_violations` finds nothing (new handles get their resources a moment after they
+    appear); fail with what is still wrong."""
+    from tests.waiting import wait_for
+
+    last: list[list[str]] = [[]]
+
+    def clean() -> bool:
+        last[0] = final_violations(burst)
+        return not last[0]
+
+    try:
+        wait_for(clean, timeout=timeout, interval=1.0, message="every claim, handle and resource consistent")
+    except AssertionError as error:
+        raise AssertionError(f"{error}: {last[0][:20]}") from None

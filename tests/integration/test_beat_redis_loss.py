@@ -1,0 +1,52 @@
+"""Beat (celery-redbeat) survives Redis losing everything: FLUSHALL, and a restart of redis-server without data.
+
+Stock redbeat would exit (its lock extension fails) or tick an empty schedule forever; ``workers.beat_scheduler``
+takes the lock again and re-installs the schedule, so the due-index sweep is published again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from tests.waiting import wait_for
+from workers.testing import BeatProcess, RedisServer
+
+LOCK_KEY = "poolboy:beat::lock"
+SWEEP_ENTRY = "poolboy:beat:sweep-due"
+
+
+@pytest.fixture()
+def own_redis() -> Iterator[RedisServer]:
+    with RedisServer() as server:
+        yield server
+
+
+def sweeps_published(r: redis.Redis) -> int:
+    """Messages waiting on the ``periodic`` queue (no worker consumes them here)."""
+    return int(r.llen("periodic"))
+
+
+def beat_is_ticking(r: redis.Redis) -> bool:
+    return bool(r.get(LOCK_KEY)) and r.exists(SWEEP_ENTRY) == 1 and sweeps_published(r) > 0
+
+
+@pytest.mark.slow
+def test_beat_recovers_its_lock_and_schedule_after_flushall_and_restart(own_redis: RedisServer) -> None:
+    r = redis.Redis.from_url(own_redis.url, decode_responses=True)
+    env = {"POOLBOY_SWEEP_DUE_INTERVAL": "1", "POOLBOY_BEAT_LOCK_TIMEOUT": "5"}
+    with BeatProcess(own_redis.url, env=env) as beat:
+        wait_for(lambda: beat_is_ticking(r), timeout=20, message="beat ticking")
+
+        r.flushall()
+        wait_for(lambda: beat_is_ticking(r), timeout=20, message=f"beat ticking after FLUSHALL\n{beat.log()[-3000:]}")
+
+        own_redis.stop()
+        own_redis.start()  # same port, no persistence: an empty Redis
+        r = redis.Redis.from_url(own_redis.url, decode_responses=True)
+        wait_for(lambda: beat_is_ticking(r), timeout=30,
+                 message=f"beat ticking after a Redis restart\n{beat.log()[-3000:]}")
+        assert beat.process is not None and beat.process.poll() is None, "beat exited"
+        assert "waiting for it" in beat.log()

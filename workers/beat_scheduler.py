@@ -1,0 +1,53 @@
+"""Beat without a single point of failure: celery-redbeat's scheduler, made to survive a Redis loss.
+
+redbeat keeps the schedule in Redis and lets only the holder of a Redis lock run it, so two (or more) ``poolboy beat``
+replicas can run: one is active, the others wait on the lock and take over at most ``POOLBOY_BEAT_LOCK_TIMEOUT``
+seconds after the active one died (it stops extending the lock).
+
+Stock redbeat assumes Redis never forgets: after a FLUSHALL, a restart without persistence or a failover to an
+empty replica its lock and its schedule are gone, the next lock extension raises and beat exits, and a Redis
+error while reading the schedule ends it too. :class:`Scheduler` turns both into a recovery instead: when the lock
+is no longer ours it waits for the lock again (a standby may have taken over meanwhile: then this one is the
+standby) and re-installs the static schedule; a Redis error skips the tick and retries shortly.
+"""
+
+from __future__ import annotations
+
+import logging
+from types import SimpleNamespace
+from typing import Any
+
+import redis
+from redbeat import RedBeatScheduler
+from redbeat.schedulers import acquire_distributed_beat_lock
+from redis.exceptions import LockError
+
+log = logging.getLogger(__name__)
+
+#: seconds before retrying a tick that failed on a Redis error
+RETRY_TICK = 1.0
+
+
+class Scheduler(RedBeatScheduler):
+    """``beat_scheduler = "workers.beat_scheduler:Scheduler"``."""
+
+    def tick(self, *args: Any, **kwargs: Any) -> float:
+        try:
+            if self.lock_key and not self._holds_lock():
+                self._take_lock_again()
+            return super().tick(*args, **kwargs)
+        except (redis.RedisError, LockError) as error:
+            log.warning("beat: Redis unavailable or lock lost (%s); retrying in %.0fs", error, RETRY_TICK)
+            return min(RETRY_TICK, self.max_interval)
+
+    def _holds_lock(self) -> bool:
+        return self.lock is not None and bool(self.lock.owned())
+
+    def _take_lock_again(self) -> None:
+        """Block until the lock is ours (as a standby would), then put back the schedule Redis may have lost."""
+        log.warning("beat: the Redis lock is not ours any more (Redis lost its data, or another beat took over); "
+                    "waiting for it")
+        self.lock = None
+        acquire_distributed_beat_lock(sender=SimpleNamespace(scheduler=self))
+        self.setup_schedule()
+        log.info("beat: lock taken again; schedule re-installed")
