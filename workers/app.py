@@ -26,7 +26,7 @@ settings = Settings.from_env()
 
 app = Celery("poolboy", set_as_current=True)
 app.config_from_object(config.build(settings))
-app.conf.include = ["workers.tasks", "workers.beat"]
+app.conf.include = ["workers.tasks", "workers.beat"]  # the worker imports them; publishers send by name
 
 
 @worker_init.connect
@@ -114,7 +114,3 @@ def _metrics_child_exit(pid: int | None = None, **_: object) -> None:
 
     metrics.mark_process_dead(pid or os.getpid())
 
-
-# Import the task modules now so that `celery -A workers.app` and publishers share one registry.
-import workers.beat  # noqa: E402
-import workers.tasks  # noqa: E402, F401

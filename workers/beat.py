@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import logging
 
+from celery import shared_task
+
 from poolboy import keys
 from workers import metrics
-from workers.app import app, settings
 from workers.names import PERIODIC_PREFIX
 from workers.runtime import runtime
 
@@ -26,7 +27,7 @@ CLUSTER_WIDE = {keys.CLAIM}
 MANAGED = {"claims": keys.CLAIM, "handles": keys.HANDLE, "pools": keys.POOL}
 
 
-@app.task(name=PERIODIC_PREFIX + "sweep_due", ignore_result=True, acks_late=False)
+@shared_task(name=PERIODIC_PREFIX + "sweep_due", ignore_result=True, acks_late=False)
 def sweep_due() -> dict[str, int]:
     """Re-publish runs whose holder died (expired leases), then move due keys from the due-index into the gate."""
     rt = runtime()
@@ -68,14 +69,14 @@ def _manage_task(plural: str, kind: str) -> None:
 
     manage.__name__ = manage.__qualname__ = f"manage_{plural}"
     manage.__doc__ = f"Periodic re-reconcile of every {keys.KINDS[kind]} (resync priority)."
-    app.task(name=f"{PERIODIC_PREFIX}manage_{plural}", ignore_result=True, acks_late=False)(manage)
+    shared_task(name=f"{PERIODIC_PREFIX}manage_{plural}", ignore_result=True, acks_late=False)(manage)
 
 
 for _plural, _kind in MANAGED.items():
     _manage_task(_plural, _kind)
 
 
-@app.task(name=PERIODIC_PREFIX + "resync", ignore_result=True, acks_late=False)
+@shared_task(name=PERIODIC_PREFIX + "resync", ignore_result=True, acks_late=False)
 def resync() -> dict[str, int]:
     """The safety net: add every Poolboy object of every kind, rebuilding gate and due-index after a Redis loss."""
     counts: dict[str, int] = {}
@@ -85,17 +86,3 @@ def resync() -> dict[str, int]:
         except Exception:  # one missing kind (CRD not installed) must not stop the others
             log.exception("resync of %s failed", kind)
     return counts
-
-
-def _entry(task: str, interval: float) -> dict:
-    # An entry that could not run before its next tick is worthless: let it expire instead of piling up.
-    return {"task": PERIODIC_PREFIX + task, "schedule": interval, "options": {"expires": max(2 * interval, 5.0)}}
-
-
-app.conf.beat_schedule = {
-    "sweep-due": _entry("sweep_due", settings.sweep_due_interval),
-    "manage-claims": _entry("manage_claims", settings.manage_claims_interval),
-    "manage-handles": _entry("manage_handles", settings.manage_handles_interval),
-    "manage-pools": _entry("manage_pools", settings.manage_pools_interval),
-    "resync": _entry("resync", settings.resync_interval),
-}

@@ -24,6 +24,22 @@ from workers.names import PERIODIC_PREFIX, PERIODIC_QUEUE, QUEUES, RECONCILE_PRE
 MAX_COUNTDOWN = 5.0
 
 
+def _entry(task: str, interval: float) -> dict:
+    # An entry that could not run before its next tick is worthless: let it expire instead of piling up.
+    return {"task": PERIODIC_PREFIX + task, "schedule": interval, "options": {"expires": max(2 * interval, 5.0)}}
+
+
+def beat_schedule(settings: Settings) -> dict[str, dict]:
+    """Beat's entries (tasks in :mod:`workers.beat`, by name): due-index sweep, manage sweeps, full resync."""
+    return {
+        "sweep-due": _entry("sweep_due", settings.sweep_due_interval),
+        "manage-claims": _entry("manage_claims", settings.manage_claims_interval),
+        "manage-handles": _entry("manage_handles", settings.manage_handles_interval),
+        "manage-pools": _entry("manage_pools", settings.manage_pools_interval),
+        "resync": _entry("resync", settings.resync_interval),
+    }
+
+
 def build(settings: Settings) -> dict[str, Any]:
     routes: dict[str, dict[str, str]] = {f"{PERIODIC_PREFIX}*": {"queue": PERIODIC_QUEUE}}
     routes.update({f"{RECONCILE_PREFIX}{q[:-1]}": {"queue": q} for q in QUEUES if q != PERIODIC_QUEUE})
@@ -57,6 +73,7 @@ def build(settings: Settings) -> dict[str, Any]:
         "redbeat_key_prefix": "poolboy:beat:",
         "redbeat_lock_timeout": max(2, int(settings.beat_lock_timeout)),
         **redis_client.redbeat_options(settings),
+        "beat_schedule": beat_schedule(settings),
         "enable_utc": True,
         "timezone": "UTC",
     }

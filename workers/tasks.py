@@ -22,13 +22,12 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from celery import Task
+from celery import Task, shared_task
 
 from poolboy.context import Context
 from poolboy.keys import KINDS, parse
 from poolboy.result import PermanentError, Result, TransientError
 from workers import backoff, metrics, own_writes, registry, shutdown
-from workers.app import app
 from workers.config import MAX_COUNTDOWN
 from workers.gate import LeaseKeeper
 from workers.names import reconcile_task, route
@@ -181,7 +180,7 @@ def execute(task: Task, kind: str, key: str) -> str:
             rt.enqueuer.publish(rerun)
     if outcome.retry_in is not None:
         name, queue = route(key)
-        app.send_task(name, args=[key], queue=queue, countdown=outcome.retry_in, priority=0)
+        task.app.send_task(name, args=[key], queue=queue, countdown=outcome.retry_in, priority=0)
     return outcome.result
 
 
@@ -192,7 +191,7 @@ def _make_task(kind: str) -> Task:
     reconcile.__name__ = reconcile.__qualname__ = f"reconcile_{kind}"
     reconcile.__doc__ = f"Reconcile one {KINDS[kind]} through the work gate."
     # max_retries bounds worker-lost re-sends (task_retry_on_worker_lost); default_retry_delay is their countdown.
-    return app.task(name=reconcile_task(kind), bind=True, max_retries=5, default_retry_delay=2)(reconcile)
+    return shared_task(name=reconcile_task(kind), bind=True, max_retries=5, default_retry_delay=2)(reconcile)
 
 
 TASKS: dict[str, Task] = {kind: _make_task(kind) for kind in KINDS}
