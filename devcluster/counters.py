@@ -1,5 +1,6 @@
 """Request counters by verb × resource × namespace, so tests and benchmarks can assert how many API calls a
-component made (e.g. "the watcher did not re-list")."""
+component made (e.g. "the watcher did not re-list"), and by named object, so a test can tell that one object is not
+reconciled in a hot loop (its request count stays flat)."""
 
 from __future__ import annotations
 
@@ -12,16 +13,21 @@ VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletec
 class Counters:
     def __init__(self) -> None:
         self.counts: Counter[tuple[str, str, str]] = Counter()
+        self.objects: Counter[tuple[str, str, str]] = Counter()
 
-    def add(self, verb: str, resource: str, namespace: str) -> None:
+    def add(self, verb: str, resource: str, namespace: str, name: str = "") -> None:
         self.counts[(verb, resource, namespace)] += 1
+        if name:
+            self.objects[(resource, namespace, name)] += 1
 
     def reset(self) -> None:
         self.counts.clear()
+        self.objects.clear()
 
     def to_json(self) -> dict[str, Any]:
         """``counts[verb][resource][namespace]`` (namespace ``""`` = cluster-wide), with totals per verb and
-        per resource, and a flat ``items`` list for easy filtering."""
+        per resource, a flat ``items`` list for easy filtering, and ``objects``: requests naming one object
+        (``{"resource", "namespace", "name", "count"}``; subresources count for their object)."""
         nested: dict[str, dict[str, dict[str, int]]] = {}
         by_verb: Counter[str] = Counter({verb: 0 for verb in VERBS})
         by_resource: Counter[str] = Counter()
@@ -32,4 +38,6 @@ class Counters:
             by_resource[resource] += count
             items.append({"verb": verb, "resource": resource, "namespace": namespace, "count": count})
         return {"total": sum(self.counts.values()), "by_verb": dict(by_verb), "by_resource": dict(by_resource),
-                "counts": nested, "items": items}
+                "counts": nested, "items": items,
+                "objects": [{"resource": resource, "namespace": namespace, "name": name, "count": count}
+                            for (resource, namespace, name), count in sorted(self.objects.items())]}

@@ -17,6 +17,7 @@ from devcluster.counters import Counters
 from devcluster.errors import ApiError
 from devcluster.faults import Faults
 from devcluster.gc import Collector
+from devcluster.meta import dumps
 from devcluster.patch import PatchError, PatchFormatError, json_patch, merge_patch, strategic_merge_patch
 from devcluster.registry import ResourceType
 from devcluster.selectors import combine, field_selector, label_selector
@@ -34,7 +35,7 @@ LIST_META = "meta.k8s.io/v1"
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
-    return web.Response(body=orjson.dumps(body), status=status, content_type="application/json", headers=headers)
+    return web.Response(body=dumps(body), status=status, content_type="application/json", headers=headers)
 
 
 def error_response(error: ApiError) -> web.Response:
@@ -86,7 +87,7 @@ class Server:
             return json_response(target)
         verb = self.verb(request, target)
         namespace = target.namespace or ""
-        self.counters.add(verb, target.rtype.label, namespace)
+        self.counters.add(verb, target.rtype.label, namespace, target.name)
         if self.faults.active and self.faults.applies(verb, target.rtype.plural, target.rtype.group,
                                                       target.rtype.kind):
             if self.faults.latency_ms:
@@ -322,7 +323,7 @@ class Server:
             raise ApiError(422, "Invalid", str(error), {}) from None
         if not isinstance(new, dict):
             raise errors.bad_request("the patched object is not a JSON object")
-        new = orjson.loads(orjson.dumps(new))
+        new = orjson.loads(dumps(new))
         obj = cluster.update(rtype, namespace, target.name, new, target.subresource, dry_run, old=current)
         return json_response(present(rtype, obj))
 

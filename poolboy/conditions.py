@@ -11,6 +11,16 @@ from datetime import datetime
 from typing import Any
 
 TRUE, FALSE, UNKNOWN = "True", "False", "Unknown"
+MAX_MESSAGE = 1024  # a condition message is read by people: long input echoed into it is cut, as Event messages are
+
+
+def shorten(text: str, limit: int = MAX_MESSAGE) -> str:
+    """``text`` cut in the middle to at most ``limit`` characters, keeping its start and its end (which often says
+    what was wrong, e.g. "… is too long")."""
+    if len(text) <= limit:
+        return text
+    keep = (limit - 1) // 2
+    return text[:keep] + "…" + text[len(text) - (limit - 1 - keep):]
 
 
 def _fmt(now: datetime) -> str:
@@ -26,7 +36,7 @@ def set_condition(conditions: list[dict[str, Any]] | None, type_: str, status: b
         status = UNKNOWN
     result = [copy.deepcopy(c) for c in (conditions or [])]
     current = next((c for c in result if c.get("type") == type_), None)
-    new: dict[str, Any] = {"type": type_, "status": status, "reason": reason, "message": message}
+    new: dict[str, Any] = {"type": type_, "status": status, "reason": reason, "message": shorten(message)}
     if observed_generation is not None:
         new["observedGeneration"] = observed_generation
     if current is None:

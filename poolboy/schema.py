@@ -33,6 +33,7 @@ import orjson
 from jsonschema import Draft4Validator, FormatChecker
 from jsonschema.exceptions import SchemaError, ValidationError
 
+from poolboy.conditions import shorten
 from poolboy.merge import deep_merge
 
 __all__ = ["defaults_from_schema", "openapi_to_jsonschema", "validate", "validate_value"]
@@ -135,9 +136,13 @@ def format_path(path: Any) -> str:
     return text
 
 
+MAX_MESSAGE = 300  # jsonschema messages embed the offending value's repr, which may be megabytes
+
+
 def _message(error: ValidationError) -> str:
     path = format_path(error.absolute_path)
-    return f"{path}: {error.message}" if path else error.message
+    message = shorten(error.message, MAX_MESSAGE)
+    return f"{path}: {message}" if path else message
 
 
 def validate(instance: Any, openapi_v3_schema: dict | None) -> list[str]:
