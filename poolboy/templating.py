@@ -243,9 +243,9 @@ def _object(value: Any) -> str:
 
 def _json_query(data: Any, expression: str) -> Any:
     guards.check_size(data)
-    guards.check_length(len(str(expression)), "string")
     if len(str(expression)) > guards.MAX_EXPRESSION:
-        raise guards.LimitError(f"json_query expression longer than {guards.MAX_EXPRESSION} characters")
+        raise guards.LimitError(f"json_query expression of {len(str(expression))} characters is too long "
+                                f"(at most {guards.MAX_EXPRESSION})")
     return json_query(None if isinstance(data, Undefined) else data, expression)
 
 

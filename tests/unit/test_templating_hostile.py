@@ -186,6 +186,8 @@ AMPLIFIERS = [
     "{{ (1).to_bytes(10**9, 'big') | length }}",
     "{{ ('%s' * 100000) % ((" + MEGA + ",) * 100000) }}",
     "{{ lipsum(10**6) | length }}",
+    "{{ (['a'] * 100000) | json_query(\"join('\" ~ ('x' * 9000) ~ \"', @)\") | length }}",
+    "{{ (['a'] * 10) | json_query('x' * 20000) }}",  # the expression itself is bounded
 ]
 
 
