@@ -295,3 +295,24 @@ def test_amplifier_neither_stalls_nor_grows_the_process():
 )
 def test_ordinary_uses_of_the_guarded_operations_still_work(source, expected):
     assert render_string(source, {}) == expected
+
+
+# Users' values are data, never templates (DESIGN invariant 7): template syntax inside a value is printed as is.
+USER_VALUES = ["{{ 7 * 7 }}", "{% for i in range(10**6) %}x{% endfor %}", "{{ ''.__class__.__mro__ }}"]
+
+
+@pytest.mark.parametrize("value", USER_VALUES)
+def test_user_values_passed_as_variables_are_never_rendered(value):
+    assert render_string("{{ v }}", {"v": value}) == value
+    assert render({"a": ["{{ v }}"], "b": "{{ obj.x }}"}, {"v": value, "obj": {"x": value}}) == \
+        {"a": [value], "b": value}
+
+
+@pytest.mark.parametrize("value", USER_VALUES)
+def test_parameter_values_reach_the_definition_as_data(value):
+    from poolboy.provider import Provider
+
+    provider = Provider({"metadata": {"name": "p", "namespace": "poolboy"},
+                         "spec": {"parameters": [{"name": "greeting"}],
+                                  "template": {"enable": True, "definition": {"data": {"g": "{{ greeting }}"}}}}})
+    assert provider.definition(None, {"greeting": value}) == {"data": {"g": value}}
