@@ -104,8 +104,14 @@ async def serve(args: argparse.Namespace) -> None:
     await runner.cleanup()
 
 
+#: The API server accepts objects nested thousands of levels deep; the recursive merge, validation and pruning code
+#: here needs about two frames per level, so the default limit of 1000 would turn a 500-deep object into a 500.
+RECURSION_LIMIT = 10_000
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
     args = parse_args(argv)
     try:
         import uvloop  # type: ignore[import-not-found]

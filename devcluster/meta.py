@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 import string
@@ -41,9 +42,20 @@ def generate_name(prefix: str) -> str:
     return prefix + "".join(secrets.choice(alphabet) for _ in range(5))
 
 
+def dumps(value: Any) -> bytes:
+    """JSON bytes, via orjson for speed; objects nested deeper than orjson's 255 levels (the API server accepts
+    them) fall back to the standard library, so one deeply nested object cannot break a list or a watch."""
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError as error:
+        if "Recursion limit" not in str(error):
+            raise
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
 def clone(value: Any) -> Any:
     """A deep copy, via orjson because it is several times faster than ``copy.deepcopy`` for JSON data."""
-    return orjson.loads(orjson.dumps(value))
+    return orjson.loads(dumps(value))
 
 
 def _invalid(path: str, value: str, why: str) -> Cause:

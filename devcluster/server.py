@@ -18,6 +18,7 @@ from devcluster.counters import Counters
 from devcluster.errors import ApiError, NotServed, not_served
 from devcluster.faults import Faults
 from devcluster.gc import Collector
+from devcluster.meta import dumps
 from devcluster.patch import PatchError, PatchFormatError, json_patch, merge_patch, strategic_merge_patch
 from devcluster.registry import ResourceType
 from devcluster.selectors import combine, field_selector, label_selector
@@ -36,7 +37,7 @@ log = logging.getLogger(__name__)
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
-    return web.Response(body=orjson.dumps(body), status=status, content_type="application/json", headers=headers)
+    return web.Response(body=dumps(body), status=status, content_type="application/json", headers=headers)
 
 
 def error_response(error: ApiError) -> web.Response:
@@ -88,7 +89,7 @@ class Server:
             return json_response(target)
         verb = self.verb(request, target)
         namespace = target.namespace or ""
-        self.counters.add(verb, target.rtype.label, namespace)
+        self.counters.add(verb, target.rtype.label, namespace, target.name)
         if self.faults.active and self.faults.applies(verb, target.rtype.plural, target.rtype.group,
                                                       target.rtype.kind):
             if self.faults.latency_ms:
@@ -316,7 +317,7 @@ class Server:
             raise errors.patch_not_applicable() from None
         if not isinstance(new, dict):
             raise errors.bad_request("the patched object is not a JSON object")
-        return orjson.loads(orjson.dumps(new))
+        return orjson.loads(dumps(new))
 
     async def patch(self, request: web.Request, target: Target, dry_run: bool) -> web.StreamResponse:
         cluster, rtype = self.cluster, target.rtype

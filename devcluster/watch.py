@@ -16,6 +16,7 @@ from aiohttp import web
 from devcluster import errors
 from devcluster.cluster import Cluster, present
 from devcluster.errors import ApiError
+from devcluster.meta import dumps
 from devcluster.registry import ResourceType
 from devcluster.selectors import Predicate
 from devcluster.store import Event, Obj, Watcher
@@ -61,11 +62,11 @@ class WatchStream:
                 cache = item.encoded = {}
             line = cache.get(api_version)
             if line is None:
-                line = cache[api_version] = orjson.dumps(
+                line = cache[api_version] = dumps(
                     {"type": item.type, "object": present(self.rtype, item.obj)}) + b"\n"
             return line
         kind, obj = (item.type, item.obj) if isinstance(item, Event) else item
-        return orjson.dumps({"type": kind, "object": self._object(obj)}) + b"\n"
+        return dumps({"type": kind, "object": self._object(obj)}) + b"\n"
 
     def _bookmark(self, initial_end: bool = False) -> bytes:
         metadata: dict[str, Any] = {"resourceVersion": str(self.cluster.store.rv)}

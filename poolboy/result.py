@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from poolboy.utils.text import shorten
+
 
 @dataclass(frozen=True)
 class Result:
@@ -49,6 +51,7 @@ class PermanentError(Exception):
     """
 
     def __init__(self, reason: str, message: str, recheck_after: float = 300.0, enqueue: tuple[str, ...] = ()):
+        message = shorten(message)  # one bounded text for the condition, the Event and the log, however long the input
         super().__init__(message)
         self.reason = reason
         self.message = message

@@ -64,6 +64,20 @@ def _check_value(name: str, value: Any, parameter: dict[str, Any], check_variabl
     return []
 
 
+def check_given(parameters: list[dict[str, Any]], given: dict[str, Any] | None, *,
+                context_variables: dict[str, Any], template_vars: dict[str, Any] | None = None) -> list[str]:
+    """Schema and check errors of the values ``given`` for defined parameters, nothing else (no defaults, no
+    required or immutability rules): what a pool's ``parameterValues`` must pass before handles are made from them."""
+    given = given or {}
+    defined = {p.get("name"): p for p in parameters if p.get("name")}
+    check_variables = {**given, **context_variables}
+    errors: list[str] = []
+    for name, value in given.items():
+        if name in defined:
+            errors.extend(_check_value(name, value, defined[name], check_variables, template_vars))
+    return errors
+
+
 def evaluate(parameters: list[dict[str, Any]], spec_values: dict[str, Any] | None,
              status_values: dict[str, Any] | None, *, context_variables: dict[str, Any],
              template_vars: dict[str, Any] | None = None) -> ParameterOutcome:

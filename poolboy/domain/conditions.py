@@ -10,9 +10,9 @@ import copy
 from datetime import datetime
 from typing import Any
 
+from poolboy.utils.text import shorten
+
 TRUE, FALSE, UNKNOWN = "True", "False", "Unknown"
-
-
 def _fmt(now: datetime) -> str:
     return now.strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -26,7 +26,7 @@ def set_condition(conditions: list[dict[str, Any]] | None, type_: str, status: b
         status = UNKNOWN
     result = [copy.deepcopy(c) for c in (conditions or [])]
     current = next((c for c in result if c.get("type") == type_), None)
-    new: dict[str, Any] = {"type": type_, "status": status, "reason": reason, "message": message}
+    new: dict[str, Any] = {"type": type_, "status": status, "reason": reason, "message": shorten(message)}
     if observed_generation is not None:
         new["observedGeneration"] = observed_generation
     if current is None:

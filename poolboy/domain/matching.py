@@ -21,11 +21,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from poolboy import DEFAULT_DOMAIN
+from poolboy.result import PermanentError
 from poolboy.utils.jsonpatch import diff, json_equal, path_matches
 from poolboy.utils.timeutil import parse_timestamp
 
 __all__ = [
     "EXPIRY_MARGIN",
+    "check_match_ignore",
     "exclusion_reason",
     "matches",
     "rank_candidates",
@@ -93,6 +95,16 @@ def _provider_name(resource: Any) -> str | None:
 def _match_ignore(providers: dict[str, dict], name: str | None) -> list[str]:
     value = _get(providers.get(name or "") or {}, "spec", "matchIgnore")
     return value if isinstance(value, list) else []
+
+
+def check_match_ignore(providers: dict[str, dict]) -> None:
+    """Raise ``InvalidMatchIgnore`` for the first provider whose ``matchIgnore`` holds an invalid regex."""
+    for name in sorted(providers):
+        for pattern in _match_ignore(providers, name):
+            try:
+                path_matches(str(pattern), "")
+            except ValueError as error:
+                raise PermanentError("InvalidMatchIgnore", f"ResourceProvider {name} matchIgnore: {error}") from None
 
 
 def _pool_name(handle: dict, domain: str) -> str | None:
@@ -192,9 +204,13 @@ def rank_candidates(
     """Candidate handles for ``claim``, best first (spec §3.8 exclusions, then ranking criteria 1–8).
 
     ``claim_resources`` defaults to ``claim.spec.resources``; in provider mode pass the provider's generated list.
-    ``providers`` maps provider name → provider object (for ``matchIgnore``).
+    ``providers`` maps provider name → provider object (for ``matchIgnore``). An invalid ``matchIgnore`` regex is
+    a :class:`PermanentError` (``InvalidMatchIgnore``) naming the provider, whether or not a diff would reach it,
+    so it shows at once rather than when some handle happens to differ; only the claim's own providers are checked,
+    so one provider's mistake never blocks claims of another.
     """
     resources = claim_resources if claim_resources is not None else (_get(claim, "spec", "resources") or [])
+    check_match_ignore({name: providers[name] for name in map(_provider_name, resources) if name in providers})
     candidates = [
         handle
         for handle in handles

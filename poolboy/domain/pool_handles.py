@@ -14,8 +14,10 @@ import string
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from poolboy.domain import claim_parameters
 from poolboy.domain.provider import Provider
-from poolboy.utils import timeutil
+from poolboy.result import PermanentError
+from poolboy.utils import templating, timeutil
 
 if TYPE_CHECKING:
     from poolboy.context import Context
@@ -87,8 +89,22 @@ def build_pool_handle(ctx: Context, pool: Mapping[str, Any], providers: list[Pro
 
 
 def pool_providers(ctx: Context, pool: Mapping[str, Any]) -> list[Provider]:
-    """The pool's provider (provider mode) or its resources' providers, fresh from the API."""
+    """The pool's provider (provider mode) or its resources' providers, fresh from the API.
+
+    In provider mode the pool's ``parameterValues`` must pass the provider's parameter schemas and checks first:
+    handles made from invalid values would carry them to every claim that binds one (``ValidationFailed``).
+    """
     spec = pool.get("spec") or {}
     names = [spec["provider"]["name"]] if spec.get("provider") else \
         [(r.get("provider") or {}).get("name") for r in spec.get("resources") or []]
-    return [Provider.get(ctx, n) for n in dict.fromkeys(n for n in names if n)]
+    providers = [Provider.get(ctx, n) for n in dict.fromkeys(n for n in names if n)]
+    if spec.get("provider") and providers:
+        provider = providers[0]
+        errors = claim_parameters.check_given(
+            provider.parameters, spec["provider"].get("parameterValues"),
+            context_variables={"resource_claim": None, "resource_handle": None,
+                               "resource_provider": templating.wrap_object(provider.obj)},
+            template_vars=provider.template_vars())
+        if errors:
+            raise PermanentError("ValidationFailed", "; ".join(errors))
+    return providers

@@ -3,6 +3,7 @@ orjson bodies, typed errors, and the observability hooks (every request and call
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from typing import Any
@@ -42,8 +43,15 @@ def load_configuration(kubeconfig: str | None = None) -> k8s_client.Configuratio
 def _dumps(body: Any, fallback: Callable[[Any], Any]) -> bytes:
     """JSON bytes of a request body. orjson encodes dicts, lists, tuples, scalars and datetimes natively (RFC 3339,
     as ``isoformat``); anything else goes through ``fallback`` (the client's ``sanitize_for_serialization``).
+    A body nested deeper than orjson's 255 levels (the API server accepts such objects, e.g. a user's deeply
+    nested claim template) goes through the standard library instead, so writing it back never fails.
     """
-    return orjson.dumps(body, default=fallback, option=orjson.OPT_NON_STR_KEYS)
+    try:
+        return orjson.dumps(body, default=fallback, option=orjson.OPT_NON_STR_KEYS)
+    except orjson.JSONEncodeError as error:
+        if "Recursion limit" not in str(error):
+            raise
+        return json.dumps(body, default=fallback, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def _query_string(query: list[tuple[str, Any]]) -> str:

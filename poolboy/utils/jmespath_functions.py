@@ -13,9 +13,11 @@ from typing import Any
 import jmespath
 from jmespath import functions
 
+from poolboy.utils.template_guards import join_estimate, refuse_estimate
+
 
 class CommunityFunctions(functions.Functions):
-    """Standard JMESPath functions plus ``from_items``, ``items`` and ``zip``."""
+    """Standard JMESPath functions plus ``from_items``, ``items`` and ``zip``; ``join`` is guarded."""
 
     @functions.signature({"types": ["array"]})
     def _func_from_items(self, pairs: list) -> dict:
@@ -26,6 +28,12 @@ class CommunityFunctions(functions.Functions):
     def _func_items(self, mapping: dict) -> list:
         """``{k: v, …}`` → ``[[k, v], …]``."""
         return [[key, value] for key, value in mapping.items()]
+
+    @functions.signature({"types": ["string"]}, {"types": ["array-string"]})
+    def _func_join(self, separator: str, items: list) -> str:
+        """Standard ``join``, with its output estimated first: a long separator between many items amplifies."""
+        refuse_estimate("json_query join", join_estimate(separator, items))
+        return separator.join(items)
 
     @functions.signature({"types": ["array"], "variadic": True})
     def _func_zip(self, *arrays: list) -> list:

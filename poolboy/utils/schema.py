@@ -34,6 +34,7 @@ from jsonschema import Draft4Validator, FormatChecker
 from jsonschema.exceptions import SchemaError, ValidationError
 
 from poolboy.utils.merge import deep_merge
+from poolboy.utils.text import shorten
 
 __all__ = ["defaults_from_schema", "openapi_to_jsonschema", "validate", "validate_value"]
 
@@ -135,9 +136,13 @@ def format_path(path: Any) -> str:
     return text
 
 
+MAX_MESSAGE = 300  # jsonschema messages embed the offending value's repr, which may be megabytes
+
+
 def _message(error: ValidationError) -> str:
     path = format_path(error.absolute_path)
-    return f"{path}: {error.message}" if path else error.message
+    message = shorten(error.message, MAX_MESSAGE)
+    return f"{path}: {message}" if path else message
 
 
 def validate(instance: Any, openapi_v3_schema: dict | None) -> list[str]:

@@ -4,13 +4,11 @@ Why it looks like this:
 
 - **Sandbox.** Templates come from provider authors, values from users. We use Jinja's
   ``ImmutableSandboxedEnvironment`` (no ``__class__``/``__globals__``/``mro`` access, no mutation of lists and dicts
-  passed in) and add resource limits so a hostile or broken template ends in :class:`TemplateError` quickly
-  instead of eating the worker: every ``{% for %}`` iteration is charged to a per-render budget, ``range`` is capped
-  by the sandbox, ``*``, ``**``, ``+``, ``%`` and ``~`` refuse results beyond the size limits, string methods and
-  filters that take a width (``center``, ``ljust``, ``format`` …) are checked before they allocate, values are
-  size-checked before they are printed or serialised, the output is capped, and a wall-clock deadline is checked
-  at every loop step, call and operator. A single C-level operation on a pathologically shared structure can still
-  run until it finishes; everything reachable through template syntax is bounded.
+  passed in) and add resource limits (:mod:`poolboy.utils.template_guards`) so a hostile or broken template ends in
+  :class:`TemplateError` quickly instead of eating the worker: every filter, method call and operator whose
+  output grows with an argument is estimated *before* it runs; every container template syntax builds has a
+  bounded logical size; a per-render deadline is checked at every call, attribute access, operator, filter and
+  loop step; loop iterations and everything a render produces are budgeted; the output is capped.
 - **Undefined.** ``ChainableUndefined`` semantics (``a.b.c | default(0)`` works) but printing an undefined value
   raises, so ``{{ missing }}`` fails loudly instead of rendering "".
 - **Typed output** (§4.1): a string that is exactly one ``{{ … }}`` whose outermost expression is a ``bool``,
@@ -25,26 +23,23 @@ Why it looks like this:
 from __future__ import annotations
 
 import ast
-import contextvars
 import json
 import re
 import secrets
 import sys
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from typing import Any
 
-from jinja2 import Environment, nodes, pass_context
+from jinja2 import nodes, pass_context
 from jinja2.compiler import CodeGenerator, Frame
 from jinja2.exceptions import SecurityError, TemplateSyntaxError
-from jinja2.nodes import EvalContext
-from jinja2.runtime import ChainableUndefined, Context, Undefined
+from jinja2.runtime import ChainableUndefined, Undefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from strgen import StringGenerator
 
+from poolboy.utils import template_guards as guards
 from poolboy.utils import timeutil
 from poolboy.utils.jmespath_functions import json_query
 
@@ -61,18 +56,11 @@ __all__ = [
     "wrap_object",
 ]
 
-MAX_STRING = 1024 * 1024  # characters in any one string produced inside a template, and in one render's output
-MAX_ITEMS = 100_000  # elements in a list/tuple built by ``*`` or ``+``
-MAX_SIZE = 2_000_000  # "units" (elements + characters) of a value that is printed, serialised or joined
-MAX_ITERATIONS = 1_000_000  # loop iterations per top-level render
 MAX_VAR_DEPTH = 100  # nesting of template vars rendering other template vars (spec §4.3)
-MAX_POWER_BITS = 4096  # ``**`` results larger than this many bits are refused
 RECURSION_LIMIT = 3000  # raised to this (never lowered) so MAX_VAR_DEPTH levels fit
-TIME_LIMIT = 1.0  # seconds of wall clock per top-level render
 TYPED_FILTERS = frozenset({"bool", "float", "int", "list", "object"})
 
 _TRUE_STRINGS = frozenset({"1", "on", "t", "true", "y", "yes"})
-_SIZE_ATTRS = frozenset({"center", "ljust", "rjust", "zfill", "expandtabs"})
 
 
 class TemplateError(Exception):
@@ -94,10 +82,6 @@ def error_text(error: BaseException) -> str:
     return cause if cause else str(error)
 
 
-class _LimitError(SecurityError):
-    """A resource limit of the sandbox was hit."""
-
-
 class _Omit:
     """Marker returned by :func:`render_string` when the whole value is ``omit`` (only at the top level)."""
 
@@ -106,82 +90,6 @@ class _Omit:
 
 
 OMIT: Any = _Omit()
-
-
-# ---------------------------------------------------------------------------------------------------- budget
-
-
-@dataclass
-class _Budget:
-    """Per top-level render limits, shared by nested renders of template vars."""
-
-    deadline: float
-    iterations: int = 0
-    var_depth: int = 0
-    omit: str = field(default_factory=lambda: f"__omit_place_holder__{secrets.token_hex(8)}")
-
-    def tick(self) -> None:
-        if time.monotonic() > self.deadline:
-            raise _LimitError(f"template took longer than {TIME_LIMIT:g}s")
-
-
-_BUDGET: contextvars.ContextVar[_Budget | None] = contextvars.ContextVar("poolboy_template_budget", default=None)
-
-
-def _budget() -> _Budget:
-    budget = _BUDGET.get()
-    if budget is None:  # a callable used outside render(): give it a fresh budget
-        budget = _Budget(deadline=time.monotonic() + TIME_LIMIT)
-    return budget
-
-
-def _charge_iterations(iterable: Iterable[Any]) -> Iterator[Any]:
-    budget = _budget()
-    for item in iterable:
-        budget.iterations += 1
-        if budget.iterations > MAX_ITERATIONS:
-            raise _LimitError(f"template loops ran more than {MAX_ITERATIONS} iterations")
-        if budget.iterations % 1000 == 0:
-            budget.tick()
-        yield item
-
-
-def _check_size(value: Any, limit: int = MAX_SIZE) -> None:
-    """Refuse values whose printed/serialised form would be huge, counting shared references every time."""
-    remaining = limit
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str | bytes):
-            remaining -= len(item) + 1
-        elif isinstance(item, Mapping):
-            remaining -= len(item) + 1
-            if remaining >= 0:
-                stack.extend(item.keys())
-                stack.extend(item.values())
-        elif isinstance(item, list | tuple | set | frozenset):
-            remaining -= len(item) + 1
-            if remaining >= 0:
-                stack.extend(item)
-        else:
-            remaining -= 1
-        if remaining < 0:
-            raise _LimitError(f"value is too large (more than {limit} elements and characters)")
-
-
-def _check_length(result_len: int, what: str) -> None:
-    limit = MAX_STRING if what == "string" else MAX_ITEMS
-    if result_len > limit:
-        raise _LimitError(f"{what} result too large ({result_len} > {limit})")
-
-
-_PERCENT_WIDTH = re.compile(r"%[^a-zA-Z%]*?(\d{6,}|\*)")
-_BRACE_WIDTH = re.compile(r"\{[^{}]*:[^{}]*(\d{6,}|\{)")
-
-
-def _check_format_string(fmt: str) -> None:
-    if _PERCENT_WIDTH.search(fmt) or _BRACE_WIDTH.search(fmt):
-        raise _LimitError("format width or precision too large or dynamic")
 
 
 # ---------------------------------------------------------------------------------------------------- values
@@ -321,9 +229,12 @@ class _StrictChainableUndefined(ChainableUndefined):
 # ---------------------------------------------------------------------------------------------------- filters
 
 
-def _to_json(value: Any, *args: Any, **kwargs: Any) -> str:
-    _check_size(value)
-    return json.dumps(value, *args, default=str, **kwargs)
+def _to_json(value: Any, indent: int | str | None = None, sort_keys: bool = False,
+             separators: tuple[str, str] | None = None, ensure_ascii: bool = True) -> str:
+    """``json.dumps`` with the options templates use; the output size is estimated first (indent, separators)."""
+    guards.refuse_estimate("to_json", guards.json_estimate(value, indent, separators))
+    return json.dumps(value, indent=indent, sort_keys=sort_keys, separators=separators,
+                      ensure_ascii=ensure_ascii, default=str)
 
 
 def _object(value: Any) -> str:
@@ -331,7 +242,10 @@ def _object(value: Any) -> str:
 
 
 def _json_query(data: Any, expression: str) -> Any:
-    _check_size(data)
+    guards.check_size(data)
+    if len(str(expression)) > guards.MAX_EXPRESSION:
+        raise guards.LimitError(f"json_query expression of {len(str(expression))} characters is too long "
+                                f"(at most {guards.MAX_EXPRESSION})")
     return json_query(None if isinstance(data, Undefined) else data, expression)
 
 
@@ -357,7 +271,7 @@ _STRGEN_COUNT = re.compile(r"\{\s*(\d+)\s*(?:[:,]\s*(\d+)\s*)?\}")
 def _strgen(context: Any, pattern: str) -> str:
     for match in _STRGEN_COUNT.finditer(pattern):
         if any(int(group) > 10_000 for group in match.groups() if group):
-            raise _LimitError("strgen pattern repeats too much")
+            raise guards.LimitError("strgen pattern repeats too much")
     return StringGenerator(pattern).render()
 
 
@@ -374,65 +288,11 @@ def _now(utc: bool = False, fmt: str | None = None) -> datetime | str:
     return value.strftime(fmt) if fmt else value
 
 
-def _guard_filter(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap a builtin filter so its input is size-checked before and its result after."""
-
-    def guarded(*args: Any, **kwargs: Any) -> Any:
-        for arg in args:
-            if not isinstance(arg, Environment | EvalContext | Context):  # skip what pass_* filters receive
-                _check_size(arg)
-                break
-        result = func(*args, **kwargs)
-        if isinstance(result, str):
-            _check_length(len(result), "string")
-        return result
-
-    for attr in ("jinja_pass_arg", "__name__", "__doc__"):
-        if hasattr(func, attr):
-            setattr(guarded, attr, getattr(func, attr))
-    return guarded
-
-
-def _width_filter(func: Callable[..., Any], width_index: int) -> Callable[..., Any]:
-    def checked(*args: Any, **kwargs: Any) -> Any:
-        width = kwargs.get("width", args[width_index] if len(args) > width_index else 0)
-        if isinstance(width, int) and width > MAX_STRING:
-            raise _LimitError(f"width {width} too large")
-        if isinstance(width, str):
-            _check_length(len(width) * (str(args[0]).count("\n") + 1), "string")
-        return func(*args, **kwargs)
-
-    if hasattr(func, "jinja_pass_arg"):
-        checked.jinja_pass_arg = func.jinja_pass_arg  # type: ignore[attr-defined]
-    return _guard_filter(checked)
-
-
-def _replace_filter(func: Callable[..., Any]) -> Callable[..., Any]:
-    def checked(eval_ctx: Any, s: Any, old: str, new: str, count: int | None = None) -> Any:
-        text = str(s)
-        occurrences = text.count(str(old)) if old else len(text) + 1
-        if count is not None and count >= 0:
-            occurrences = min(occurrences, count)
-        _check_length(len(text) + occurrences * max(0, len(str(new)) - len(str(old))), "string")
-        return func(eval_ctx, s, old, new, count)
-
-    checked.jinja_pass_arg = func.jinja_pass_arg  # type: ignore[attr-defined]
-    return checked
-
-
-def _format_filter(func: Callable[..., Any]) -> Callable[..., Any]:
-    def checked(value: Any, *args: Any, **kwargs: Any) -> Any:
-        _check_format_string(str(value))
-        return func(value, *args, **kwargs)
-
-    return _guard_filter(checked)
-
-
 # ---------------------------------------------------------------------------------------------------- environment
 
 
 class _CodeGenerator(CodeGenerator):
-    """Routes ``{% for %}`` iterables and ``~`` concatenation through the environment's limit checks."""
+    """Routes loops, ``~``, block bodies and container literals through the limits of :mod:`template_guards`."""
 
     def visit_For(self, node: nodes.For, frame: Frame) -> None:
         charged = nodes.For(
@@ -448,96 +308,91 @@ class _CodeGenerator(CodeGenerator):
         super().visit_For(charged, frame)
 
     def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
-        self.write("environment.poolboy_concat((")
+        self.write("environment.concat((")
         for arg in node.nodes:
             self.visit(arg, frame)
             self.write(", ")
         self.write("))")
 
+    def _built(self, visit: Callable[[Any, Frame], None], node: Any, frame: Frame) -> None:
+        self.write("environment.poolboy_built(")
+        visit(node, frame)
+        self.write(")")
+
+    def visit_List(self, node: nodes.List, frame: Frame) -> None:
+        self._built(super().visit_List, node, frame)
+
+    def visit_Dict(self, node: nodes.Dict, frame: Frame) -> None:
+        self._built(super().visit_Dict, node, frame)
+
+    def visit_Tuple(self, node: nodes.Tuple, frame: Frame) -> None:
+        if node.ctx == "load":  # a tuple target of {% for a, b in … %} or {% set a, b = … %} stays as it is
+            self._built(super().visit_Tuple, node, frame)
+        else:
+            super().visit_Tuple(node, frame)
+
 
 def _finalize(value: Any) -> Any:
-    _check_size(value)
+    guards.check_size(value)
     return value
 
 
 class _Environment(ImmutableSandboxedEnvironment):
+    """The sandbox with the deadline checked at every call, attribute or item access and operator, and every
+    amplifying method and operator estimated before it runs (see :mod:`poolboy.utils.template_guards`)."""
+
     code_generator_class = _CodeGenerator
     intercepted_binops = frozenset({"*", "**", "+", "%"})
+    concat = staticmethod(guards.concat)  # type: ignore[assignment]
 
     def __init__(self) -> None:
         super().__init__(undefined=_StrictChainableUndefined, autoescape=False, finalize=_finalize)
-        self.poolboy_charge = _charge_iterations
-        self.poolboy_concat = self._concat
-
-    @staticmethod
-    def _concat(parts: Iterable[Any]) -> str:
-        pieces = [str(part) for part in parts]
-        _check_length(sum(len(piece) for piece in pieces), "string")
-        return "".join(pieces)
+        self.poolboy_charge = guards.charge_iterations
+        self.poolboy_built = guards.built
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-        _budget().tick()
-        if operator == "*":
-            _check_repeat(left, right)
-            _check_repeat(right, left)
-        elif operator == "+" and isinstance(left, str | list | tuple) and isinstance(right, str | list | tuple):
-            _check_length(len(left) + len(right), "string" if isinstance(left, str) else "list")
-        elif operator == "**":
-            _check_power(left, right)
-        elif operator == "%" and isinstance(left, str):
-            _check_format_string(left)
-        return super().call_binop(context, operator, left, right)
+        guards.budget().tick()
+        guards.check_binop(operator, left, right)
+        return guards.account(super().call_binop(context, operator, left, right))
 
     def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
-        _budget().tick()
-        owner = getattr(__obj, "__self__", None)
-        name = getattr(__obj, "__name__", "")
-        if isinstance(owner, str):
-            if name in _SIZE_ATTRS and args and isinstance(args[0], int) and args[0] > MAX_STRING:
-                raise _LimitError(f"str.{name} width {args[0]} too large")
-            if name == "join" and args:
-                _check_size(args[0])
-            if name == "replace" and len(args) >= 2:
-                _check_length(len(owner) + (len(owner) + 1) * len(str(args[1])), "string")
-            if name in ("format", "format_map"):
-                _check_format_string(owner)
+        guards.budget().tick()
+        args, kwargs = guards.guard_method(__obj, args, kwargs)
         result = super().call(__context, __obj, *args, **kwargs)
-        if isinstance(result, str):
-            _check_length(len(result), "string")
-        return result
+        return result if any(result is arg for arg in args) else guards.account(result)
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        guards.budget().tick()
+        return super().getattr(obj, attribute)
+
+    def getitem(self, obj: Any, argument: Any) -> Any:
+        guards.budget().tick()
+        return super().getitem(obj, argument)
 
     def unsafe_undefined(self, obj: Any, attribute: str) -> Undefined:
         """Refuse at once: Jinja's default is an undefined that only fails when printed, so ``| bool`` hid it."""
         raise SecurityError(f"access to attribute {attribute!r} of {type(obj).__name__!r} object is unsafe.")
 
     def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
-        owner = getattr(value, "__self__", None)
-        if isinstance(owner, str):
-            _check_format_string(owner)
-        return super().wrap_str_format(value)
+        """Jinja replaces ``str.format``/``format_map`` at attribute access by a sandboxed formatter, so the call
+        never reaches :meth:`call` with the bound method: estimate its result in the replacement instead."""
+        wrapped = super().wrap_str_format(value)
+        if wrapped is None:
+            return None
+        owner, name = value.__self__, value.__name__
+        guards.check_format_string(owner)
 
+        def guarded(*args: Any, **kwargs: Any) -> str:
+            guards.budget().tick()
+            guards.refuse_estimate(f"str.{name}", guards.METHOD_ESTIMATES[name](owner, args, kwargs))
+            return guards.account(wrapped(*args, **kwargs))
 
-def _check_repeat(sequence: Any, count: Any) -> None:
-    if isinstance(sequence, str | list | tuple) and isinstance(count, int) and not isinstance(count, bool):
-        _check_length(len(sequence) * max(count, 0), "string" if isinstance(sequence, str) else "list")
-
-
-def _check_power(base: Any, exponent: Any) -> None:
-    big = isinstance(base, int) and isinstance(exponent, int) and exponent > 0 and abs(base) > 1
-    if big and exponent * abs(base).bit_length() > MAX_POWER_BITS:
-        raise _LimitError(f"{base} ** {exponent} is too large")
+        return guarded
 
 
 def _make_environment() -> _Environment:
     env = _Environment()
-    filters = env.filters
-    for name in ("join", "string", "tojson", "pprint", "sum", "list", "unique", "sort", "wordwrap", "truncate"):
-        filters[name] = _guard_filter(filters[name])
-    filters["center"] = _width_filter(filters["center"], 1)
-    filters["indent"] = _width_filter(filters["indent"], 1)
-    filters["replace"] = _replace_filter(filters["replace"])
-    filters["format"] = _format_filter(filters["format"])
-    filters.update(
+    env.filters.update(
         {
             "bool": str2bool,
             "json_query": _json_query,
@@ -549,6 +404,9 @@ def _make_environment() -> _Environment:
             "to_json": _to_json,
         }
     )
+    for name, func in list(env.filters.items()):  # every filter, built-in or ours, runs guarded
+        env.filters[name] = guards.guard_filter(name, func)
+    env.globals["lipsum"] = guards.guard_lipsum(env.globals["lipsum"])
     env.globals.update({"datetime": datetime, "timedelta": timedelta, "timezone": timezone, "now": _now})
     return env
 
@@ -602,7 +460,8 @@ def _convert(text: str, typed: str) -> Any:
 class _Variables(Mapping):
     """The render context: explicit variables, then lazily rendered template vars, then per-render globals."""
 
-    def __init__(self, variables: Mapping[str, Any], template_vars: Mapping[str, Any] | None, budget: _Budget):
+    def __init__(self, variables: Mapping[str, Any], template_vars: Mapping[str, Any] | None,
+                 budget: guards.Budget):
         self._variables = variables
         self._template_vars = template_vars or {}
         self._budget = budget
@@ -624,7 +483,7 @@ class _Variables(Mapping):
     def _render_var(self, key: str) -> Any:
         budget = self._budget
         if budget.var_depth >= MAX_VAR_DEPTH:
-            raise _LimitError(f"template variable recursion deeper than {MAX_VAR_DEPTH} levels (at {key!r})")
+            raise guards.LimitError(f"template variable recursion deeper than {MAX_VAR_DEPTH} levels (at {key!r})")
         budget.var_depth += 1
         try:
             return _render_value(self._template_vars[key], self)
@@ -661,7 +520,7 @@ def _render_one(source: str, context: _Variables) -> Any:
         raise TemplateError(f"template syntax error in {_describe(source)}: {error}", source) from error
     except RecursionError as error:
         raise TemplateError(f"template recursion too deep in {_describe(source)}", source) from error
-    except _LimitError as error:
+    except guards.LimitError as error:
         raise TemplateError(f"template limit exceeded in {_describe(source)}: {error}", source,
                             f"template limit exceeded: {error}") from error
     except Exception as error:
@@ -677,8 +536,8 @@ def _render_compiled(source: str, context: _Variables) -> Any:
     length = 0
     for chunk in template.root_render_func(ctx):
         length += len(chunk)
-        if length > MAX_STRING:
-            raise _LimitError(f"template output larger than {MAX_STRING} characters")
+        if length > guards.MAX_STRING:
+            raise guards.LimitError(f"template output larger than {guards.MAX_STRING} characters")
         chunks.append(chunk)
     text = "".join(chunks)
     if typed is not None and text != context._budget.omit:
@@ -695,9 +554,11 @@ def _describe(template: Any) -> str:
 
 
 def _run(template: Any, variables: Mapping[str, Any] | None, template_vars: Mapping[str, Any] | None) -> Any:
-    outer = _BUDGET.get()
-    budget = outer or _Budget(deadline=time.monotonic() + TIME_LIMIT)
-    token = _BUDGET.set(budget) if outer is None else None
+    outer = guards.BUDGET.get()
+    budget = outer or guards.new_budget()
+    if not budget.omit:
+        budget.omit = f"__omit_place_holder__{secrets.token_hex(8)}"
+    token = guards.BUDGET.set(budget) if outer is None else None
     if sys.getrecursionlimit() < RECURSION_LIMIT:  # MAX_VAR_DEPTH nested renders take about 7 frames each
         sys.setrecursionlimit(RECURSION_LIMIT)
     try:
@@ -708,7 +569,7 @@ def _run(template: Any, variables: Mapping[str, Any] | None, template_vars: Mapp
         raise TemplateError(f"error rendering {_describe(template)}: {type(error).__name__}: {error}") from error
     finally:
         if token is not None:
-            _BUDGET.reset(token)
+            guards.BUDGET.reset(token)
     if isinstance(result, str) and result == budget.omit:
         return OMIT
     return result

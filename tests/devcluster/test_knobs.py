@@ -125,6 +125,43 @@ def test_counters_increase_by_verb_resource_and_namespace(devcluster: DevCluster
     assert after["total"] - before["total"] >= 10
 
 
+def test_counters_count_requests_per_named_object(devcluster: DevCluster, core: client.CoreV1Api,
+                                                  namespace: str) -> None:
+    def requests_on(name: str) -> int:
+        counters = devcluster.request("GET", "/_devcluster/counters")
+        return sum(item["count"] for item in counters["objects"]
+                   if (item["resource"], item["namespace"], item["name"]) == ("configmaps", namespace, name))
+
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": "named"}})
+    before = requests_on("named")
+    core.read_namespaced_config_map("named", namespace)
+    core.patch_namespaced_config_map("named", namespace, {"data": {"k": "v"}}, _content_type=MERGE)
+    core.list_namespaced_config_map(namespace)  # names no object
+    assert requests_on("named") - before == 2
+
+
+def test_deeply_nested_objects_are_served_in_gets_lists_and_patches(devcluster: DevCluster,
+                                                                    core: client.CoreV1Api,
+                                                                    namespace: str) -> None:
+    nested: Any = "leaf"
+    for _ in range(400):  # deeper than orjson's 255 levels and than the default recursion limit allows, two a level
+        nested = {"a": nested}
+    custom = client.CustomObjectsApi(core.api_client)
+    body = {"apiVersion": "poolboy.gpte.redhat.com/v1", "kind": "ResourceClaim",
+            "metadata": {"name": "deep", "namespace": namespace},
+            "spec": {"resources": [{"template": {"data": nested}}]}}
+    created = devcluster.request("POST", f"/apis/poolboy.gpte.redhat.com/v1/namespaces/{namespace}/resourceclaims",
+                                 body)
+    assert created["metadata"]["name"] == "deep"
+    custom.patch_namespaced_custom_object("poolboy.gpte.redhat.com", "v1", namespace, "resourceclaims", "deep",
+                                          {"metadata": {"labels": {"x": "y"}}})
+    listed = devcluster.request("GET", f"/apis/poolboy.gpte.redhat.com/v1/namespaces/{namespace}/resourceclaims")
+    depth, node = 0, listed["items"][0]["spec"]["resources"][0]["template"]["data"]
+    while isinstance(node, dict):
+        depth, node = depth + 1, node["a"]
+    assert (depth, node) == (400, "leaf")
+
+
 def test_counters_count_watches_and_reset(fresh: tuple[DevCluster, client.CoreV1Api, str]) -> None:
     cluster, core, namespace = fresh
     cluster.request("POST", "/_devcluster/counters/reset")

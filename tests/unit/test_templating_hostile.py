@@ -148,3 +148,171 @@ def test_budget_is_per_render():
     loop = "{% for i in range(100000) %}{% endfor %}ok"
     for _ in range(15):  # 15 × 100 000 iterations in total, but each render has its own budget
         assert render_string(loop, {}) == "ok"
+
+
+# Amplifiers: output ≈ input × argument. Each must be refused *before* it runs: the pre-call refusals say
+# "would produce" (the estimate), "value is too large" (an input's size) or "at most" (an argument's bound) —
+# never "result too large", which is the check after a call.
+BEFORE = "would produce|value is too large|at most"
+BIG_LINES = "('a\\n' * 200000)"
+MEGA = "('x' * 1000000)"
+AMPLIFIERS = [
+    "{{ " + BIG_LINES + " | indent(10000) | length }}",  # the reported case: 11.5 s and 3.8 GB before the fix
+    "{{ " + BIG_LINES + " | indent('x' * 10000) | length }}",
+    "{{ 'a' | center(10**9) }}",
+    "{{ ('a' * 100000) | replace('a', 'b' * 100000) }}",
+    "{{ ('%s' * 1000) | format(*([" + MEGA + "] * 1000)) }}",
+    "{{ ('%(a)s' * 10000) | format(a=" + MEGA + ") }}",
+    "{{ ([1] * 100000) | join(" + MEGA + ") | length }}",
+    "{{ (range(100000) | map('string')) | join(" + MEGA + ") | length }}",
+    "{{ ('a ' * 400000) | wordwrap(1, wrapstring='-' * 100) | length }}",
+    "{{ ('a.co ' * 100000) | urlize(target='x' * 100000) | length }}",
+    "{{ [1] | batch(10**9, 0) | list | length }}",
+    "{{ [1] | slice(10**9) | list | length }}",
+    "{{ ([[1] * 1000] * 1000) | sum(start=[]) | length }}",
+    "{{ ([1] * 100000) | tojson(indent=10**6) | length }}",
+    "{{ ([1] * 100000) | to_json(indent=100000) | length }}",
+    "{{ {'a': " + MEGA + ", 'b': " + MEGA + "} | xmlattr | length }}",
+    "{{ 'a'.ljust(10**9) }}",
+    "{{ 'a'.rjust(10**9) }}",
+    "{{ 'a'.zfill(10**9) }}",
+    "{{ ('\\t' * 1000000).expandtabs(1000) | length }}",
+    "{{ ('a' * 100000).replace('a', 'b' * 100000) }}",
+    "{{ " + MEGA + ".join(['a'] * 100000) | length }}",
+    "{{ " + MEGA + ".join(range(100000) | map('string')) | length }}",
+    "{{ ('{0}' * 10000).format(" + MEGA + ") | length }}",
+    "{{ ('{a}' * 10000).format_map({'a': " + MEGA + "}) | length }}",
+    "{{ ('a' * 100000).translate({97: 'b' * 100000}) | length }}",
+    "{{ (1).to_bytes(10**9, 'big') | length }}",
+    "{{ ('%s' * 100000) % ((" + MEGA + ",) * 100000) }}",
+    "{{ lipsum(10**6) | length }}",
+    "{{ (['a'] * 100000) | json_query(\"join('\" ~ ('x' * 9000) ~ \"', @)\") | length }}",
+    "{{ (['a'] * 10) | json_query('x' * 20000) }}",  # the expression itself is bounded
+]
+
+
+@pytest.mark.parametrize("source", AMPLIFIERS)
+def test_amplifying_operation_is_refused_before_it_runs(source):
+    with pytest.raises(TemplateError, match=BEFORE):
+        render_string(source, {})
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "{{ ('a' * 100000) ~ ('a' * 1000000) }}",
+        "{% set x %}{% for i in range(100000) %}{{ 'x' * 1000000 }}{% endfor %}{% endset %}{{ x | length }}",
+        "{% macro m() %}{% for i in range(100000) %}{{ 'x' * 1000000 }}{% endfor %}{% endmacro %}{{ m() | length }}",
+        "{% filter upper %}{% for i in range(100000) %}{{ 'x' * 1000000 }}{% endfor %}{% endfilter %}",
+    ],
+)
+def test_block_bodies_are_bounded_before_they_are_joined(source):
+    with pytest.raises(TemplateError, match=f"{BEFORE}|produced more than"):
+        render_string(source, {})
+
+
+def test_many_operations_under_the_limit_cannot_add_up_to_gigabytes():
+    # each center() result is under the 1 MiB limit, 100 000 of them would be 100 GB
+    with pytest.raises(TemplateError, match="produced more than"):
+        render_string("{{ ([1] * 100000) | map('center', 1000000) | map('length') | sum }}", {})
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # doubling by shared references: tiny in memory, astronomical when compared, sorted or serialised
+        "{% set ns = namespace(a=[1], b=[1]) %}{% for i in range(60) %}{% set ns.a = [ns.a, ns.a] %}"
+        "{% set ns.b = [ns.b, ns.b] %}{% endfor %}{{ ns.a == ns.b }}",
+        "{% set ns = namespace(d={}) %}{% for i in range(60) %}{% set ns.d = {'a': ns.d, 'b': ns.d} %}{% endfor %}"
+        "{{ ns.d | dictsort | length }}",
+        "{{ [[[1] * 1000] * 1000] * 1000 }}",
+        "{{ ([[1] * 1000] * 1000) + ([[1] * 1000] * 1000) }}",
+    ],
+)
+def test_containers_built_by_templates_have_a_bounded_logical_size(source):
+    with pytest.raises(TemplateError, match="too large"):
+        render_string(source, {})
+
+
+def test_deadline_holds_inside_a_long_chain_of_cheap_operations():
+    # no loop and no single operation is over a limit; only the render-wide deadline stops it
+    source = ("{% macro f(n) %}{% if n %}{{ f(n - 1) }}{{ f(n - 1) }}{% endif %}{% endmacro %}"
+              "{{ f(40) }}")
+    with pytest.raises(TemplateError, match="longer than 1s"):
+        render_string(source, {})
+
+
+def test_amplifier_neither_stalls_nor_grows_the_process():
+    """The reported case, measured in a fresh interpreter: refused with little memory (it used 3.8 GB)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(
+        """
+        import resource
+        from poolboy.utils.templating import TemplateError, render_string
+        render_string("{{ 1 }}", {})
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        for source in (
+            "{{ ('a\\\\n' * 200000) | indent(10000) | length }}",
+            "{{ ([1] * 100000) | join('x' * 1000000) | length }}",
+        ):
+            try:
+                render_string(source, {})
+            except TemplateError:
+                pass
+            else:
+                raise SystemExit("not refused: " + source)
+        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    grown_kib = int(done.stdout.strip())
+    assert grown_kib < 64 * 1024, f"the process grew by {grown_kib} KiB"
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("{{ 'a\\nb' | indent(2, true) }}", "  a\n  b"),
+        ("{{ 'x' | center(5) }}", "  x  "),
+        ("{{ [1, 2, 3] | join(', ') }}", "1, 2, 3"),
+        ("{{ range(3) | map('string') | join('-') }}", "0-1-2"),
+        ("{{ '%s-%05d' | format('a', 7) }}", "a-00007"),
+        ("{{ '{}:{}'.format('a', 'b') }}", "a:b"),
+        ("{{ [[1], [2]] | sum(start=[]) }}", "[1, 2]"),
+        ("{{ [1, 2, 3] | batch(2, 0) | list }}", [[1, 2], [3, 0]]),
+        ("{{ {'a': [1]} | to_json(indent=2) }}", '{\n  "a": [\n    1\n  ]\n}'),
+        ("{{ {'a': 1} | tojson }}", '{"a": 1}'),
+        ("{{ 'a b c' | wordwrap(2) }}", "a\nb\nc"),
+        ("{{ '7'.zfill(3) }}", "007"),
+        ("{{ ','.join(['a', 'b']) }}", "a,b"),
+        ("{{ lipsum(2) | wordcount > 0 }}", "True"),
+        ("{% set a, b = [1, 2] %}{{ a + b }}", "3"),
+        ("{% for k, v in {'a': 1} | dictsort %}{{ k }}={{ v }}{% endfor %}", "a=1"),
+    ],
+)
+def test_ordinary_uses_of_the_guarded_operations_still_work(source, expected):
+    assert render_string(source, {}) == expected
+
+
+# Users' values are data, never templates (DESIGN invariant 7): template syntax inside a value is printed as is.
+USER_VALUES = ["{{ 7 * 7 }}", "{% for i in range(10**6) %}x{% endfor %}", "{{ ''.__class__.__mro__ }}"]
+
+
+@pytest.mark.parametrize("value", USER_VALUES)
+def test_user_values_passed_as_variables_are_never_rendered(value):
+    assert render_string("{{ v }}", {"v": value}) == value
+    assert render({"a": ["{{ v }}"], "b": "{{ obj.x }}"}, {"v": value, "obj": {"x": value}}) == \
+        {"a": [value], "b": value}
+
+
+@pytest.mark.parametrize("value", USER_VALUES)
+def test_parameter_values_reach_the_definition_as_data(value):
+    from poolboy.domain.provider import Provider
+
+    provider = Provider({"metadata": {"name": "p", "namespace": "poolboy"},
+                         "spec": {"parameters": [{"name": "greeting"}],
+                                  "template": {"enable": True, "definition": {"data": {"g": "{{ greeting }}"}}}}})
+    assert provider.definition(None, {"greeting": value}) == {"data": {"g": value}}
