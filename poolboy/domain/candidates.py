@@ -184,6 +184,10 @@ def rank(claim: dict, summaries: Mapping[str, Mapping[str, Any]], fetch: Callabl
                 representatives[cls] = _class_view(handle)
                 break
     provider_map = providers(list(representatives.values()))
+    if representatives:  # as rank_candidates: an invalid matchIgnore of the claim's providers shows at once
+        matching.check_match_ignore({name: provider_map[name] for name in
+                                     ((r.get("provider") or {}).get("name") for r in claim_resources)
+                                     if name in provider_map})
     ranked: list[tuple[tuple, str]] = []
     for cls, view in representatives.items():
         if matching.exclusion_reason(claim, view, provider_map, now, domain=domain,
