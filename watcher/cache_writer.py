@@ -7,7 +7,8 @@
 * A heartbeat thread keeps the ``alive`` key while this watcher leads, and checks every second that Redis still
   holds this watcher's epoch key. If not, Redis lost its data (restarted without persistence, FLUSHALL, failover to
   an empty replica): the gate, the due-index and the cache are gone, so every informer lists again at once, which
-  refills the cache and hands every key to the gate again, without waiting for the periodic resync (issue 11).
+  refills the cache and hands every key to the gate again, without waiting for the periodic resync. The same happens
+  when Redis answers again after an outage, whatever it kept: work queued or run meanwhile may be lost.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ EPOCH = "poolboy:epoch"
 CACHE_WRITES = Counter("poolboy_cache_writes_total", "Writes of the watcher into the shared cache", ["op"])
 CACHE_ERRORS = Counter("poolboy_cache_write_errors_total", "Failed writes of the watcher into the shared cache")
 REDIS_LOSSES = Counter("poolboy_redis_state_lost_total",
-                       "Times the watcher found Redis without its epoch key (Redis restarted empty or flushed)")
+                       "Times the watcher re-listed everything because Redis lost its epoch key (restarted empty or "
+                       "flushed) or answered again after an outage")
 
 
 class CacheWriter:
@@ -43,6 +45,8 @@ class CacheWriter:
         self.check_interval = check_interval
         self.on_redis_lost = on_redis_lost
         self.epoch = uuid.uuid4().hex
+        #: the last heartbeat failed: Redis is away (the next successful one re-lists everything)
+        self.unreachable = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -100,21 +104,27 @@ class CacheWriter:
     def _loop(self) -> None:
         while not self._stop.wait(self.check_interval):
             try:
-                self.check()
+                self.check(after_outage=self.unreachable)
+                self.unreachable = False
             except Exception as error:  # Redis away: readers already fall back to the API
-                log.debug("cache heartbeat failed: %s", error)
+                if not self.unreachable:
+                    log.warning("Redis unreachable (%s); re-listing everything once it answers again", error)
+                self.unreachable = True
 
-    def check(self) -> bool:
-        """Renew the heartbeat; True (and a re-list of everything) when Redis lost this watcher's epoch."""
+    def check(self, *, after_outage: bool = False) -> bool:
+        """Renew the heartbeat; True (and a re-list of everything) when Redis lost this watcher's epoch, or answers
+        again after an outage (a restart *with* persistence keeps the epoch but may have lost queued messages and
+        gate marks written since its last save, and events were not delivered while it was away)."""
         pipe = self.redis.pipeline(transaction=False)
         pipe.get(EPOCH)
         pipe.set(EPOCH, self.epoch)
         epoch, _ = pipe.execute()
-        lost = epoch is None or epoch.decode() != self.epoch
+        lost = after_outage or epoch is None or epoch.decode() != self.epoch
         if lost:
             REDIS_LOSSES.inc()
-            log.warning("Redis lost its state (epoch key %s); re-listing everything", "gone" if epoch is None
-                        else "replaced")
+            cause = "it answers again after an outage" if after_outage else \
+                "its epoch key is " + ("gone" if epoch is None else "replaced")
+            log.warning("Redis may have lost state (%s); re-listing everything", cause)
             self.cache.reset()
             if self.on_redis_lost is not None:
                 self.on_redis_lost()

@@ -3,6 +3,8 @@ what happens when the cache is stale, flushed or not kept by any watcher (issue 
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 
 import pytest
@@ -23,6 +25,7 @@ from tests.waiting import wait_for
 from watcher.cache_writer import EPOCH, CacheWriter
 from workers.cache import ALIVE, ObjectCache
 from workers.cached_client import CachedKubeClient
+from workers.testing import RedisServer
 
 DOMAIN = "poolboy.gpte.redhat.com"
 
@@ -187,3 +190,33 @@ def test_reader_falls_back_to_the_api_when_redis_is_away(kube: KubeClient) -> No
     reader = CachedKubeClient(kube, ObjectCache(dead, DOMAIN))
     assert reader.get(API, "ResourcePool", name, opns)["metadata"]["name"] == name
     assert [p["metadata"]["name"] for p in reader.list(API, "ResourcePool", opns)] == [name]
+
+
+def test_redis_answering_again_after_an_outage_re_adds_every_key(kube: KubeClient) -> None:  # noqa: F811
+    """Redis unreachable for a while, then back with its data (as after a restart with persistence): the epoch key
+    is still there, but work queued or run meanwhile may be lost, so the watcher re-lists and re-adds every key as
+    soon as Redis answers again."""
+    server = RedisServer().start()
+    client = redis.Redis.from_url(server.url, socket_timeout=0.5, socket_connect_timeout=0.5)
+    try:
+        opns = create_namespace(kube, unique("op"))
+        writer = CacheWriter(client, DOMAIN, alive_seconds=5, check_interval=0.2)
+        with RunningWatcher(settings_for(opns), kube, leader_election=False, cache=writer) as running:
+            name = unique("pool")
+            kube.create(poolboy_obj("ResourcePool", opns, name, {"minAvailable": 0}))
+            key = f"pool/{opns}/{name}"
+            running.recorder.wait(key)
+            before = running.recorder.count(key)
+            os.kill(server.process.pid, signal.SIGSTOP)
+            try:
+                wait_for(lambda: writer.unreachable, timeout=10, message="the watcher to notice Redis is away")
+                assert running.recorder.count(key) == before
+            finally:
+                os.kill(server.process.pid, signal.SIGCONT)
+            resumed = time.monotonic()
+            running.recorder.wait(key, at_least=before + 1, timeout=10)
+            print(f"key re-added {time.monotonic() - resumed:.2f}s after Redis answered again")
+    finally:
+        client.close()
+        server.stop()
+
