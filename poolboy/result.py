@@ -26,8 +26,8 @@ class Result:
 
     requeue_at: datetime | None = None
     enqueue: tuple[str, ...] = field(default_factory=tuple)
-    #: keys that must run soon but not necessarily at once (a pool after a bind): the engine may hold them for up to
-    #: ``Settings.batch_seconds`` so that a burst of binds costs the pool one run, not one per bind
+    #: keys that must run soon but not necessarily at once (a pool after a bind): the engine starts them up to
+    #: ``Settings.batch_seconds`` later so that a burst of binds costs the pool one run, not one per bind
     batch: tuple[str, ...] = field(default_factory=tuple)
 
     @staticmethod

@@ -40,14 +40,14 @@ def _file_sink(path: str):  # type: ignore[no-untyped-def]
     return sink
 
 
-def _serve_health(settings, watcher, kube, redis_url: str | None) -> None:  # type: ignore[no-untyped-def]
+def _serve_health(settings, watcher, kube, *, with_redis: bool) -> None:  # type: ignore[no-untyped-def]
     from watcher import health as watcher_health
     from workers import health
 
     live, ready = watcher_health.probes(watcher, settings.health_stall_seconds)
     dependencies = {"api": health.api_probe(kube)}
-    if redis_url:
-        dependencies["redis"] = health.redis_probe(redis_url)
+    if with_redis:
+        dependencies["redis"] = health.redis_probe(settings)
     health.start_for(settings, live, {**dependencies, **ready})
 
 
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
 
     watcher = Watcher(settings, kube, sink, identity=args.identity, leader_election=not args.no_leader_election,
                       watch_timeout=args.watch_timeout, own_writes=own_writes, cache=cache)
-    _serve_health(settings, watcher, kube, redis_url=None if args.record_keys else settings.redis_url)
+    _serve_health(settings, watcher, kube, with_redis=not args.record_keys)
     from prometheus_client import REGISTRY
 
     REGISTRY.register(watcher.pool_stats)

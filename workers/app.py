@@ -79,7 +79,7 @@ def _start_health(**_: object) -> None:
     def consumer() -> str | None:
         return health.consumer_probe(_consumer[0]) if _consumer else "consumer not started"
 
-    ready = {"redis": health.redis_probe(settings.redis_url)}
+    ready = {"redis": health.redis_probe(settings)}
     try:
         from poolboy.kube import KubeClient
 
@@ -97,7 +97,7 @@ def _start_beat_health(sender: object = None, **_: object) -> None:
 
     stall = max(settings.health_stall_seconds, 3 * settings.sweep_due_interval)
     health.start_for(settings, {"tick": health.beat_probe(sender, stall)},
-                     {"redis": health.redis_probe(settings.redis_url)})
+                     {"redis": health.redis_probe(settings)})
 
 
 @worker_process_shutdown.connect

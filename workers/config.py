@@ -70,6 +70,9 @@ def build(settings: Settings) -> dict[str, Any]:
         "worker_hijack_root_logger": True,
         # beat: celery-redbeat (schedule and lock in Redis), so a standby beat takes over (workers/beat_scheduler.py)
         "beat_scheduler": "workers.beat_scheduler:Scheduler",
+        # also how long redbeat sleeps between attempts at its lock: a standby (or a beat whose lock Redis lost)
+        # must not wait the default 5 minutes to tick again
+        "beat_max_loop_interval": max(1.0, min(5.0, settings.sweep_due_interval)),
         "redbeat_key_prefix": "poolboy:beat:",
         "redbeat_lock_timeout": max(2, int(settings.beat_lock_timeout)),
         **redis_client.redbeat_options(settings),

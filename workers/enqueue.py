@@ -39,8 +39,11 @@ class Enqueuer:
             self.publish(publish)
         return outcome
 
-    def add_many(self, keys: Iterable[str], priority: str = "event") -> list[str]:
-        """``add`` for many keys: one pipelined round trip to the gate, one producer connection for publishing."""
+    def add_many(self, keys: Iterable[str], priority: str = "event", countdown: float | None = None) -> list[str]:
+        """``add`` for many keys: one pipelined round trip to the gate, one producer connection for publishing.
+
+        With ``countdown`` (a few seconds at most: an ETA message is held by a worker, see the notes §5.2) the run
+        starts that much later, and adds meanwhile coalesce into it: a burst of them costs the key one run."""
         results = self.gate.add_many(keys, priority)
         to_publish = [publish for _, publish in results if publish]
         for outcome, _ in results:
@@ -48,7 +51,7 @@ class Enqueuer:
         if to_publish:
             with self.app.producer_or_acquire() as producer:
                 for publish in to_publish:
-                    self.publish(publish, producer=producer)
+                    self.publish(publish, countdown=countdown, producer=producer)
         return [outcome for outcome, _ in results]
 
     def publish(self, publish: Publish, countdown: float | None = None, producer: object = None) -> None:

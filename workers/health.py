@@ -21,7 +21,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from poolboy.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -104,11 +107,12 @@ def serve(checks: Checks, port: int, address: str = "127.0.0.1") -> ThreadingHTT
 # --- dependency checks (readiness) -------------------------------------------------------------------------------
 
 
-def redis_probe(url: str, timeout: float = 2.0) -> Probe:
-    """PING on a connection of the probe's own (a shared client could be busy or broken in its own way)."""
-    import redis
+def redis_probe(settings: Settings, timeout: float = 2.0) -> Probe:
+    """PING on a connection of the probe's own (a shared client could be busy or broken in its own way), made by
+    the one Redis client factory, so Sentinel, TLS and passwords apply to the probe too."""
+    from workers import redis_client
 
-    client = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
+    client = redis_client.client(settings, socket_timeout=timeout, socket_connect_timeout=timeout)
 
     def probe() -> str | None:
         try:

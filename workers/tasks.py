@@ -61,10 +61,8 @@ def _on_success(rt: Runtime, key: str, result: Any) -> Outcome:
         result = Result()
     if result.enqueue:
         rt.enqueuer.add_many(result.enqueue, "event")
-    if result.batch:  # the due-index keeps the earliest deadline: a burst of these runs the key once per window
-        at = time.time() + rt.settings.batch_seconds
-        for batched in result.batch:
-            rt.due.schedule(batched, at)
+    if result.batch:  # published a little later: adds meanwhile coalesce, so a burst runs the key once per window
+        rt.enqueuer.add_many(result.batch, "event", countdown=min(rt.settings.batch_seconds, MAX_COUNTDOWN))
     if result.requeue_at is not None:
         rt.due.schedule(key, result.requeue_at)
         return Outcome("requeue_after")

@@ -142,8 +142,12 @@ def test_chaos_during_a_burst_breaks_no_invariant_and_converges(chaos_stack: Loc
     wait_for(lambda: burst.all_bound(CLAIMS), timeout=150, interval=1.0,
              message=f"every claim bound after the chaos ({chaos.done})\n{stack.logs()}")
     bound = time.monotonic() - calm
-    wait_for(lambda: burst.unbound_pool_handles() == POOL, timeout=90, interval=1.0,
-             message="pool back at exactly minAvailable")
+    try:
+        wait_for(lambda: burst.unbound_pool_handles() == POOL, timeout=90, interval=1.0,
+                 message="pool back at exactly minAvailable")
+    except AssertionError as error:
+        raise AssertionError(f"{error} (unbound pool handles: {burst.unbound_pool_handles()})\n{stack.logs()}") \
+            from None
     converged = time.monotonic() - calm
     wait_settled(burst)
 
