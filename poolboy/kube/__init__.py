@@ -13,24 +13,47 @@
 This module is the public surface: ``from poolboy.kube import KubeClient, NotFound``.
 """
 
-from poolboy.kube.client import KubeClient
-from poolboy.kube.discovery import ResourceInfo
-from poolboy.kube.errors import (
-    AlreadyExists,
-    ApiError,
-    ApiMissing,
-    BadRequest,
-    Conflict,
-    Forbidden,
-    Gone,
-    Invalid,
-    NetworkError,
-    NotFound,
-    ServerError,
-    Throttled,
-    retry_on_conflict,
-)
-from poolboy.kube.transport import load_configuration
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+#: public name -> the module that defines it; imported on first use (PEP 562), so that importing one light module
+#: of this package (``cache_model``, ``errors``) does not load the official client (~25 MB per process, e.g. beat)
+_EXPORTS = {
+    "KubeClient": "client", "ResourceInfo": "discovery", "load_configuration": "transport",
+    **{name: "errors" for name in ("AlreadyExists", "ApiError", "ApiMissing", "BadRequest", "Conflict", "Forbidden",
+                                   "Gone", "Invalid", "NetworkError", "NotFound", "ServerError", "Throttled",
+                                   "retry_on_conflict")},
+}
+
+if TYPE_CHECKING:
+    from poolboy.kube.client import KubeClient
+    from poolboy.kube.discovery import ResourceInfo
+    from poolboy.kube.errors import (
+        AlreadyExists,
+        ApiError,
+        ApiMissing,
+        BadRequest,
+        Conflict,
+        Forbidden,
+        Gone,
+        Invalid,
+        NetworkError,
+        NotFound,
+        ServerError,
+        Throttled,
+        retry_on_conflict,
+    )
+    from poolboy.kube.transport import load_configuration
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "AlreadyExists",
