@@ -153,10 +153,14 @@ class ObjectCache:
         self._delete(keys=[object_key(ident)],
                      args=[metadata.get("resourceVersion") or "", ident, PREFIX + "i:", TOMBSTONE_TTL_S], client=pipe)
 
-    def put_many(self, objects: Iterable[dict]) -> None:
+    def put_many(self, objects: Iterable[dict], chunk: int = 200) -> None:
+        """Pipelined puts, ``chunk`` objects per round trip: a re-list of 10 000 objects must not build one
+        pipeline of every document at once (the watcher's peak memory)."""
         pipe = self.redis.pipeline(transaction=False)
-        for obj in objects:
+        for count, obj in enumerate(objects, 1):
             self.put(obj, pipe=pipe)
+            if count % chunk == 0:
+                pipe.execute()
         pipe.execute()
 
     def prune(self, api_version: str, kind: str, namespace: str | None, listed: set[str],
