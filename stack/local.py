@@ -111,7 +111,7 @@ class LocalStack:
             self.kubeconfig = Path(os.environ.get("KUBECONFIG", Path.home() / ".kube" / "config"))
             self._apply_crds()
             return
-        from devcluster.testing import DevCluster
+        from devcluster.process import DevCluster
 
         self.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
         self.cluster = DevCluster(crds=[self._crd_dir()], kubeconfig=self.kubeconfig,
@@ -138,7 +138,7 @@ class LocalStack:
         if self.options.redis_url:
             self.redis_url = self.options.redis_url
             return
-        from workers.testing import RedisServer
+        from workers.redis_server import RedisServer
 
         self.redis = RedisServer().start()
         self.redis_url = self.redis.url

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from devcluster.testing import die_with_parent
+from devcluster.process import die_with_parent
 
 ROOT = Path(__file__).resolve().parent.parent
 
