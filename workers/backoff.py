@@ -33,7 +33,3 @@ def record_failure(client: redis.Redis, key: str) -> int:
     pipe.incr(failures_key(key))
     pipe.expire(failures_key(key), FAILURES_TTL)
     return int(pipe.execute()[0])
-
-
-def reset(client: redis.Redis, key: str) -> None:
-    client.delete(failures_key(key))

@@ -140,9 +140,11 @@ class Gate:
         waited_ms = int(reply[1])
         return Started(waited_ms / 1000 if waited_ms >= 0 else None)
 
-    def done(self, key: str, token: str) -> Publish | None:
-        """Release the lease if it is still ours; returns the one re-run to publish when the key was re-marked."""
-        reply = self._done(keys=[pending_key(key), active_key(key), LEASES],
+    def done(self, key: str, token: str, also_delete: str | None = None) -> Publish | None:
+        """Release the lease if it is still ours; returns the one re-run to publish when the key was re-marked.
+
+        ``also_delete`` names a key to delete in the same round trip (a successful run's backoff counter)."""
+        reply = self._done(keys=[pending_key(key), active_key(key), LEASES, *([also_delete] if also_delete else [])],
                            args=[token, new_id(), key, self.pending_ttl])
         if int(reply[0]) != 2:
             return None

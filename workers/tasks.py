@@ -56,7 +56,6 @@ def _retry_after(error: BaseException) -> float | None:
 
 
 def _on_success(rt: Runtime, key: str, result: Any) -> Outcome:
-    backoff.reset(rt.redis, key)
     if not isinstance(result, Result):
         result = Result()
     if result.enqueue:
@@ -72,7 +71,6 @@ def _on_success(rt: Runtime, key: str, result: Any) -> Outcome:
 def _on_permanent(rt: Runtime, kind: str, key: str, error: PermanentError) -> Outcome:
     log.warning("%s: permanent error %s: %s (re-check in %ss)", key, error.reason, error.message,
                 error.recheck_after)
-    backoff.reset(rt.redis, key)
     rt.due.schedule(key, time.time() + error.recheck_after)
     if error.enqueue:
         rt.enqueuer.add_many(error.enqueue, "event")
@@ -173,7 +171,9 @@ def execute(task: Task, kind: str, key: str) -> str:
         settle(rt, key, token, writes.idents)
         if outcome.result == "handed_back":
             hand_back(rt, key)
-        rerun = rt.gate.done(key, token)
+        # a run that did not fail resets the key's backoff, in DONE's round trip
+        failed = outcome.result == "error"
+        rerun = rt.gate.done(key, token, also_delete=None if failed else backoff.failures_key(key))
         if rerun:
             rt.enqueuer.publish(rerun)
     if outcome.retry_in is not None:

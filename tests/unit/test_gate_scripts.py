@@ -134,3 +134,15 @@ def test_backoff_is_capped_jittered_and_honours_retry_after():
     assert all(backoff.delay(1) <= 1.0 for _ in range(50))
     assert backoff.delay(1, retry_after=7) >= 7
     assert backoff.delay(1, retry_after=10_000, cap=300) == 300
+
+
+def test_done_clears_the_backoff_counter_only_when_asked(gate, r):
+    """A run that did not fail resets its key's backoff in DONE's own round trip; a failed one keeps counting."""
+    assert backoff.record_failure(r, KEY) == 1
+    gate.start(KEY, "t1")
+    gate.done(KEY, "t1")
+    assert backoff.record_failure(r, KEY) == 2, "a failed run's DONE keeps the count"
+    gate.start(KEY, "t2")
+    gate.done(KEY, "t2", also_delete=backoff.failures_key(KEY))
+    assert r.exists(backoff.failures_key(KEY)) == 0
+    assert backoff.record_failure(r, KEY) == 1, "after a success the next failure starts from the bottom"
