@@ -660,10 +660,35 @@ def versions() -> dict[str, str]:
     return result
 
 
+def run_idle(args: argparse.Namespace) -> dict[str, Any]:
+    """IDLE: API requests per second when nothing changes, at the default sweep intervals. ``--scale-n`` claims
+    cold (as many handles and BenchItems), wait until idle, then count the operator's requests over
+    ``--idle-seconds`` (a manage-claims/handles sweep every 60 s, pools every 10 s; choose ≥ 600 s to include a
+    full resync)."""
+    n = args.scale_n
+    with LocalStack(stack_options(args, args.workers)) as stack:
+        bench = Bench(stack)
+        try:
+            bench.setup()
+            bench.run_claims([f"i{i:05d}" for i in range(n)], None, 3600)
+            bench.wait_idle(quiet=3.0)
+            bench.reset_counters()
+            time.sleep(args.idle_seconds)
+            requests = bench.operator_requests()
+            total = sum(requests.values())
+            objects = 3 * n  # claims, handles and their managed resources
+            return {"claims": n, "objects": objects, "seconds": args.idle_seconds, "requests": requests,
+                    "requests_per_s": round(total / args.idle_seconds, 3),
+                    "requests_per_s_per_10k_objects": round(total / args.idle_seconds * 10_000 / objects, 3),
+                    "by_verb_resource": dict(bench.operator_by_verb_resource())}
+        finally:
+            bench.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", default="W1,W2,W3",
-                        help="comma list of W1..W6, MEM, CACHE (default W1,W2,W3)")
+                        help="comma list of W1..W6, MEM, CACHE, IDLE (default W1,W2,W3)")
     parser.add_argument("--n", type=int, default=300, help="claims per burst (W1, W2, W4, W6)")
     parser.add_argument("--workers", type=int, default=2, help="worker processes for W1–W3, W5, CACHE (default 2)")
     parser.add_argument("--concurrency", type=int, default=1, help="pool size (processes or threads) per worker"
@@ -682,7 +707,8 @@ def main() -> int:
                         help=f"CACHE: Redis key prefix of the object cache (default {rediscache.DEFAULT_PREFIX})")
     parser.add_argument("--rate", type=float, default=5.0, help="W3 claims per second")
     parser.add_argument("--seconds", type=float, default=60.0, help="W3 duration")
-    parser.add_argument("--scale-n", type=int, default=5000, help="W5 claims (each gets a handle)")
+    parser.add_argument("--scale-n", type=int, default=5000, help="W5 and IDLE claims (each gets a handle)")
+    parser.add_argument("--idle-seconds", type=float, default=130.0, help="IDLE: the measured window (default 130)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per workload (report median and min)")
     parser.add_argument("--profile", type=Path, default=None, help="py-spy the workers, watcher, devcluster into DIR")
     parser.add_argument("--log-dir", default=None, help="keep component logs under this directory")
@@ -707,6 +733,7 @@ def main() -> int:
         "W6": lambda: run_series(args, "W6", [int(w) for w in args.w6_workers.split(",")], args.latency_ms),
         "MEM": lambda: run_memory(args),
         "CACHE": lambda: run_cache(args),
+        "IDLE": lambda: run_idle(args),
     }
     unknown = [name for name in chosen if name not in plans and name not in series]
     if unknown:
