@@ -13,13 +13,13 @@ while the watch was down is still reported, as a synthetic ``DELETED`` event, af
 from __future__ import annotations
 
 import logging
-import random
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from poolboy.kube import ApiError, Gone, KubeClient
+from poolboy.utils.backoff import Backoff
 from watcher import metrics
 
 log = logging.getLogger(__name__)
@@ -30,22 +30,6 @@ EventCallback = Callable[[str, dict], None]
 ListCallback = Callable[["Informer", list], None]
 
 LISTED = "LISTED"
-
-
-@dataclass
-class Backoff:
-    """Exponential backoff with full jitter (what the notes recommend for the watcher's reconnect loop)."""
-
-    base: float = 0.2
-    cap: float = 30.0
-    failures: int = 0
-
-    def next_delay(self) -> float:
-        self.failures += 1
-        return random.uniform(0, min(self.cap, self.base * (2 ** min(self.failures, 20))))
-
-    def reset(self) -> None:
-        self.failures = 0
 
 
 @dataclass

@@ -24,8 +24,9 @@ from poolboy import keys
 from poolboy.domain.binding import WAITING_LABEL
 from poolboy.kube import KubeClient
 from poolboy.settings import Settings
+from poolboy.utils.backoff import Backoff
 from watcher import mapping, metrics
-from watcher.informer import Backoff, Informer
+from watcher.informer import Informer
 from watcher.leader import LeaderElector
 from watcher.managed import ManagedResources
 from watcher.observed import ClaimTimings, PoolStats

@@ -6,9 +6,9 @@ a retry on another worker continues the same sequence.
 
 from __future__ import annotations
 
-import random
-
 import redis
+
+from poolboy.utils.backoff import full_jitter
 
 BASE = 1.0
 FLOOR = 0.1
@@ -20,9 +20,9 @@ def failures_key(key: str) -> str:
 
 
 def delay(failures: int, retry_after: float | None = None, cap: float = 300.0) -> float:
-    """Full jitter: uniform in [FLOOR, min(cap, BASE * 2**(failures-1))], never below the server's Retry-After."""
-    ceiling = min(cap, BASE * 2 ** max(0, failures - 1))
-    chosen = max(FLOOR, random.uniform(0, ceiling))
+    """Full jitter (:func:`poolboy.utils.backoff.full_jitter`): uniform in [FLOOR, min(cap, BASE * 2**(failures-1))],
+    never below the server's Retry-After."""
+    chosen = full_jitter(failures, base=BASE, cap=cap, floor=FLOOR)
     if retry_after:
         chosen = max(chosen, min(retry_after, cap))
     return chosen
