@@ -8,6 +8,8 @@ import copy
 import re
 from typing import Any
 
+from poolboy.utils.merge import merge_patch  # RFC 7386, shared with the reconcilers' staged patches
+
 
 class PatchError(Exception):
     """A patch that cannot be applied (422 in kube-apiserver)."""
@@ -15,19 +17,6 @@ class PatchError(Exception):
 
 class PatchFormatError(Exception):
     """A patch document that is not well formed (400 in kube-apiserver)."""
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386: objects merge recursively, ``null`` deletes, anything else replaces."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
 
 
 def strategic_merge_patch(target: Any, patch: Any) -> Any:

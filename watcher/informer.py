@@ -72,21 +72,19 @@ class Informer:
     def stop(self) -> None:
         """Ask the loop to stop; it notices at the next event, bookmark or stream end (and at once when idle)."""
         self._stop.set()
+        self._interrupt_stream()
+
+    def request_relist(self) -> None:
+        """List again as soon as possible (e.g. Redis lost its state): every object is delivered again."""
+        self._relist.set()
+        self._interrupt_stream()
+
+    def _interrupt_stream(self) -> None:
         stream = self._stream
         if stream is not None:
             try:
                 stream.shutdown()
             except Exception:  # already closed, or an urllib3 without shutdown(): the stream times out instead
-                log.debug("%s: could not interrupt the watch stream", self.name, exc_info=True)
-
-    def request_relist(self) -> None:
-        """List again as soon as possible (e.g. Redis lost its state): every object is delivered again."""
-        self._relist.set()
-        stream = self._stream
-        if stream is not None:
-            try:
-                stream.shutdown()
-            except Exception:
                 log.debug("%s: could not interrupt the watch stream", self.name, exc_info=True)
 
     def join(self, timeout: float | None = None) -> None:
