@@ -24,7 +24,7 @@ at run time).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
@@ -121,6 +121,18 @@ def scope(api_version: str, kind: str, namespace: str | None) -> str:
     return f"{api_version}|{kind}|{namespace or '*'}"
 
 
+def read_if_synced(client: redis.Redis, api_version: str, kind: str, namespace: str | None,
+                   read: Callable[[Any], Any]) -> Any:
+    """``read(pipe)``'s reply when the cache can answer for that collection (a live watcher, and it has listed the
+    collection since it took over), else None; one round trip either way."""
+    pipe = client.pipeline(transaction=False)
+    pipe.exists(ALIVE)
+    pipe.smismember(SYNCED, [scope(api_version, kind, "*"), scope(api_version, kind, namespace)])
+    read(pipe)
+    alive, synced, reply = pipe.execute()
+    return reply if alive and any(synced) else None
+
+
 class ObjectCache:
     """Reads and writes of the cache; one instance per process (a redis-py client is thread-safe)."""
 
@@ -210,12 +222,9 @@ class ObjectCache:
             plan = cache_model.plan_list(api_version, kind, namespace, terms, self.domain)
         except cache_model.Unanswerable:
             return None
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.exists(ALIVE)
-        pipe.smismember(SYNCED, [scope(api_version, kind, "*"), scope(api_version, kind, namespace)])
-        pipe.sinter([index_key(name) for name in plan])
-        alive, synced, members = pipe.execute()
-        if not alive or not any(synced):
+        members = read_if_synced(self.redis, api_version, kind, namespace,
+                                 lambda pipe: pipe.sinter([index_key(name) for name in plan]))
+        if members is None:
             return None
         idents = sorted(m.decode() for m in members)
         if not idents:
@@ -233,12 +242,9 @@ class ObjectCache:
     def names(self, api_version: str, kind: str, namespace: str | None) -> list[tuple[str, str]] | None:
         """``(namespace, name)`` of every cached object of a kind (``namespace`` None: all namespaces), or None
         when the cache cannot answer. Cheap: reads one index, no object."""
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.exists(ALIVE)
-        pipe.smismember(SYNCED, [scope(api_version, kind, "*"), scope(api_version, kind, namespace)])
-        pipe.smembers(index_key(cache_model.kind_index(api_version, kind, namespace or "*")))
-        alive, synced, members = pipe.execute()
-        if not alive or not any(synced):
+        index = index_key(cache_model.kind_index(api_version, kind, namespace or "*"))
+        members = read_if_synced(self.redis, api_version, kind, namespace, lambda pipe: pipe.smembers(index))
+        if members is None:
             return None
         result = []
         for member in members:

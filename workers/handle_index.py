@@ -18,7 +18,7 @@ import redis
 from poolboy.domain import candidates
 from poolboy.domain.candidates import Reservation
 from poolboy.kube import cache_model
-from workers.cache import ALIVE, PREFIX, SYNCED, index_key, scope
+from workers.cache import PREFIX, index_key, read_if_synced
 
 RESERVATION_PREFIX = PREFIX + "resv:"
 
@@ -63,13 +63,10 @@ class RedisHandleIndex:
 
     def summaries(self, binding_scope: str) -> dict[str, dict] | None:
         """Unbound handles of a scope by name, or None when the cache cannot be trusted (then list from the API)."""
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.exists(ALIVE)
-        pipe.smismember(SYNCED, [scope(self.api_version, "ResourceHandle", self.namespace),
-                                 scope(self.api_version, "ResourceHandle", None)])
-        pipe.hgetall(index_key(f"{candidates.UNBOUND}|{binding_scope}"))
-        alive, synced, entries = pipe.execute()
-        if not alive or not any(synced):
+        index = index_key(f"{candidates.UNBOUND}|{binding_scope}")
+        entries = read_if_synced(self.redis, self.api_version, "ResourceHandle", self.namespace,
+                                 lambda pipe: pipe.hgetall(index))
+        if entries is None:
             return None
         return {member.decode().rsplit("|", 1)[1]: orjson.loads(value) for member, value in entries.items()}
 
