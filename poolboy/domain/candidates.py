@@ -149,15 +149,6 @@ def _claim_first_provider(claim: Mapping[str, Any]) -> str:
     return ""
 
 
-def _expires_soon(end: str, now: datetime) -> bool:
-    if not end:
-        return False
-    try:
-        return timeutil.parse_timestamp(end) < now + matching.EXPIRY_MARGIN
-    except ValueError:
-        return True
-
-
 def _class_view(handle: Mapping[str, Any]) -> dict[str, Any]:
     """The representative without its per-handle facts, so only class-level exclusions can apply to it."""
     spec = {k: v for k, v in (handle.get("spec") or {}).items() if k not in ("lifespan", "resourceClaim")}
@@ -196,7 +187,7 @@ def rank(claim: dict, summaries: Mapping[str, Mapping[str, Any]], fetch: Callabl
         class_key = matching.rank_key(claim_resources, view)[:3]
         for name in by_class[cls]:
             item = summaries[name]
-            if item.get("h") is False or _expires_soon(str(item.get("e") or ""), now):
+            if item.get("h") is False or matching.end_too_soon(item.get("e"), now):
                 continue
             created = str(item.get("t") or "")
             ranked.append(((*class_key, item.get("h") is not True, item.get("r") is not True, -(item.get("s") or 0),

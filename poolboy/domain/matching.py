@@ -113,14 +113,18 @@ def _pool_name(handle: dict, domain: str) -> str | None:
     )
 
 
-def _expires_soon(handle: dict, now: datetime) -> bool:
-    end = _get(handle, "spec", "lifespan", "end")
+def end_too_soon(end: str | None, now: datetime) -> bool:
+    """A handle whose lifespan ``end`` falls within :data:`EXPIRY_MARGIN` of ``now`` is no candidate (spec §3.8)."""
     if not end:
         return False
     try:
         return parse_timestamp(end) < now + EXPIRY_MARGIN
     except ValueError:
         return True  # an unreadable end cannot be trusted to outlive the bind
+
+
+def _expires_soon(handle: dict, now: datetime) -> bool:
+    return end_too_soon(_get(handle, "spec", "lifespan", "end"), now)
 
 
 def exclusion_reason(
