@@ -54,11 +54,12 @@ def managed_claim_key(obj: dict, settings: Settings) -> str | None:
 def write_id(event_type: str, obj: dict) -> str | None:
     """``"<uid>/<resourceVersion>"`` of an event that may be the operator's own write, else None.
 
-    Only MODIFIED events of live objects qualify: never ADDED (a create, or an object that starts to match the
-    watch), never DELETED, never an object being deleted (its finalizer work must always run), never a listed
-    object (a re-list must deliver everything).
+    MODIFIED and ADDED events of live objects qualify (an ADDED matches a recorded id only when it is the run's own
+    create: an object that starts to match a watch carries the version of somebody else's write); never DELETED,
+    never an object being deleted (its finalizer work must always run), never a listed object (a re-list must
+    deliver everything).
     """
-    if event_type != "MODIFIED":
+    if event_type not in ("MODIFIED", "ADDED"):
         return None
     metadata = obj.get("metadata") or {}
     if metadata.get("deletionTimestamp"):

@@ -24,6 +24,7 @@ at run time).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -40,6 +41,9 @@ ALIVE = PREFIX + "alive"
 SYNCED = PREFIX + "synced"
 #: how long a DELETED is remembered against late writes of older versions
 TOMBSTONE_TTL_S = 120
+#: how long a reader trusts the ``alive`` key it saw for single-object reads (a miss still goes to the API, so only a
+#: dead watcher's last versions can be read this much longer, on top of the key's own TTL); lists check every time
+ALIVE_MEMO_S = 1.0
 
 # Index entries (see poolboy.kube.cache_model.indexes): "name" (SET), "h:name\tvalue" (HASH), "z:name\tscore" (ZSET)
 _INDEX_FUNCTIONS = """
@@ -65,26 +69,34 @@ end
 """
 
 # KEYS[1] object hash. ARGV: rv, doc, insert ("1": may create the entry), object id, index prefix, indexes...
+# Most puts are a MODIFIED whose index memberships did not change: then the script costs one HMGET and one HSET
+# (index writes only for the entries that changed; the tombstone cleared only when there is one).
 _PUT = """
-local cur = redis.call('HGET', KEYS[1], 'rv')
-if cur then
-  local a, b = tonumber(ARGV[1]), tonumber(cur)
+local cur = redis.call('HMGET', KEYS[1], 'rv', 'idx', 'tomb')
+if cur[1] then
+  local a, b = tonumber(ARGV[1]), tonumber(cur[1])
   if a and b and a <= b then return 0 end
 elseif ARGV[3] ~= '1' then
   return 0
 end
-local old = redis.call('HGET', KEYS[1], 'idx')
-local new = {}
-for i = 6, #ARGV do new[ARGV[i]] = true end
-if old and old ~= '' then
+local idx = table.concat(ARGV, '\\n', 6)
+local old = cur[2] or ''
+if idx ~= old then
+  local new, had = {}, {}
+  for i = 6, #ARGV do new[ARGV[i]] = true end
   for entry in string.gmatch(old, '[^\\n]+') do
+    had[entry] = true
     if not new[entry] then unindex(ARGV[5], entry, ARGV[4]) end
   end
+  for i = 6, #ARGV do
+    if not had[ARGV[i]] then index(ARGV[5], ARGV[i], ARGV[4]) end
+  end
 end
-for i = 6, #ARGV do index(ARGV[5], ARGV[i], ARGV[4]) end
-redis.call('HSET', KEYS[1], 'rv', ARGV[1], 'doc', ARGV[2], 'idx', table.concat(ARGV, '\\n', 6))
-redis.call('HDEL', KEYS[1], 'tomb')
-redis.call('PERSIST', KEYS[1])
+redis.call('HSET', KEYS[1], 'rv', ARGV[1], 'doc', ARGV[2], 'idx', idx)
+if cur[3] then
+  redis.call('HDEL', KEYS[1], 'tomb')
+  redis.call('PERSIST', KEYS[1])
+end
 return 1
 """
 
@@ -142,6 +154,7 @@ class ObjectCache:
         self.extra_indexes = candidates.cache_entries  # the domain's binding indexes
         self._put = client.register_script(_INDEX_FUNCTIONS + _PUT)
         self._delete = client.register_script(_INDEX_FUNCTIONS + _DELETE)
+        self._alive_until = 0.0  # monotonic time until which the alive key seen last is trusted (gets only)
 
     # --- writes (watcher, and write-through from workers) ------------------------------------------------------
 
@@ -208,10 +221,16 @@ class ObjectCache:
 
     def get(self, api_version: str, kind: str, namespace: str | None, name: str) -> dict | None:
         """The cached object, or None on a miss, a tombstone, or when no watcher keeps the cache alive."""
+        key = object_key(cache_model.object_id(api_version, kind, namespace, name))
+        if time.monotonic() < self._alive_until:
+            doc = self.redis.hget(key, "doc")
+            return orjson.loads(doc) if doc else None
         pipe = self.redis.pipeline(transaction=False)
         pipe.exists(ALIVE)
-        pipe.hget(object_key(cache_model.object_id(api_version, kind, namespace, name)), "doc")
+        pipe.hget(key, "doc")
         alive, doc = pipe.execute()
+        if alive:
+            self._alive_until = time.monotonic() + ALIVE_MEMO_S
         return orjson.loads(doc) if alive and doc else None
 
     def list(self, api_version: str, kind: str, namespace: str | None,

@@ -6,9 +6,10 @@ followed by one more, mostly no-op run of the same key: the watcher sees the wri
 
 A write is identified by ``"<uid>/<resourceVersion>"``: every change the API server makes gets a new
 resourceVersion, so a write by anyone else never has the same id. Only *conditional* writes are recorded (a
-precondition on the resourceVersion the run read): the state they produce is exactly "what the run read, plus its
-own change", so the run has already acted on it. An unconditional write that changed nothing would return the
-version of somebody else's write, whose event must not be dropped.
+precondition on the resourceVersion the run read, or a create): the state they produce is exactly "what the run
+read, plus its own change" (for a create: what the create returned), so the run has already acted on it. An
+unconditional write that changed nothing would return the version of somebody else's write, whose event must not
+be dropped.
 
 Three Redis keys per work key K, all hash-tagged ``{K}`` like the gate's own keys:
 
@@ -158,8 +159,10 @@ class Collector:
     idents: list[str] = field(default_factory=list)
 
     def add(self, write: Write) -> None:
-        # creates are never recorded: their event is ADDED, which the watcher always delivers
-        if write.verb != "create" and write.conditional:
+        # A create is conditional by nature (it fails if the object exists): its ADDED event carries exactly what the
+        # create returned, which the run already holds (a handle run that creates its resource must not run again
+        # only to find the resource it created).
+        if write.verb == "create" or write.conditional:
             self.idents.append(write_id(write.uid, write.resource_version))
 
 

@@ -102,6 +102,36 @@ def test_lists_moving_between_label_indexes(rb: redis.Redis) -> None:
     assert sorted(h["metadata"]["name"] for h in cache.list(API, "ResourceHandle", "op", None)) == ["a", "b"]
 
 
+def _calls(client: redis.Redis) -> dict[str, int]:
+    return {name: stats["calls"] for name, stats in client.info("commandstats").items()}
+
+
+def test_an_update_that_keeps_its_indexes_writes_no_index(rb: redis.Redis) -> None:
+    """Most watch events are MODIFIED with the same labels: the put must not rewrite every index membership."""
+    cache = ObjectCache(rb, DOMAIN)
+    pool = f"{DOMAIN}/resource-pool-name"
+    cache.put(handle("h", "1", {pool: "p"}))
+    before = _calls(rb)
+    cache.put(handle("h", "2", {pool: "p"}))
+    after = _calls(rb)
+    delta = {name: after[name] - before.get(name, 0) for name in after if after[name] != before.get(name, 0)}
+    delta.pop("cmdstat_info", None)
+    assert delta == {"cmdstat_evalsha": 1, "cmdstat_hmget": 1, "cmdstat_hset": 1}
+
+
+def test_an_object_recreated_after_its_tombstone_is_indexed_again(rb: redis.Redis) -> None:
+    cache = ObjectCache(rb, DOMAIN)
+    cache.heartbeat(5)
+    cache.mark_synced(API, "ResourceHandle", "op")
+    pool = f"{DOMAIN}/resource-pool-name"
+    cache.put(handle("h", "1", {pool: "p"}))
+    cache.delete(handle("h", "2", {pool: "p"}))
+    assert cache.list(API, "ResourceHandle", "op", f"{pool}=p") == []
+    cache.put(handle("h", "3", {pool: "p"}))
+    assert [h["metadata"]["name"] for h in cache.list(API, "ResourceHandle", "op", f"{pool}=p")] == ["h"]
+    assert rb.ttl("poolboy:cache:o:" + f"{API}|ResourceHandle|op|h") == -1, "the tombstone's expiry is cleared"
+
+
 # --- with a watcher on devcluster ----------------------------------------------------------------------------------
 
 
