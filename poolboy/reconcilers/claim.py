@@ -147,6 +147,7 @@ class _ClaimRun:
         self._bound_now = False  # bound or created in this run: no LifespanChange event for the initial end
         self._recorded_handle: tuple[str, dict[str, Any] | None] | None = None  # (name, handle) read this run
         self.staged: dict[str, Any] = {}  # metadata/spec changes not yet written (one merge patch per run)
+        self.decided: set[str] = set()  # condition types this run set: stamped with the written generation
         self.read_version: str = claim["metadata"]["resourceVersion"]  # precondition of that patch
 
     # -- helpers --
@@ -166,6 +167,7 @@ class _ClaimRun:
     def _condition(self, type_: str, status: bool | None, reason: str, message: str) -> None:
         self.status["conditions"] = cond.set_condition(self.status.get("conditions"), type_, status, reason, message,
                                                        self.ctx.now, self.meta.get("generation"))
+        self.decided.add(type_)
 
     def _event(self, reason: str, message: str, type_: str = "Normal", action: str | None = None) -> None:
         self.events.append((reason, message, type_, action))
@@ -191,8 +193,14 @@ class _ClaimRun:
         self.read_version = self.meta["resourceVersion"]
 
     def write_status(self) -> None:
-        """Write the status only when it changed (a converged claim produces no write), then emit events."""
+        """Write the status only when it changed (a converged claim produces no write), then emit events.
+
+        The run's own spec changes are written first; the conditions it decided describe the spec as written, so
+        they carry the generation that write produced (:func:`poolboy.domain.conditions.observe`)."""
         self.flush_claim()
+        generation = self.meta.get("generation")
+        if self.decided and generation is not None:
+            self.status["conditions"] = cond.observe(self.status.get("conditions"), self.decided, generation)
         if self.status != (self.claim.get("status") or {}):
             body = copy.deepcopy(self.claim)
             body["status"] = self.status
