@@ -114,8 +114,12 @@ def test_kubectl_wait_returns_after_a_parameter_patch(stack: LocalStack, user: U
     for name in names:
         user.patch_claim(ns, name, {"spec": {"provider": {"parameterValues": {"greeting": "howdy"}}}})
         claim = wait_claim_ready(stack, user, ns, name)
-        handle = user.get_handle(claim["status"]["resourceHandle"]["name"]) or {}
+        # the claim's run propagated the value into the handle's spec: the handle's conditions follow it too
+        handle_name = claim["status"]["resourceHandle"]["name"]
+        kubectl_wait(stack, NS, f"resourcehandle/{handle_name}")
+        handle = user.get_handle(handle_name) or {}
         assert handle["spec"]["provider"]["parameterValues"]["greeting"] == "howdy"
+        assert_observed(handle, ("Synced", "Ready", "Healthy"))
 
 
 def test_kubectl_wait_returns_after_a_lifespan_change(stack: LocalStack, user: User, ns: str) -> None:
