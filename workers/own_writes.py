@@ -7,9 +7,11 @@ followed by one more, mostly no-op run of the same key: the watcher sees the wri
 A write is identified by ``"<uid>/<resourceVersion>"``: every change the API server makes gets a new
 resourceVersion, so a write by anyone else never has the same id. Only *conditional* writes are recorded (a
 precondition on the resourceVersion the run read, or a create): the state they produce is exactly "what the run
-read, plus its own change" (for a create: what the create returned), so the run has already acted on it. An
-unconditional write that changed nothing would return the version of somebody else's write, whose event must not
-be dropped.
+read, plus its own change" (for a create: what the create returned), so the run has already acted on it. That
+holds for a write of the object's *spec* too: the run writes the status for the spec it wrote, its conditions
+stamped with the generation that write produced (:func:`poolboy.domain.conditions.observe`), so ``kubectl wait``
+never waits for a run that the dropped event would have caused. An unconditional write that changed nothing would
+return the version of somebody else's write, whose event must not be dropped.
 
 Three Redis keys per work key K, all hash-tagged ``{K}`` like the gate's own keys:
 

@@ -113,3 +113,20 @@ def end_for_request(requested: datetime, max_end: datetime | None, current_end: 
     if end == requested or not same_request or current_end is None:
         return end
     return current_end if max_end is None or current_end <= max_end else end
+
+
+def clamp_explanation(requested: datetime | None, end: datetime | None, limits: lifespan.Limits) -> str | None:
+    """Why the lifespan end is earlier than the end the user requested, or None when the request was applied.
+
+    The message names the request, the limits that apply and the resulting end, and stays the same while they do
+    (the maximum end of a ``relativeMaximum`` moves every second, so it is named as the interval, not a time):
+    it is the ``Synced`` condition's message and a Warning Event once per change, never on a converged re-run.
+    """
+    if requested is None or end is None or end >= requested:
+        return None
+    bounds = [f"{name} {timeutil.format_interval(value)}"
+              for name, value in (("maximum", limits.maximum), ("relativeMaximum", limits.relative_maximum))
+              if value is not None]
+    beyond = f" ({', '.join(bounds)})" if bounds else ""
+    return (f"Requested lifespan end {timeutil.format_timestamp(requested)} is beyond the maximum lifespan{beyond}; "
+            f"the lifespan end is {timeutil.format_timestamp(end)}.")

@@ -40,6 +40,24 @@ def set_condition(conditions: list[dict[str, Any]] | None, type_: str, status: b
     return result
 
 
+def observe(conditions: list[dict[str, Any]] | None, types: set[str] | frozenset[str],
+            generation: int) -> list[dict[str, Any]]:
+    """Return a new list in which the conditions of ``types`` carry ``observedGeneration = generation``.
+
+    Why: a reconcile may write its object's spec (the operator's own change, e.g. a claim's lifespan end reset on
+    first ready) before it writes the status it computed for that spec. The API server gives the spec write a new
+    ``metadata.generation``; the conditions the run decided describe exactly that spec, so they must say so — the
+    watch event of the run's own write does not run the object again, and ``kubectl wait --for=condition=…``
+    waits until a condition's ``observedGeneration`` equals ``metadata.generation``. Only the conditions the run
+    decided are stamped: one it left alone still describes the older spec it was decided for.
+    """
+    result = [copy.deepcopy(c) for c in (conditions or [])]
+    for condition in result:
+        if condition.get("type") in types:
+            condition["observedGeneration"] = generation
+    return result
+
+
 def get_condition(conditions: list[dict[str, Any]] | None, type_: str) -> dict[str, Any] | None:
     return next((c for c in (conditions or []) if c.get("type") == type_), None)
 

@@ -147,6 +147,7 @@ class _ClaimRun:
         self._bound_now = False  # bound or created in this run: no LifespanChange event for the initial end
         self._recorded_handle: tuple[str, dict[str, Any] | None] | None = None  # (name, handle) read this run
         self.staged: dict[str, Any] = {}  # metadata/spec changes not yet written (one merge patch per run)
+        self.decided: set[str] = set()  # condition types this run set: stamped with the written generation
         self.read_version: str = claim["metadata"]["resourceVersion"]  # precondition of that patch
 
     # -- helpers --
@@ -166,6 +167,7 @@ class _ClaimRun:
     def _condition(self, type_: str, status: bool | None, reason: str, message: str) -> None:
         self.status["conditions"] = cond.set_condition(self.status.get("conditions"), type_, status, reason, message,
                                                        self.ctx.now, self.meta.get("generation"))
+        self.decided.add(type_)
 
     def _event(self, reason: str, message: str, type_: str = "Normal", action: str | None = None) -> None:
         self.events.append((reason, message, type_, action))
@@ -191,8 +193,14 @@ class _ClaimRun:
         self.read_version = self.meta["resourceVersion"]
 
     def write_status(self) -> None:
-        """Write the status only when it changed (a converged claim produces no write), then emit events."""
+        """Write the status only when it changed (a converged claim produces no write), then emit events.
+
+        The run's own spec changes are written first; the conditions it decided describe the spec as written, so
+        they carry the generation that write produced (:func:`poolboy.domain.conditions.observe`)."""
         self.flush_claim()
+        generation = self.meta.get("generation")
+        if self.decided and generation is not None:
+            self.status["conditions"] = cond.observe(self.status.get("conditions"), self.decided, generation)
         if self.status != (self.claim.get("status") or {}):
             body = copy.deepcopy(self.claim)
             body["status"] = self.status
@@ -206,13 +214,17 @@ class _ClaimRun:
             self.ctx.kube.emit_event(handle, reason, message)
         self.handle_events.clear()
 
-    def _synced_error(self, reason: str, message: str) -> None:
-        """Synced=False with reason and message, and a Warning Event only when the error first appears or changes."""
+    def _synced_warning(self, synced: bool, reason: str, message: str) -> None:
+        """Synced with reason and message, and a Warning Event only when that first appears or changes."""
         previous = cond.get_condition((self.claim.get("status") or {}).get("conditions"), "Synced") or {}
-        self._condition("Synced", False, reason, message)
-        if previous.get("status") != cond.FALSE or previous.get("message") != message \
-                or previous.get("reason") != reason:
+        self._condition("Synced", synced, reason, message)
+        wanted = (cond.TRUE if synced else cond.FALSE, reason, message)
+        if (previous.get("status"), previous.get("reason"), previous.get("message")) != wanted:
             self._event(reason, message, "Warning")
+
+    def _synced_error(self, reason: str, message: str) -> None:
+        """A user-fixable error: Synced=False, and a Warning Event when it first appears or changes."""
+        self._synced_warning(False, reason, message)
 
     def fail(self, error: PermanentError) -> None:
         """Record a user-fixable error: Synced=False condition, status fields, an Event when the message changed."""
@@ -267,7 +279,7 @@ class _ClaimRun:
         if self.auto_delete_or_detach(handle):
             return Result(enqueue=(keys.make(keys.CLAIM, self.meta["namespace"], self.meta["name"]),
                                    keys.make(keys.HANDLE, handle["metadata"]["namespace"], handle["metadata"]["name"])))
-        self.conclude(handle)
+        self.conclude(handle, limits)
         self.write_status()
         return self.result()
 
@@ -700,6 +712,12 @@ class _ClaimRun:
                      timeutil.format_timestamp(requested), timeutil.format_timestamp(end))
         return end, request
 
+    def clamp_explanation(self, handle: dict[str, Any], limits: lifespan_rules.Limits) -> str | None:
+        """The requested ``spec.lifespan.end`` against the end the handle got for it (§3.10 clamps it)."""
+        return claim_lifespan.clamp_explanation(
+            claim_lifespan.parse_optional((self.spec.get("lifespan") or {}).get("end")),
+            claim_lifespan.parse_optional(((handle.get("spec") or {}).get("lifespan") or {}).get("end")), limits)
+
     def _claim_with_status(self) -> dict[str, Any]:
         return {**self.claim, "status": self.status}
 
@@ -777,7 +795,7 @@ class _ClaimRun:
 
     # §12 conditions
 
-    def conclude(self, handle: dict[str, Any]) -> None:
+    def conclude(self, handle: dict[str, Any], limits: lifespan_rules.Limits) -> None:
         handle_status = handle.get("status") or {}
         handle_synced = cond.get_condition(handle_status.get("conditions"), "Synced") or {}
         if handle_synced.get("status") == cond.FALSE:
@@ -785,6 +803,9 @@ class _ClaimRun:
             # apiVersion/kind, a missing API) is found by the handle reconciler, but the claim is all the user can
             # see: surface it here, with an Event in the user's namespace. It clears once the handle is in sync.
             self._synced_error(handle_synced.get("reason") or "ResourceError", handle_synced.get("message") or "")
+        elif clamped := self.clamp_explanation(handle, limits):
+            # processed, but not as asked: the user's requested end was cut to the provider's maximum
+            self._synced_warning(True, "LifespanClamped", clamped)
         else:
             self._condition("Synced", True, "Synced", "")
         self._condition("Bound", True, "Bound", f"Bound to ResourceHandle {handle['metadata']['name']}.")

@@ -7,6 +7,7 @@ the managed resources themselves.
 
 from __future__ import annotations
 
+import subprocess
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -20,6 +21,12 @@ from tests.waiting import wait_for
 D = "poolboy.gpte.redhat.com"
 V1 = f"{D}/v1"
 NS = "poolboy"
+
+
+def kubectl(stack: LocalStack, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Real ``kubectl`` against the stack's API server (the caller checks ``returncode``)."""
+    return subprocess.run(["kubectl", "--kubeconfig", str(stack.kubeconfig), *args],
+                          capture_output=True, text=True, timeout=timeout)
 
 
 def timestamp(delta: timedelta = timedelta()) -> str:

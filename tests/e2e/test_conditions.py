@@ -8,21 +8,15 @@ README: "Handles carry ``Ready``, ``Healthy`` and ``Synced``; pools carry ``Read
 from __future__ import annotations
 
 import shutil
-import subprocess
 
 import pytest
 
 from stack.local import LocalStack
-from tests.e2e.provider_support import NS, D, User, condition, config_map_provider
+from tests.e2e.provider_support import NS, D, User, condition, config_map_provider, kubectl
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.kubectl,
               pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")]
-
-
-def kubectl(stack: LocalStack, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["kubectl", "--kubeconfig", str(stack.kubeconfig), *args],
-                          capture_output=True, text=True, timeout=60)
 
 
 def wait_condition(stack: LocalStack, resource: str, type_: str = "Ready", timeout: int = 20) -> None:

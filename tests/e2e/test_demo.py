@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from stack.local import LocalStack
+from tests.e2e.provider_support import kubectl
 from tests.waiting import wait_for
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
-
-def kubectl(stack: LocalStack, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["kubectl", "--kubeconfig", str(stack.kubeconfig), *args],
-                          capture_output=True, text=True, timeout=60)
 
 
 @pytest.mark.kubectl

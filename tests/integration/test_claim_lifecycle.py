@@ -110,6 +110,20 @@ def test_first_ready_sets_first_ready_and_resets_end(env: ClaimEnv) -> None:
     assert lifespan["end"] == ts(later + timedelta(hours=2))
 
 
+def test_conditions_observe_the_generation_of_the_operators_own_spec_write(env: ClaimEnv) -> None:
+    """First ready rewrites the claim's own ``spec.lifespan.end`` (a new generation); the status written in the same
+    run describes that spec, so its conditions must carry the new generation: the watch event of the run's own
+    write does not run the claim again, and ``kubectl wait`` compares the two."""
+    handle = _bound(env, lifespan={"default": "2h", "maximum": "1d"})
+    before = env.get_claim("c")["metadata"]["generation"]
+    _set_handle_status(env, handle["metadata"]["name"], {"ready": True})
+    env.reconcile_claim("c", now=env.converger.clock() + timedelta(minutes=10))
+    claim = env.get_claim("c")
+    assert claim["metadata"]["generation"] == before + 1  # the run wrote the claim's spec
+    observed = {c["type"]: c.get("observedGeneration") for c in claim["status"]["conditions"]}
+    assert observed == dict.fromkeys(("Synced", "Bound", "Ready", "Healthy"), claim["metadata"]["generation"])
+
+
 def test_lifespan_maximum_written_as_single_unit(env: ClaimEnv) -> None:
     _bound(env, lifespan={"default": "1h", "maximum": "1d12h"})
     assert env.get_claim("c")["status"]["lifespan"]["maximum"] == "36h"

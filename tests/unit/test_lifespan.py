@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from poolboy.domain.claim_lifespan import end_for_request, lifespan_request
+from poolboy.domain.claim_lifespan import clamp_explanation, end_for_request, lifespan_request
 from poolboy.domain.lifespan import (
     LifespanError,
     Limits,
@@ -356,3 +356,16 @@ def test_lifespan_request_records_the_request_and_the_evaluated_limits() -> None
 )
 def test_end_for_request_clamps_once(requested, max_end, current, same_request, expected) -> None:
     assert end_for_request(requested, max_end, current, same_request) == expected
+
+
+def test_clamp_explanation_names_request_limits_and_end() -> None:
+    limits = Limits(maximum=7 * D, relative_maximum=3 * D)
+    message = clamp_explanation(NOW + 30 * D, NOW + 3 * D, limits)
+    assert message == ("Requested lifespan end 2024-02-09T12:00:00Z is beyond the maximum lifespan (maximum 7d, "
+                       "relativeMaximum 3d); the lifespan end is 2024-01-13T12:00:00Z.")
+
+
+@pytest.mark.parametrize(("requested", "end"), [(None, NOW), (NOW, None), (NOW, NOW), (NOW, NOW + H)])
+def test_clamp_explanation_is_none_when_the_request_was_applied(requested: datetime | None,
+                                                                  end: datetime | None) -> None:
+    assert clamp_explanation(requested, end, Limits(maximum=D)) is None
