@@ -32,9 +32,14 @@ app.conf.include = ["workers.tasks", "workers.beat"]  # the worker imports them;
 @worker_init.connect
 def _preload_reconcilers(**_: object) -> None:
     """Import the domain in the parent, before the pool forks: children inherit it (see registry.preload)."""
+    import gc
+
     from workers import registry
 
     registry.preload()
+    # Move everything imported so far out of the collector's reach: a collection in a child would otherwise write
+    # to every object's header and copy the parent's pages (measured: worker tree PSS 123 -> 101 MiB, 2 children)
+    gc.freeze()
 
 
 @worker_init.connect
