@@ -89,7 +89,8 @@ def build_pool_handle(ctx: Context, pool: Mapping[str, Any], providers: list[Pro
 
 
 def pool_providers(ctx: Context, pool: Mapping[str, Any]) -> list[Provider]:
-    """The pool's provider (provider mode) or its resources' providers, fresh from the API.
+    """The pool's provider (provider mode) or its resources' providers, fresh from the API; ``ProviderNotFound`` or
+    ``ProviderInvalid`` (a broken provider spec) when one cannot serve.
 
     In provider mode the pool's ``parameterValues`` must pass the provider's parameter schemas and checks first:
     handles made from invalid values would carry them to every claim that binds one (``ValidationFailed``).
@@ -97,7 +98,7 @@ def pool_providers(ctx: Context, pool: Mapping[str, Any]) -> list[Provider]:
     spec = pool.get("spec") or {}
     names = [spec["provider"]["name"]] if spec.get("provider") else \
         [(r.get("provider") or {}).get("name") for r in spec.get("resources") or []]
-    providers = [Provider.get(ctx, n) for n in dict.fromkeys(n for n in names if n)]
+    providers = [Provider.get(ctx, n).ensure_valid() for n in dict.fromkeys(n for n in names if n)]
     if spec.get("provider") and providers:
         provider = providers[0]
         errors = claim_parameters.check_given(

@@ -38,6 +38,20 @@ class ProviderNotFound(PermanentError):
         self.name = name
 
 
+class ProviderInvalid(PermanentError):
+    """A provider's own spec is broken (:mod:`poolboy.domain.provider_validation`): the administrator must fix it.
+
+    Raised for a claim or pool that uses the provider, so that they say the provider is broken rather than
+    blaming the user's input; the provider itself carries the full list in its ``Valid`` condition."""
+
+    def __init__(self, provider: str, problems: list[tuple[str, str]]) -> None:
+        from poolboy.domain.provider_validation import describe
+
+        more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
+        super().__init__("ProviderInvalid", f"ResourceProvider {provider} is invalid: {describe(problems[0])}{more}")
+        self.name = provider
+
+
 class ProviderTemplateError(PermanentError):
     """A provider template (default, override, definition, link values) failed to render: the admin must fix it."""
 
@@ -100,6 +114,22 @@ class Provider:
 
     def __repr__(self) -> str:
         return f"Provider({self.name!r})"
+
+    # --- validity ------------------------------------------------------------------------------------------
+
+    @property
+    def problems(self) -> list[tuple[str, str]]:
+        """What is wrong with the spec itself, ``[(field path, message)]`` (cached by the spec's content)."""
+        from poolboy.domain.provider_validation import problems
+
+        return problems(self.spec)
+
+    def ensure_valid(self) -> Provider:
+        """``self``, or ``ProviderInvalid`` naming the first broken field."""
+        found = self.problems
+        if found:
+            raise ProviderInvalid(self.name, found)
+        return self
 
     # --- spec fields ---------------------------------------------------------------------------------------
 

@@ -241,6 +241,7 @@ class _ClaimRun:
 
     def process(self) -> Result:
         self.select_providers()
+        self.check_providers()
         self.initialise()
         if self.provider_mode:
             if not self.approved():
@@ -326,6 +327,23 @@ class _ClaimRun:
                 resources[index]["name"] = claim_name
             resources[index]["provider"] = provider.ref
         self.status["resources"] = resources
+
+    def check_providers(self) -> None:
+        """``ProviderInvalid`` when a provider the claim uses, or one it links, has a broken spec: the administrator's
+        mistake must not read as the user's (``ValidationFailed``) nor stall the claim without a word. A missing
+        linked provider is left to the resource list, which reports ``ProviderNotFound``."""
+        seen: set[str] = set()
+        pending = list(self._all_providers())
+        while pending:
+            provider = pending.pop(0)
+            if provider.name in seen:
+                continue
+            seen.add(provider.name)
+            provider.ensure_valid()
+            for link in provider.linked_resource_providers:
+                linked = Provider.get_or_none(self.ctx, link.get("name") or "") if isinstance(link, dict) else None
+                if linked is not None:
+                    pending.append(linked)
 
     def apply_claim_metadata(self) -> None:
         """Provider mode: the provider's ``resourceClaimLabels/Annotations`` on the claim (§3.2)."""

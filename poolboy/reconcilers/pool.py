@@ -148,12 +148,10 @@ def _create_handles(ctx: Context, pool: dict[str, Any], handles: list[dict[str, 
     available = len(handles)
     unready = sum(1 for h in handles if (h.get("status") or {}).get("ready") is not True)
     created: list[dict[str, Any]] = []
-    providers = None
+    providers = pool_handles.pool_providers(ctx, pool)  # a missing or broken provider shows even without a deficit
     while (max_unready is None or unready < int(max_unready)) and \
             (available < min_available or scaling_remaining > 0):
         for_scaling = available >= min_available
-        if providers is None:
-            providers = pool_handles.pool_providers(ctx, pool)
         body = pool_handles.build_pool_handle(
             ctx, pool, providers, scaling_name=scaling["metadata"]["name"] if for_scaling and scaling else None)
         try:

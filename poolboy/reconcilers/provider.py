@@ -1,17 +1,33 @@
-"""ResourceProvider reconciler: a provider change takes effect at once by enqueueing its dependants (spec §3.1).
+"""ResourceProvider reconciler: report the provider's own validity, and make a change take effect on its dependants
+at once by enqueueing them (spec §3.1).
 
-Poolboy never writes a provider's status; this reconciler only fans out. Dependants are found from fresh lists:
-claims that use the provider (or are still unbound, since they may now match or find it), handles and pools
-whose spec names it.
+Validity (beyond upstream): the spec is checked by :mod:`poolboy.domain.provider_validation`; the status carries
+``Valid`` (True ``Valid`` / False ``InvalidSpec`` with ``<field path>: <problem>`` messages) and ``Ready`` mirroring
+it, both with ``observedGeneration``, so ``kubectl wait --for=condition=Ready resourceprovider/X`` works. One
+Warning Event ``InvalidSpec`` is emitted when a problem first appears or changes, never on a converged re-run.
+
+Fan-out: dependants are found from fresh lists — claims that use the provider (or are still unbound, since they may
+now match or find it), handles and pools whose spec names it. They are enqueued when the run wrote the status
+(a new generation, a change of validity) or when the provider is gone; the run caused by that status write is
+converged and enqueues nothing, so one change of the provider costs its dependants one run, not two. A fan-out
+lost to a crash between the write and the enqueue is repaired by the dependants' periodic sweeps.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from poolboy import keys
+from poolboy import keys, kube
 from poolboy.context import Context
+from poolboy.domain import conditions as cond
+from poolboy.domain.provider import KIND, Provider
+from poolboy.domain.provider_validation import describe
 from poolboy.result import Result
+
+log = logging.getLogger(__name__)
+
+MAX_LISTED = 5  # problems written into the condition message; the rest are counted
 
 
 def _names(spec_or_status: dict[str, Any] | None) -> set[str]:
@@ -27,7 +43,8 @@ def claim_depends(claim: dict[str, Any], name: str) -> bool:
     return name in _names(status) or name in _names(claim.get("spec")) or not status.get("resourceHandle")
 
 
-def reconcile(ctx: Context, namespace: str, name: str) -> Result:
+def dependants(ctx: Context, name: str) -> tuple[str, ...]:
+    """Keys of the claims, handles and pools that must look at the provider ``name`` again."""
     api = ctx.settings.api_version
     enqueue: list[str] = []
     for claim in ctx.kube.list(api, "ResourceClaim"):
@@ -37,4 +54,55 @@ def reconcile(ctx: Context, namespace: str, name: str) -> Result:
         for obj in ctx.kube.list(api, kind, ctx.settings.operator_namespace):
             if name in _names(obj.get("spec")):
                 enqueue.append(keys.make(token, obj["metadata"]["namespace"], obj["metadata"]["name"]))
-    return Result(enqueue=tuple(enqueue))
+    return tuple(enqueue)
+
+
+def validity(problems: list[tuple[str, str]]) -> tuple[bool, str, str]:
+    """``(valid, reason, message)`` of the ``Valid`` condition for a provider's problems."""
+    if not problems:
+        return True, "Valid", "The provider's spec is valid."
+    listed = "; ".join(describe(p) for p in problems[:MAX_LISTED])
+    more = f" (and {len(problems) - MAX_LISTED} more)" if len(problems) > MAX_LISTED else ""
+    return False, "InvalidSpec", listed + more
+
+
+def desired_status(obj: dict[str, Any], problems: list[tuple[str, str]], ctx: Context) -> dict[str, Any]:
+    """The provider's status with ``Valid`` and ``Ready`` set; other status keys are kept."""
+    status = dict(obj.get("status") or {})
+    valid, reason, message = validity(problems)
+    generation = obj["metadata"].get("generation")
+    for type_ in ("Valid", "Ready"):
+        status["conditions"] = cond.set_condition(status.get("conditions"), type_, valid, reason, message, ctx.now,
+                                                  generation)
+    return status
+
+
+def _report(ctx: Context, obj: dict[str, Any]) -> bool:
+    """Write ``Valid``/``Ready`` when they changed and warn once per new problem; whether the status was written."""
+    problems = Provider(obj).problems
+    status = desired_status(obj, problems, ctx)
+    if status == (obj.get("status") or {}):
+        return False
+    previous = cond.get_condition((obj.get("status") or {}).get("conditions"), "Valid") or {}
+    current = cond.get_condition(status["conditions"], "Valid") or {}
+    try:
+        obj = ctx.kube.replace_status({**obj, "status": status})
+    except kube.NotFound:  # deleted meanwhile, or a CRD without the status subresource (not yet upgraded)
+        log.warning("ResourceProvider %s: status not written (no status subresource?); %s", obj["metadata"]["name"],
+                    current.get("message"))
+        return True
+    if problems and (previous.get("status"), previous.get("message")) != (cond.FALSE, current.get("message")):
+        ctx.kube.emit_event(obj, "InvalidSpec", current["message"], type="Warning")
+    elif not problems and previous.get("status") == cond.FALSE:
+        ctx.kube.emit_event(obj, "Valid", "The provider's spec is valid again.")
+    return True
+
+
+def reconcile(ctx: Context, namespace: str, name: str) -> Result:
+    def once() -> Result:
+        obj = ctx.kube.get_or_none(ctx.settings.api_version, KIND, name, namespace)
+        if obj is None or obj["metadata"].get("deletionTimestamp"):
+            return Result(enqueue=dependants(ctx, name))
+        return Result(enqueue=dependants(ctx, name)) if _report(ctx, obj) else Result()
+
+    return kube.retry_on_conflict(once)

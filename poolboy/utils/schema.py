@@ -36,7 +36,7 @@ from jsonschema.exceptions import SchemaError, ValidationError
 from poolboy.utils.merge import deep_merge
 from poolboy.utils.text import shorten
 
-__all__ = ["defaults_from_schema", "openapi_to_jsonschema", "validate", "validate_value"]
+__all__ = ["defaults_from_schema", "openapi_to_jsonschema", "schema_error", "validate", "validate_value"]
 
 _SCHEMA_KEYS = ("additionalProperties", "items", "not", "additionalItems")
 _SCHEMA_LIST_KEYS = ("allOf", "anyOf", "oneOf")
@@ -119,6 +119,22 @@ def _validator(schema_json: bytes) -> Draft4Validator | str:
     except SchemaError as error:
         return f"invalid schema: {error.message}"
     return Draft4Validator(schema, format_checker=_FORMAT_CHECKER)
+
+
+def schema_error(openapi_v3_schema: Any) -> tuple[str, str] | None:
+    """Why a provider's schema is not a valid schema (``None`` when it is): ``(path in the schema, reason)``.
+
+    Why apart from :func:`validate`: a broken schema is the administrator's mistake, reported on the provider, while
+    :func:`validate` answers "does this value pass". The path is relative to the schema (``type`` for
+    ``{type: strng}``) so the caller can prefix the field that holds it.
+    """
+    if not isinstance(openapi_v3_schema, dict):
+        return "", f"must be a mapping, not {type(openapi_v3_schema).__name__}"
+    try:
+        Draft4Validator.check_schema(openapi_to_jsonschema(openapi_v3_schema))
+    except SchemaError as error:
+        return format_path(error.absolute_path), shorten(error.message, MAX_MESSAGE)
+    return None
 
 
 def _schema_key(schema: Any) -> bytes:

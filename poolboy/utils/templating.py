@@ -53,6 +53,7 @@ __all__ = [
     "render",
     "render_string",
     "str2bool",
+    "syntax_error",
     "wrap_object",
 ]
 
@@ -427,6 +428,28 @@ def _compile(source: str) -> tuple[Any, str | None]:
     """Compiled template and its typed-output filter name (``None`` when the output is a string)."""
     ast_root = _ENV.parse(source)
     return _ENV.from_string(ast_root), _typed_filter(ast_root)
+
+
+def syntax_error(source: str, *, expression: bool = False) -> str | None:
+    """Why ``source`` does not compile in the sandbox (``None`` when it does), without rendering it.
+
+    Why: a provider's templates can be checked when the administrator writes them, not only when a claim first
+    renders them. ``expression=True`` checks a condition as :func:`check` compiles it (``{{ (source) | bool }}``).
+    Unknown filters and tests are compile-time errors in Jinja2, so they are found here too.
+    """
+    if not isinstance(source, str):
+        return f"expected a string, not {type(source).__name__}"
+    text = "{{ (" + source + ") | bool }}" if expression else source
+    if not expression and not has_template(text) and "{#" not in text:
+        return None
+    try:
+        _compile(text)
+    except TemplateSyntaxError as error:
+        return f"template syntax error: {error.message or error}" + (f" (line {error.lineno})" if not expression
+                                                                      and error.lineno > 1 else "")
+    except Exception as error:  # the code generator's own refusals
+        return f"template does not compile: {type(error).__name__}: {error}"
+    return None
 
 
 def _typed_filter(root: nodes.Template) -> str | None:

@@ -14,8 +14,8 @@ case (for names in the shared operator namespace). Generators build inputs that 
                                                  # (or {kind, selector: <labels>} for an object Poolboy made)
       condition: {type: Synced, status: "False", reason: ValidationFailed, message: "is not of type"}
 
-A Warning Event with the condition's reason on that object is always expected too. A provider has no status
-(spec §2.1): a broken provider shows on the claim, pool or handle that uses it, which is where its user looks.
+A Warning Event with the condition's reason on that object is always expected too. A broken provider says so
+on itself (``Valid=False``, ``InvalidSpec``) and on the claim or pool that uses it (``ProviderInvalid``).
 """
 
 from __future__ import annotations

@@ -118,4 +118,4 @@ def test_discovery_advertises_short_names_and_category(api: client.ApiClient) ->
         assert "poolboy" in by_name[plural].get("categories", [])
         assert by_name[plural].get("shortNames")
     assert "resourceclaims/status" in by_name
-    assert "resourceproviders/status" not in by_name
+    assert "resourceproviders/status" in by_name  # the provider's Valid/Ready conditions

@@ -453,8 +453,9 @@ def test_bad_input_ends_as_condition_and_event_without_a_hot_loop_and_recovers(s
                     f"ResourceProvider {ns}-missing not found"),
         "template": ({"resources": [{"provider": {"name": f"{ns}-tpl"}, "template": cm}]}, "TemplateError",
                      "'undefined_thing' is undefined"),
-        "lifespan": ({"resources": [{"provider": {"name": f"{ns}-life"}, "template": cm}]}, "InvalidLifespan",
-                     "'forever' is not a valid interval"),
+        # the provider's own mistake: the claim says the provider is broken, naming it and the field
+        "lifespan": ({"resources": [{"provider": {"name": f"{ns}-life"}, "template": cm}]}, "ProviderInvalid",
+                     f"ResourceProvider {ns}-life is invalid: spec.lifespan.default: invalid interval 'forever'"),
         "nokind": ({"resources": [{"provider": {"name": f"{ns}-nokind"}, "template": {"data": {"a": "b"}}}]},
                    "InvalidDefinition", "no apiVersion or kind"),
     }

@@ -19,7 +19,8 @@ from stack.crds import SOURCE_CRDS_DIR, load_crds, write_crds
 
 KINDS = ["ResourceProvider", "ResourceClaim", "ResourceHandle", "ResourcePool", "ResourcePoolScaling",
          "ResourceWatch"]
-WITH_STATUS_SUBRESOURCE = {"ResourceClaim", "ResourceHandle", "ResourcePool", "ResourcePoolScaling"}
+WITH_STATUS_SUBRESOURCE = {"ResourceProvider", "ResourceClaim", "ResourceHandle", "ResourcePool",
+                           "ResourcePoolScaling"}
 
 #: short names of built-in Kubernetes and OpenShift kinds that ours must not shadow
 BUILTIN_SHORT_NAMES = {
@@ -416,6 +417,10 @@ def test_free_form_parts_preserve_unknown_fields(crds: dict[str, dict[str, Any]]
         assert resolve(claim, path)["x-kubernetes-preserve-unknown-fields"] is True, path
 
 
+#: default columns beyond the spec's, before Age (beyond upstream: a provider's own validity at a glance)
+EXTRA_COLUMNS = {"ResourceProvider": [("Valid", '.status.conditions[?(@.type=="Valid")].status', "string")]}
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_printer_columns_follow_the_spec(crds: dict[str, dict[str, Any]], kind: str) -> None:
     columns = version_of(crds[kind])["additionalPrinterColumns"]
@@ -423,7 +428,7 @@ def test_printer_columns_follow_the_spec(crds: dict[str, dict[str, Any]], kind: 
     assert [(c["name"], c["jsonPath"]) for c in columns[: len(expected)]] == expected
     default_columns = [c for c in columns if not c.get("priority")]
     assert [(c["name"], c["jsonPath"], c["type"]) for c in default_columns[len(expected):]] == \
-        [("Age", ".metadata.creationTimestamp", "date")]
+        [*EXTRA_COLUMNS.get(kind, []), ("Age", ".metadata.creationTimestamp", "date")]
     for column in columns:
         assert column["type"] in {"string", "integer", "number", "boolean", "date"}
 
