@@ -98,7 +98,11 @@ class LocalStack:
             self.cluster = None
 
     def __enter__(self) -> LocalStack:
-        return self.start()
+        try:
+            return self.start()
+        except BaseException:
+            self._tmp.cleanup()
+            raise
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
