@@ -160,3 +160,24 @@ def _free(port: int) -> bool:
 def _child(pid: int, marker: str) -> psutil.Process:
     """The child of ``poolboy dev`` whose command line contains ``marker`` (e.g. ``" beat"``)."""
     return next(p for p in psutil.Process(pid).children() if marker in " ".join(p.cmdline()))
+
+
+def test_devcluster_on_a_taken_port_says_so_in_one_line(tmp_path: Path, listening: int) -> None:
+    result = subprocess.run([sys.executable, "-m", "devcluster", "--port", str(listening),
+                             "--kubeconfig", str(tmp_path / "kubeconfig")],
+                            cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"devcluster: cannot listen on 127.0.0.1:{listening}: Address already in use"]
+
+
+def test_devcluster_logs_start_up_always_and_requests_at_debug(tmp_path: Path) -> None:
+    from devcluster.process import DevCluster
+
+    for level, logs_requests in (("INFO", False), ("DEBUG", True)):
+        log_path = tmp_path / f"devcluster-{level}.log"
+        with DevCluster(log_path=log_path, extra_args=["--log-level", level]) as cluster:
+            cluster.request("GET", "/api/v1/namespaces/default")
+        text = log_path.read_text()
+        assert f"devcluster ready at {cluster.url}" in text
+        assert ("GET /api/v1/namespaces/default" in text) is logs_requests, text
