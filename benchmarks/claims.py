@@ -407,8 +407,14 @@ def summarise(clock: ClaimClock, start: float, created_s: float) -> dict[str, An
     }
 
 
+def task_events_env(args: argparse.Namespace) -> dict[str, str]:
+    """``--task-events on|off``: whether workers send Celery task events and heartbeats (what Flower shows)."""
+    return {"POOLBOY_TASK_EVENTS": "true" if args.task_events == "on" else "false"}
+
+
 def stack_options(args: argparse.Namespace, workers: int, latency_ms: float = 0.0) -> StackOptions:
     return StackOptions(workers=workers, concurrency=args.concurrency, pool=args.pool, api_latency_ms=latency_ms,
+                        env=task_events_env(args),
                         log_dir=Path(args.log_dir) / f"w{workers}-{time.strftime('%H%M%S')}" if args.log_dir else None)
 
 
@@ -427,7 +433,8 @@ def run_burst(args: argparse.Namespace, workers: int, n: int, warm: bool, latenc
         try:
             bench.setup()
             result: dict[str, Any] = {"workers": workers, "concurrency": args.concurrency}
-            result |= {"pool": args.pool, "api_latency_ms": latency_ms, "create_threads": creators(args, latency_ms)}
+            result |= {"pool": args.pool, "api_latency_ms": latency_ms, "create_threads": creators(args, latency_ms),
+                       "task_events": args.task_events}
             if warm:
                 result["pool_fill_s"] = round(bench.fill_pool(n), 2)
             phase = Phase(bench, args.profile, label)
@@ -602,6 +609,7 @@ def run_memory(args: argparse.Namespace) -> dict[str, Any]:
     (pool of ``--mem-n``, as many claims); idle again. PSS per component at both points."""
     defaults = dev_defaults()
     options = StackOptions(workers=defaults.workers, concurrency=defaults.concurrency, pool=defaults.pool,
+                           env=task_events_env(args),
                            log_dir=Path(args.log_dir) / f"mem-{time.strftime('%H%M%S')}" if args.log_dir else None)
     with LocalStack(options) as stack:
         bench = Bench(stack)
@@ -695,6 +703,9 @@ def main() -> int:
                         " (default 1)")
     parser.add_argument("--pool", choices=POOLS, default="prefork", help="Celery execution pool of every worker"
                         " (default prefork)")
+    parser.add_argument("--task-events", choices=("on", "off"), default="on",
+                        help="workers send task events and heartbeats for Flower (default on, as shipped); compare "
+                             "Redis commands and CPU per claim with off")
     parser.add_argument("--latency-ms", type=float, default=10.0,
                         help="W6: latency devcluster adds to every API request but watches (default 10)")
     parser.add_argument("--w6-workers", default="1,2,4,8", help="W6: worker process counts (default 1,2,4,8)")

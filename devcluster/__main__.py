@@ -1,4 +1,8 @@
-"""``python -m devcluster``: start the server on loopback, write a kubeconfig, load CRDs, announce readiness."""
+"""``python -m devcluster``: start the server on loopback, write a kubeconfig, load CRDs, announce readiness.
+
+Logs to stderr: start-up (address, CRDs loaded) and errors always, every request at ``--log-level DEBUG``
+(default ``$DEVCLUSTER_LOG_LEVEL`` or INFO). A port already in use is one line and exit status 1.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ import argparse
 import asyncio
 import ipaddress
 import logging
+import os
 import signal
 import socket
 import sys
@@ -19,6 +24,8 @@ from devcluster.cluster import Cluster
 from devcluster.errors import ApiError
 from devcluster.server import Server
 
+log = logging.getLogger("devcluster")
+
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="devcluster", description=__doc__)
@@ -28,6 +35,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--crds", action="append", default=[], help="CRD YAML file or directory of *.yaml")
     parser.add_argument("--history", type=int, default=10000, help="watch event history size")
     parser.add_argument("--bookmark-interval", type=float, default=1.0, help="seconds between watch BOOKMARKs")
+    parser.add_argument("--log-level", default=os.environ.get("DEVCLUSTER_LOG_LEVEL", "INFO"),
+                        help="DEBUG logs every request; INFO (default, or $DEVCLUSTER_LOG_LEVEL) start-up and errors")
     return parser.parse_args(argv)
 
 
@@ -43,15 +52,18 @@ def crd_documents(paths: list[str]) -> list[dict[str, Any]]:
     return documents
 
 
-def load_crds(cluster: Cluster, paths: list[str]) -> None:
+def load_crds(cluster: Cluster, paths: list[str]) -> int:
+    """Create the CRDs found in ``paths``; return how many."""
     rtype = cluster.registry.get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
     assert rtype is not None
-    for doc in crd_documents(paths):
+    documents = crd_documents(paths)
+    for doc in documents:
         try:
             cluster.create(rtype, "", doc)
         except ApiError as error:
             raise SystemExit(f"devcluster: cannot load CRD {doc.get('metadata', {}).get('name')}: "
                              f"{error.message}") from None
+    return len(documents)
 
 
 def write_kubeconfig(path: str, url: str) -> None:
@@ -74,7 +86,11 @@ def loopback_socket(host: str, port: int) -> socket.socket:
         raise SystemExit(f"devcluster binds loopback only; {host} is not a loopback address")
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((str(address), port))
+    try:
+        sock.bind((str(address), port))
+    except OSError as error:
+        sock.close()
+        raise SystemExit(f"devcluster: cannot listen on {address}:{port}: {error.strerror}") from None
     sock.listen(1024)
     sock.setblocking(False)
     return sock
@@ -83,7 +99,7 @@ def loopback_socket(host: str, port: int) -> socket.socket:
 async def serve(args: argparse.Namespace) -> None:
     cluster = Cluster(history_size=args.history)
     server = Server(cluster, bookmark_interval=args.bookmark_interval)
-    load_crds(cluster, args.crds)
+    crds = load_crds(cluster, args.crds)
     sock = loopback_socket(args.host, args.port)
     host, port = sock.getsockname()[:2]
     server.port = port
@@ -95,12 +111,14 @@ async def serve(args: argparse.Namespace) -> None:
     await site.start()
     url = f"http://{host}:{port}"
     write_kubeconfig(args.kubeconfig, url)
+    log.info("devcluster ready at %s: %d CRDs loaded, kubeconfig %s", url, crds, args.kubeconfig)
     print(f"devcluster ready at {url}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
+    log.info("devcluster stopping")
     await runner.cleanup()
 
 
@@ -110,9 +128,10 @@ RECURSION_LIMIT = 10_000
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
     args = parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
     try:
         import uvloop  # type: ignore[import-not-found]
 

@@ -50,18 +50,20 @@ class DevCluster:
         extra_args: list[str] | None = None,
         startup_timeout: float = 30.0,
         log_path: str | Path | None = None,
+        port: int = 0,
     ) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="devcluster-")
         self.kubeconfig = Path(kubeconfig) if kubeconfig else Path(self._tmp.name) / "kubeconfig"
         self.crds = [Path(c) for c in (crds or [])]
         self.extra_args = list(extra_args or [])
         self.startup_timeout = startup_timeout
+        self.port = port
         self.log_path = Path(log_path) if log_path else Path(self._tmp.name) / "devcluster.log"
         self.url: str = ""
         self.process: subprocess.Popen[str] | None = None
 
     def start(self) -> DevCluster:
-        cmd = [sys.executable, "-m", "devcluster", "--port", "0", "--kubeconfig", str(self.kubeconfig)]
+        cmd = [sys.executable, "-m", "devcluster", "--port", str(self.port), "--kubeconfig", str(self.kubeconfig)]
         for crd in self.crds:
             cmd += ["--crds", str(crd)]
         cmd += self.extra_args
@@ -89,7 +91,7 @@ class DevCluster:
                 return match.group(1)
         self.stop()
         log.flush()
-        raise RuntimeError(f"devcluster did not become ready: {self.log_path.read_text()[-4000:]}")
+        raise RuntimeError(f"devcluster did not become ready; {self.log_path}:\n{self.log_path.read_text()[-4000:]}")
 
     def _drain(self) -> None:
         assert self.process is not None and self.process.stdout is not None

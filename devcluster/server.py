@@ -68,14 +68,23 @@ class Server:
         return app
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        """Serve one request; log it at DEBUG (a watch when its stream starts), a 5xx or a crash always."""
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s %s", request.method, request.path_qs)
         try:
-            return await self._handle(request)
+            response = await self._handle(request)
         except NotServed as error:
             if not request.path.startswith("/_devcluster/"):
                 self.counters.add_unserved(request.path)
             return error_response(error)
         except ApiError as error:
-            return error_response(error)
+            response = error_response(error)
+        except Exception as error:  # a bug here must reach devcluster.log, and the client a Status, not a hang-up
+            log.exception("%s %s failed", request.method, request.path_qs)
+            response = error_response(errors.internal_error(f"devcluster: {error!r}"))
+        if response.status >= 500 and not self.faults.active:
+            log.error("%s %s -> %d", request.method, request.path_qs, response.status)
+        return response
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         path = request.path

@@ -88,8 +88,12 @@ class Settings:
     read_cache: bool = True
     #: how long the cache stays trusted without a heartbeat from the active watcher (renewed every third of it)
     cache_alive_seconds: float = 15.0
-    #: port of the Prometheus metrics endpoint (0 disables it)
+    #: port of the Prometheus metrics endpoint (0 disables it), and the address it binds (``poolboy dev``: loopback)
     metrics_port: int = 0
+    metrics_address: str = "0.0.0.0"
+    #: workers send Celery task events (received, started, succeeded, failed, …) and worker heartbeats, which is
+    #: what Flower (and ``celery events``) show; off saves about one Redis PUBLISH per task state change
+    task_events: bool = True
     #: port of /healthz and /readyz of the watcher, a worker or beat (0 disables them), and the address they bind
     health_port: int = 0
     health_address: str = "127.0.0.1"

@@ -4,6 +4,10 @@ Starts devcluster (or uses the current kubeconfig context), its own ``redis-serv
 watcher, ``--workers`` worker processes, beat and Flower; installs the CRDs; creates the operator namespace;
 writes ``--kubeconfig``; prints one line containing ``ready`` when every component is up; stops every child
 cleanly on SIGINT/SIGTERM. ``--demo`` applies ``examples/`` and shows the claim become Ready.
+
+For a newcomer: a port already in use is one line on stderr and exit status 1 before anything starts; each run
+starts fresh component logs (the previous run's stay beside them as ``<name>.log.1``); a component that dies,
+while starting or later, is reported with its exit status and the last lines of its own log.
 """
 
 from __future__ import annotations
@@ -11,10 +15,15 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from stack.worker import POOLS
+
+if TYPE_CHECKING:
+    from stack.local import LocalStack
 
 DEFAULT_KUBECONFIG = ".poolboy-dev/kubeconfig"
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -33,6 +42,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--use-current-context", action="store_true",
                         help="use the cluster of the current kubeconfig context instead of starting devcluster")
     parser.add_argument("--flower-port", type=int, default=5555, help="Flower port on 127.0.0.1 (0 disables)")
+    parser.add_argument("--metrics-port", type=int, default=int(os.environ.get("POOLBOY_METRICS_PORT") or 0),
+                        help="Prometheus metrics on 127.0.0.1: the watcher on this port, worker i on port + 1 + i "
+                             "(default $POOLBOY_METRICS_PORT; 0 = off)")
+    parser.add_argument("--api-port", type=int, default=0,
+                        help="devcluster's port on 127.0.0.1 (default 0: a free one)")
     parser.add_argument("--log-dir", default=".poolboy-dev/logs", help="component logs (default .poolboy-dev/logs)")
     parser.add_argument("--demo", action="store_true",
                         help="apply examples/ (provider, pool, claim) and show the claim become Ready")
@@ -40,32 +54,46 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from stack.local import LocalStack, StackOptions
+    from stack.ports import PortTaken
+    from stack.processes import ComponentExited
 
     options = StackOptions(
         workers=args.workers, concurrency=args.concurrency, pool=args.pool, namespace=args.namespace,
         kubeconfig=None if args.use_current_context else Path(args.kubeconfig).resolve(),
         redis_url=args.redis_url, use_current_context=args.use_current_context,
-        flower_port=args.flower_port or None, log_dir=Path(args.log_dir).resolve(),
+        flower_port=args.flower_port or None, metrics_port=args.metrics_port, api_port=args.api_port,
+        log_dir=Path(args.log_dir).resolve(),
     )
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    with LocalStack(options) as stack:
-        print(f"poolboy dev ready: API {stack.api_url or 'current context'}, Redis {stack.redis_url}, "
-              f"{args.workers} worker(s), logs in {stack.log_dir}", flush=True)
-        print(f"  export KUBECONFIG={stack.kubeconfig}", flush=True)
-        if args.flower_port:
-            print(f"  Flower: http://127.0.0.1:{args.flower_port}/", flush=True)
-        if args.demo:
-            from stack.demo import run_demo
+    try:
+        with LocalStack(options) as stack:
+            _announce(stack, args)
+            if args.demo:
+                from stack.demo import run_demo
 
-            run_demo(stack, EXAMPLES, stop)
-        else:
-            print("  kubectl apply -f examples/   # then: kubectl get resourceclaims -A", flush=True)
-        print("Press Ctrl-C to stop.", flush=True)
-        while not stop.wait(1.0):
-            dead = [c for c in stack.children if not c.alive]
-            if dead:
-                print(f"{dead[0].name} exited unexpectedly:\n{dead[0].tail()}", flush=True)
-                return 1
+                run_demo(stack, EXAMPLES, stop)
+            else:
+                print("  kubectl apply -f examples/   # then: kubectl get resourceclaims -A", flush=True)
+            print("Press Ctrl-C to stop.", flush=True)
+            while not stop.wait(1.0):
+                dead = [c for c in stack.children if not c.alive]
+                if dead:
+                    raise ComponentExited(dead[0], "unexpectedly")
+    except (PortTaken, ComponentExited) as error:
+        print(f"poolboy dev: {error}", file=sys.stderr, flush=True)
+        return 1
     return 0
+
+
+def _announce(stack: LocalStack, args: argparse.Namespace) -> None:
+    """The ready line, then where everything is: kubeconfig, Flower, each component's metrics."""
+    print(f"poolboy dev ready: API {stack.api_url or 'current context'}, Redis {stack.redis_url}, "
+          f"{args.workers} worker(s), logs in {stack.log_dir}", flush=True)
+    print(f"  export KUBECONFIG={stack.kubeconfig}", flush=True)
+    if args.flower_port:
+        print(f"  Flower: http://127.0.0.1:{args.flower_port}/ (its /api/* open on loopback unless "
+              f"FLOWER_BASIC_AUTH=user:password is set)", flush=True)
+    for name, url in stack.metrics_urls.items():
+        print(f"  metrics of {name}: {url}", flush=True)

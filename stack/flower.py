@@ -1,7 +1,9 @@
 """``poolboy flower``: Flower against the engine's broker (task throughput, workers, queue lengths).
 
-Flower switches task events on in every worker (a measurable cost) and its ``/metrics`` is unauthenticated even
-with ``--basic-auth``: bind it to loopback or keep it behind a cluster-internal Service.
+Flower shows what the workers' task events and heartbeats tell it (on by default, ``POOLBOY_TASK_EVENTS``; their
+cost is in ``benchmarks/README.md``). Its ``/api/*`` answers 401 unless ``--basic-auth`` (``FLOWER_BASIC_AUTH``) or
+``FLOWER_UNAUTHENTICATED_API=true`` is set, and its ``/metrics`` is unauthenticated even with ``--basic-auth``: bind
+it to loopback or keep it behind a cluster-internal Service.
 """
 
 from __future__ import annotations

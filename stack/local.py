@@ -15,7 +15,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from stack.processes import Child
+from stack import ports
+from stack.processes import Child, ComponentExited, rotate_logs
 
 DEFAULT_QUEUES = "claims,handles,pools,providers,scalings,periodic"
 
@@ -31,6 +32,11 @@ class StackOptions:
     redis_url: str | None = None
     use_current_context: bool = False
     flower_port: int | None = None
+    #: Prometheus metrics: the watcher on this port, worker i on port + 1 + i, all on 127.0.0.1 (None: from
+    #: $POOLBOY_METRICS_PORT, 0 = off); likewise $POOLBOY_HEALTH_PORT for /healthz of watcher, workers and beat
+    metrics_port: int | None = None
+    #: devcluster's port on 127.0.0.1 (0: a free one)
+    api_port: int = 0
     log_dir: Path | None = None
     #: extra POOLBOY_* (or any) environment for every component, e.g. short intervals in tests
     env: dict[str, str] = field(default_factory=dict)
@@ -55,10 +61,19 @@ class LocalStack:
         self.redis_url: str = ""
         self.api_url: str = ""
         self.env: dict[str, str] = {}
+        #: per component: its own POOLBOY_METRICS_PORT / POOLBOY_HEALTH_PORT (no two of them share a port), and
+        #: Flower's FLOWER_UNAUTHENTICATED_API
+        self.component_env: dict[str, dict[str, str]] = {}
+        #: component name -> its metrics URL (empty with metrics off)
+        self.metrics_urls: dict[str, str] = {}
 
     # --- lifecycle -----------------------------------------------------------------------------------------
 
     def start(self) -> LocalStack:
+        """Start every part; raise :class:`ports.PortTaken` before starting anything if a port is in use, and
+        :class:`ComponentExited` (naming the component and its last log lines) if one dies while starting."""
+        self._plan_ports()
+        rotate_logs(self.log_dir)
         try:
             self._start_api()
             self._start_redis()
@@ -83,7 +98,11 @@ class LocalStack:
             self.cluster = None
 
     def __enter__(self) -> LocalStack:
-        return self.start()
+        try:
+            return self.start()
+        except BaseException:
+            self._tmp.cleanup()
+            raise
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
@@ -114,7 +133,7 @@ class LocalStack:
         from devcluster.process import DevCluster
 
         self.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
-        self.cluster = DevCluster(crds=[self._crd_dir()], kubeconfig=self.kubeconfig,
+        self.cluster = DevCluster(crds=[self._crd_dir()], kubeconfig=self.kubeconfig, port=self.options.api_port,
                                   log_path=self.log_dir / "devcluster.log").start()
         self.api_url = self.cluster.url
         if self.options.api_latency_ms:
@@ -153,7 +172,42 @@ class LocalStack:
             "PYTHONUNBUFFERED": "1",
         })
         env.update(self.options.env)
+        # one port per component (_plan_ports), never this shared value; metrics on loopback only; every worker
+        # gets its own multiprocess directory (a shared one would be emptied by the next worker to start)
+        env.update({"POOLBOY_METRICS_PORT": "0", "POOLBOY_HEALTH_PORT": "0", "POOLBOY_METRICS_ADDRESS": "127.0.0.1"})
+        env.pop("PROMETHEUS_MULTIPROC_DIR", None)
         return env
+
+    def _component_names(self) -> list[str]:
+        return ["watcher", *(f"worker-{i}" for i in range(self.options.workers)), "beat"]
+
+    def _plan_ports(self) -> None:
+        """Give metrics and health ports to components (base, base + 1, …) and check every fixed port is free."""
+        environ = {**os.environ, **self.options.env}
+        metrics_base = self.options.metrics_port
+        if metrics_base is None:
+            metrics_base = int(environ.get("POOLBOY_METRICS_PORT") or 0)
+        health_base = int(environ.get("POOLBOY_HEALTH_PORT") or 0)
+        names = self._component_names()
+        metrics = ports.consecutive(metrics_base, names[:-1]) if metrics_base else {}  # beat serves no metrics
+        health = ports.consecutive(health_base, names) if health_base else {}
+        wanted = [ports.PortRequest(port, f"{name} metrics", "--metrics-port") for name, port in metrics.items()]
+        wanted += [ports.PortRequest(port, f"{name} health", "POOLBOY_HEALTH_PORT") for name, port in health.items()]
+        if self.options.flower_port:
+            wanted.append(ports.PortRequest(self.options.flower_port, "Flower", "--flower-port (0 disables Flower)"))
+        if self.options.api_port and not self.options.use_current_context:
+            wanted.append(ports.PortRequest(self.options.api_port, "devcluster", "--api-port (0 picks a free one)"))
+        ports.check(wanted)
+        for name in names:
+            own = self.component_env.setdefault(name, {})
+            if name in metrics:
+                own["POOLBOY_METRICS_PORT"] = str(metrics[name])
+            if name in health:
+                own["POOLBOY_HEALTH_PORT"] = str(health[name])
+        self.metrics_urls = {name: f"http://{ports.LOOPBACK}:{port}/metrics" for name, port in metrics.items()}
+        # Flower listens on loopback only, its pages (with their control buttons) are open there anyway: open its
+        # /api/* too unless the user chose basic auth or set the variable
+        self.component_env["flower"] = {"FLOWER_UNAUTHENTICATED_API": environ.get("FLOWER_UNAUTHENTICATED_API", "true")}
 
     def _ensure_namespace(self) -> None:
         from poolboy.kube import AlreadyExists, KubeClient
@@ -163,8 +217,9 @@ class LocalStack:
             kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.options.namespace}})
 
     def add(self, name: str, *argv: str) -> Child:
-        """Start one more component (e.g. a second beat): ``poolboy <argv>`` with the stack's environment."""
-        child = Child(name, argv, self.env, self.log_dir).start()
+        """Start one more component (e.g. a second beat): ``poolboy <argv>`` with the stack's environment (and its
+        own ports, for the components :meth:`_plan_ports` planned)."""
+        child = Child(name, argv, {**self.env, **self.component_env.get(name, {})}, self.log_dir).start()
         self.children.append(child)
         return child
 
@@ -177,7 +232,7 @@ class LocalStack:
             old.signal(sig)
             if old.process is not None:
                 old.process.wait(10)
-        new = Child(name, old.argv, self.env, self.log_dir).start()
+        new = Child(name, old.argv, old.env, self.log_dir).start()
         self.children[self.children.index(old)] = new
         return new
 
@@ -197,7 +252,7 @@ class LocalStack:
         while time.monotonic() < deadline:
             dead = [c for c in self.children if not c.alive]
             if dead:
-                raise RuntimeError(f"{dead[0].name} exited during start-up:\n{dead[0].tail()}")
+                raise ComponentExited(dead[0], "during start-up")
             if self.workers_answering() >= self.options.workers and self._flower_answering():
                 return
             time.sleep(0.2)

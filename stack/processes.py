@@ -1,4 +1,8 @@
-"""Child processes of ``poolboy dev``: start them in their own session, stop them politely, then firmly."""
+"""Child processes of ``poolboy dev``: start them in their own session, stop them politely, then firmly.
+
+Each run starts with fresh logs (:func:`rotate_logs` keeps the previous run's as ``<name>.log.1``), so a component
+that dies is reported with its own last lines of *this* run (:class:`ComponentExited`).
+"""
 
 from __future__ import annotations
 
@@ -58,3 +62,25 @@ class Child:
             return self.log_path.read_text(errors="replace")[-chars:]
         except FileNotFoundError:
             return ""
+
+    def last_lines(self, count: int = 20) -> list[str]:
+        """The last ``count`` lines of this component's log (its traceback, when it died of one)."""
+        return self.tail(200 * count).splitlines()[-count:]
+
+
+class ComponentExited(RuntimeError):
+    """A component exited when it should run: its name, exit status, log file and last lines, for people."""
+
+    def __init__(self, child: Child, when: str, lines: int = 20) -> None:
+        self.child = child
+        status = child.process.returncode if child.process is not None else None
+        tail = "\n".join(f"  | {line}" for line in child.last_lines(lines)) or "  | (its log is empty)"
+        super().__init__(f"{child.name} exited {when} (exit status {status}); "
+                         f"last lines of {child.log_path}:\n{tail}")
+
+
+def rotate_logs(log_dir: Path) -> None:
+    """Move every ``*.log`` of ``log_dir`` to ``*.log.1`` (replacing the one before): each run starts fresh logs,
+    and the previous run's stay beside them for comparison."""
+    for log in log_dir.glob("*.log"):
+        log.replace(log.with_name(log.name + ".1"))

@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     if port:
         from prometheus_client import start_http_server
 
-        start_http_server(port)
+        start_http_server(port, addr=settings.metrics_address)
     kube = KubeClient.from_settings(settings, kubeconfig=args.kubeconfig)
     own_writes = None
     cache = None

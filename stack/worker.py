@@ -1,9 +1,13 @@
 """``poolboy worker``: a Celery worker of the reconcile engine, with its Prometheus endpoint.
 
-Runs without gossip, mingle and heartbeat (nothing in the engine uses them; they cost broker traffic per worker)
-under a unique node name, so several replicas never collide. With a metrics port, prometheus-client runs in
-multiprocess mode: ``PROMETHEUS_MULTIPROC_DIR`` is set (and emptied) *before* anything imports the client, pool
-children write their samples there, and the parent serves the sum.
+Runs under a unique node name, so several replicas never collide, without gossip and mingle (nothing in the
+engine uses them; they cost broker traffic per worker). With task events on (``POOLBOY_TASK_EVENTS``, the
+default, or ``--task-events``) it sends task events and a heartbeat every ``HEARTBEAT_SECONDS``: Flower lists a
+worker as online from its heartbeats and its tasks from the events; off, neither is sent.
+
+With a metrics port, prometheus-client runs in multiprocess mode: ``PROMETHEUS_MULTIPROC_DIR`` is set (and
+emptied) *before* anything imports the client, pool children write their samples there, and the parent serves the
+sum.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from pathlib import Path
 DEFAULT_QUEUES = "claims,handles,pools,providers,scalings,periodic"
 #: Celery execution pools a worker may use (``-P``)
 POOLS = ("prefork", "solo", "threads", "gevent")
+#: seconds between worker heartbeats (Celery's default is 2); Flower marks a worker offline after two missed ones
+HEARTBEAT_SECONDS = 5
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,6 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="node name (default poolboy-<random>@<host>, unique per process)")
     parser.add_argument("--metrics-port", type=int, default=None,
                         help="Prometheus port served by the worker parent (default $POOLBOY_METRICS_PORT, 0 = off)")
+    parser.add_argument("--task-events", choices=("on", "off"), default=None,
+                        help="send task events and heartbeats for Flower (default $POOLBOY_TASK_EVENTS, on)")
 
 
 def _prepare_metrics_dir() -> None:
@@ -47,18 +55,25 @@ def _prepare_metrics_dir() -> None:
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="poolboy-metrics-")
 
 
-def build_argv(args: argparse.Namespace) -> list[str]:
+def build_argv(args: argparse.Namespace, task_events: bool) -> list[str]:
     hostname = args.hostname or f"poolboy-{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
-    return ["worker", "-Q", args.queues, "-c", str(args.concurrency), "-P", args.pool, "-n", hostname,
-            "-l", args.loglevel, "--without-gossip", "--without-mingle", "--without-heartbeat"]
+    argv = ["worker", "-Q", args.queues, "-c", str(args.concurrency), "-P", args.pool, "-n", hostname,
+            "-l", args.loglevel, "--without-gossip", "--without-mingle"]
+    if task_events:
+        return [*argv, "--task-events", f"--heartbeat-interval={HEARTBEAT_SECONDS}"]
+    return [*argv, "--without-heartbeat"]
 
 
 def run(args: argparse.Namespace) -> int:
     if args.metrics_port is not None:
         os.environ["POOLBOY_METRICS_PORT"] = str(args.metrics_port)
+    if args.task_events is not None:  # before workers.app reads the settings (worker_send_task_events)
+        os.environ["POOLBOY_TASK_EVENTS"] = "true" if args.task_events == "on" else "false"
     if int(os.environ.get("POOLBOY_METRICS_PORT") or 0):
         _prepare_metrics_dir()
-    argv = build_argv(args)
+    from poolboy.settings import Settings
+
+    argv = build_argv(args, Settings.from_env().task_events)
     # gevent must patch the standard library before the app (redis, urllib3, threading) is imported, as
     # `celery worker -P gevent` does first thing; a no-op for the other pools
     from celery import maybe_patch_concurrency

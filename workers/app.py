@@ -48,7 +48,7 @@ def _start_metrics(**_: object) -> None:
 
     metrics.install_api_hook()
     if settings.metrics_port:
-        metrics.serve(settings.metrics_port, settings)
+        metrics.serve(settings.metrics_port, settings, settings.metrics_address)
 
 
 @worker_process_init.connect

@@ -7,6 +7,9 @@
 * ``visibility_timeout`` above every countdown (countdowns are capped at a few seconds; longer waits go to the
   due-index), otherwise the Redis transport redelivers ETA messages in a loop.
 * no result backend: nobody reads reconcile results.
+* task events on by default (``POOLBOY_TASK_EVENTS``) so Flower sees every task with its key and runtime; no
+  ``task-sent`` events (the watcher publishes most tasks, and ``task-received`` already carries the arguments).
+  On Redis an event is one ``PUBLISH``: nothing queues up when no monitor listens.
 * beat runs celery-redbeat: its lock in Redis lets a standby replica take over (:mod:`workers.beat_scheduler`).
 """
 
@@ -68,6 +71,8 @@ def build(settings: Settings) -> dict[str, Any]:
         "task_routes": routes,
         "task_default_priority": 0,
         "worker_hijack_root_logger": True,
+        "worker_send_task_events": settings.task_events,
+        "task_send_sent_event": False,
         # beat: celery-redbeat (schedule and lock in Redis), so a standby beat takes over (workers/beat_scheduler.py)
         "beat_scheduler": "workers.beat_scheduler:Scheduler",
         # also how long redbeat sleeps between attempts at its lock: a standby (or a beat whose lock Redis lost)

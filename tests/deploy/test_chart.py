@@ -89,6 +89,7 @@ BAD_VALUES = [
     (["--set-json", 'managedResources=[{"apiGroups":[""]}]'], "resources"),
     (["--set", "redis.url=sentinel://s1:26379"], "redis.sentinel.masterName"),
     (["--set", "redis.sentinel.masterName=m"], "not a sentinel:// URL"),
+    (["--set", "workers.taskEvents=sometimes"], "/workers/taskEvents"),
 ]
 
 
@@ -190,6 +191,16 @@ def test_flower_basic_auth_comes_from_a_secret() -> None:
     assert env["FLOWER_BASIC_AUTH"]["valueFrom"]["secretKeyRef"] == {"name": "pb-poolboy-flower-auth", "key": "auth"}
     env = env_of(render(MATRIX["redis-no-auth-existing-flower-secret"]), "pb-poolboy-flower")
     assert env["FLOWER_BASIC_AUTH"]["valueFrom"]["secretKeyRef"] == {"name": "flower-users", "key": "auth"}
+
+
+@pytest.mark.parametrize(("values", "expected"), [
+    ({}, "false"), ({"flower.enabled": True}, "true"),
+    ({"workers.taskEvents": True}, "true"), ({"flower.enabled": True, "workers.taskEvents": False}, "false")])
+def test_workers_send_task_events_where_flower_runs(values: dict[str, Any], expected: str) -> None:
+    """Flower shows workers and tasks from their events: "auto" (the default) sends them when the chart runs Flower."""
+    manifests = render(values)
+    workers = [name for name in containers(manifests) if "-worker-" in name]
+    assert workers and {env_of(manifests, name)["POOLBOY_TASK_EVENTS"]["value"] for name in workers} == {expected}
 
 
 def test_network_policies_keep_redis_to_poolboy_pods_and_metrics_inside_the_cluster() -> None:

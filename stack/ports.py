@@ -1,0 +1,55 @@
+"""Ports of ``poolboy dev``'s components: one per component and purpose, checked before anything starts.
+
+Several processes of one machine must never be handed the same port (the watcher and a worker both serving
+metrics on ``$POOLBOY_METRICS_PORT`` made the second one die with ``Address already in use``), and a port some
+other program holds is a one-line message for the newcomer, not a child's traceback.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+LOOPBACK = "127.0.0.1"
+
+
+class PortTaken(RuntimeError):
+    """A port ``poolboy dev`` was asked to use is already in use; the message is one line naming it and the option."""
+
+
+@dataclass(frozen=True)
+class PortRequest:
+    """One port a component needs: ``what`` names it for people, ``option`` is how to choose another."""
+
+    port: int
+    what: str
+    option: str
+
+
+def is_free(port: int, host: str = LOOPBACK) -> bool:
+    """Whether ``host:port`` can be bound now (as the component will, without SO_REUSEADDR surprises)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def check(requests: Iterable[PortRequest], host: str = LOOPBACK) -> None:
+    """Raise :class:`PortTaken` for the first requested port that is in use (or requested twice)."""
+    seen: dict[int, PortRequest] = {}
+    for request in requests:
+        if request.port in seen:
+            raise PortTaken(f"port {request.port} is wanted by both {seen[request.port].what} and {request.what}; "
+                            f"choose another with {request.option}")
+        seen[request.port] = request
+        if not is_free(request.port, host):
+            raise PortTaken(f"port {request.port} ({request.what}) is already in use on {host}; "
+                            f"choose another with {request.option}")
+
+
+def consecutive(base: int, names: Iterable[str]) -> dict[str, int]:
+    """``base``, ``base + 1``, … for ``names`` in order: each component its own port, predictable from the base."""
+    return {name: base + offset for offset, name in enumerate(names)}
