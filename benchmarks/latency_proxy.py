@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import re
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -55,23 +56,35 @@ async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, dela
             writer.close()
 
 
-def handler(target_host: str, target_port: int, delay_s: float
+def handler(target_host: str, target_port: int, delay_s: float, log: Callable[[str], None] | None = None
             ) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:
+    """Each accepted client gets its own connection to the target; ``log`` hears ``connection P -> Q`` (the
+    client's port, the port the target sees), so a MONITOR line can be traced back to its client."""
     async def serve(client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
         try:
             server_reader, server_writer = await asyncio.open_connection(target_host, target_port)
         except OSError:
             client_writer.close()
             return
+        if log is not None:
+            log(f"connection {client_writer.get_extra_info('peername')[1]} -> "
+                f"{server_writer.get_extra_info('sockname')[1]}")
         await asyncio.gather(_pump(client_reader, server_writer, delay_s),
                              _pump(server_reader, client_writer, delay_s), return_exceptions=True)
 
     return serve
 
 
-async def start(target_host: str, target_port: int, delay_ms: float, port: int = 0) -> asyncio.Server:
+async def start(target_host: str, target_port: int, delay_ms: float, port: int = 0,
+                log: Callable[[str], None] | None = None) -> asyncio.Server:
     """The proxy listening on 127.0.0.1:``port`` (0: any free port; read it from ``server.sockets``)."""
-    return await asyncio.start_server(handler(target_host, target_port, delay_ms / 1000.0), "127.0.0.1", port)
+    return await asyncio.start_server(handler(target_host, target_port, delay_ms / 1000.0, log), "127.0.0.1", port)
+
+
+def parse_connections(lines: list[str]) -> dict[int, int]:
+    """``connection P -> Q`` lines (the proxy's output) as {client port P: port Q the target sees}."""
+    found = (re.match(r"connection (\d+) -> (\d+)", line) for line in lines)
+    return {int(m.group(1)): int(m.group(2)) for m in found if m}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     host, _, port = args.target.rpartition(":")
 
     async def run() -> None:
-        server = await start(host or "127.0.0.1", int(port), args.delay_ms, args.port)
+        server = await start(host or "127.0.0.1", int(port), args.delay_ms, args.port,
+                             log=lambda line: print(line, flush=True))
         print(f"listening on {server.sockets[0].getsockname()[1]} (delay {args.delay_ms} ms, "
               f"since {time.strftime('%H:%M:%S')})", flush=True)
         async with server:
