@@ -33,7 +33,7 @@ KEYLESS = {"ping", "client", "select", "script", "info", "hello", "auth", "multi
            "command", "config", "monitor", "readonly", "echo", "quit", "reset", "dbsize", "flushall", "flushdb"}
 PREFIXES = (("gate:", "gate"), ("selfwrites:", "own writes"), ("poolboy:cache:i:", "index"),
             ("poolboy:cache:resv:", "index"), ("poolboy:cache:", "cache"), ("poolboy:epoch", "cache"),
-            ("poolboy:beat:", "beat"), ("_kombu.binding.", "broker"), ("unacked", "broker"),
+            ("poolboy:beat:", "beat"), ("_kombu.binding", "broker"), ("unacked", "broker"),
             ("celeryev", "broker"))
 
 
@@ -48,8 +48,8 @@ class Command:
     def key(self) -> str | None:
         if self.name in KEYLESS:
             return None
-        if self.name in ("eval", "evalsha", "fcall"):
-            return self.args[2] if len(self.args) > 2 and self.args[1] not in ("", "0") else None
+        if self.name in ("eval", "evalsha", "fcall"):  # the first key, else the first argument (a key prefix)
+            return self.args[2] if len(self.args) > 2 else None
         return self.args[0] if self.args else None
 
 
@@ -94,10 +94,15 @@ def describe(group: list[Command]) -> str:
     return " | ".join(seen)
 
 
+def _trips(groups: list[list[Command]], start: float) -> list[str]:
+    return [f"+{(group[0].ts - start) * 1000:.1f} ms {describe(group)}" for group in groups]
+
+
 def analyse(commands: list[Command], start: float, end: float, gap_s: float,
-            names: dict[str, str] | None = None) -> dict[str, Any]:
+            names: dict[str, str] | None = None, background: tuple[str, ...] = ("beat",)) -> dict[str, Any]:
     """The commands sent between ``start`` and ``end`` (epoch s): by purpose and command, round trips per
-    client connection (named through ``names`` when known), and the merged path's round trips."""
+    client connection (named through ``names`` when known), and the merged path's round trips, with and
+    without the ``background`` components' connections (beat sends its schedule on its own clock)."""
     window = [c for c in commands if start <= c.ts <= end]
     sent = [c for c in window if c.client != "lua"]
     names = names or {}
@@ -105,6 +110,7 @@ def analyse(commands: list[Command], start: float, end: float, gap_s: float,
     for command in sent:
         by_client[command.client].append(command)
     path = round_trips(sent, gap_s)
+    foreground = round_trips([c for c in sent if names.get(c.client) not in background], gap_s)
     return {
         "window_s": round(end - start, 4), "gap_ms": gap_s * 1000, "commands": len(sent),
         "commands_in_scripts": len(window) - len(sent),
@@ -112,10 +118,11 @@ def analyse(commands: list[Command], start: float, end: float, gap_s: float,
         "by_purpose_command": dict(collections.Counter(f"{purpose(c)} {c.name}" for c in sent).most_common()),
         "clients": {f"{names.get(client, '?')} {client}": {
             "commands": len(cmds), "round_trips": len(trips := round_trips(cmds, gap_s)),
-            "trips": [f"+{(t[0].ts - start) * 1000:.1f} ms {describe(t)}" for t in trips]}
+            "trips": _trips(trips, start)}
             for client, cmds in sorted(by_client.items(), key=lambda item: item[1][0].ts)},
-        "critical_path": {"round_trips": len(path),
-                          "trips": [f"+{(t[0].ts - start) * 1000:.1f} ms {describe(t)}" for t in path]},
+        "critical_path": {"round_trips": len(path), "trips": _trips(path, start)},
+        "critical_path_without_background": {"without": list(background), "round_trips": len(foreground),
+                                             "trips": _trips(foreground, start)},
     }
 
 
