@@ -627,6 +627,8 @@ def run_memory(args: argparse.Namespace) -> dict[str, Any]:
             bench.wait_idle()
             result: dict[str, Any] = {"workers": options.workers, "concurrency": options.concurrency,
                                       "pool": options.pool, "n": args.mem_n, "idle_at_start": footprint(bench)}
+            if args.system == "upstream":
+                result |= {"workers": 1, "concurrency": 1, "pool": "kopf (one process)"}
             sampler = procstats.PeakPss(bench.pids()).start()
             try:
                 bench.fill_pool(args.mem_n)

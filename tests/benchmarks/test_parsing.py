@@ -86,3 +86,9 @@ def test_ratio_rows_compare_medians_and_minimums() -> None:
     assert by_workload["W6 8w"]["ratio_median"] == 0.1  # every worker count against upstream's one run
     assert "W5" not in by_workload  # upstream did not run it
     assert "all bound s" in compare.render(rows)
+
+
+def test_upstream_ready_line() -> None:
+    line = "upstream poolboy ready in 1.23s: kopf up, 6 watches, api http://127.0.0.1:4242"
+    match = systems.UPSTREAM_READY.search(line)
+    assert match is not None and match.group("kopf") == "1.23" and match.group(2) == "http://127.0.0.1:4242"
