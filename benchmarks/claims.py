@@ -1,4 +1,4 @@
-"""Claim benchmarks W1–W5 on the whole local stack (devcluster, Redis, watcher, N workers, beat).
+"""Claim benchmarks W1–W6 and modes on the whole local stack (devcluster, Redis, watcher, N workers, beat).
 
 Starts the stack exactly as ``poolboy dev`` does (:class:`stack.local.LocalStack`), creates the workload
 (:mod:`benchmarks.workload`), runs it, and prints one JSON document on stdout and a human summary on stderr.
@@ -16,6 +16,15 @@ Starts the stack exactly as ``poolboy dev`` does (:class:`stack.local.LocalStack
   and the operator's sum (watcher + workers + beat).
 * CACHE: ``--cache-n`` claims cold; Redis ``used_memory`` and the keys under the object cache's prefix before and
   after, per 10 000 cached objects.
+* IDLE: ``--scale-n`` claims at rest for ``--idle-seconds``: operator CPU, API requests/s, Redis commands/s.
+* STARTUP: ``poolboy dev`` (or ``upstream_dev.py dev``) launched; seconds to its ready line, and per component.
+* RTT: Redis commands and sequential round trips of one warm bind (:mod:`benchmarks.redis_rtt`).
+
+``--systems project,upstream`` runs each workload on the project and on upstream Poolboy v1.17.3
+(:mod:`benchmarks.systems`), interleaved (for each repeat, each workload, each system), and prints a
+project/upstream ratio table (:mod:`benchmarks.compare`). ``--shape upstream|benchitem`` picks the workload's
+shape (:mod:`benchmarks.workload`); ``--redis-latency-ms`` puts the project's Redis behind
+:mod:`benchmarks.latency_proxy`.
 
 Per claim, create→bound (``status.resourceHandle`` appears) and create→state (``status.resources[0].state``
 appears) are taken from a watch on claims. API requests come from devcluster's counters; the benchmark's own
@@ -451,7 +460,8 @@ def run_burst(args: argparse.Namespace, workers: int, n: int, warm: bool, latenc
         try:
             bench.setup()
             result: dict[str, Any] = {"workers": workers, "concurrency": args.concurrency}
-            result |= {"pool": args.pool, "api_latency_ms": latency_ms, "create_threads": creators(args, latency_ms)}
+            result |= {"pool": args.pool, "api_latency_ms": latency_ms, "create_threads": creators(args, latency_ms),
+                       "redis_latency_ms": getattr(stack, "redis_latency_ms", None), "shape": args.shape}
             if warm:
                 result["pool_fill_s"] = round(bench.fill_pool(n), 2)
             phase = Phase(bench, args.profile, label)
