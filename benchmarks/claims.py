@@ -1,4 +1,4 @@
-"""Claim benchmarks W1–W5 on the whole local stack (devcluster, Redis, watcher, N workers, beat).
+"""Claim benchmarks W1–W6 and modes on the whole local stack (devcluster, Redis, watcher, N workers, beat).
 
 Starts the stack exactly as ``poolboy dev`` does (:class:`stack.local.LocalStack`), creates the workload
 (:mod:`benchmarks.workload`), runs it, and prints one JSON document on stdout and a human summary on stderr.
@@ -16,6 +16,15 @@ Starts the stack exactly as ``poolboy dev`` does (:class:`stack.local.LocalStack
   and the operator's sum (watcher + workers + beat).
 * CACHE: ``--cache-n`` claims cold; Redis ``used_memory`` and the keys under the object cache's prefix before and
   after, per 10 000 cached objects.
+* IDLE: ``--scale-n`` claims at rest for ``--idle-seconds``: operator CPU, API requests/s, Redis commands/s.
+* STARTUP: ``poolboy dev`` (or ``upstream_dev.py dev``) launched; seconds to its ready line, and per component.
+* RTT: Redis commands and sequential round trips of one warm bind (:mod:`benchmarks.redis_rtt`).
+
+``--systems project,upstream`` runs each workload on the project and on upstream Poolboy v1.17.3
+(:mod:`benchmarks.systems`), interleaved (for each repeat, each workload, each system), and prints a
+project/upstream ratio table (:mod:`benchmarks.compare`). ``--shape upstream|benchitem`` picks the workload's
+shape (:mod:`benchmarks.workload`); ``--redis-latency-ms`` puts the project's Redis behind
+:mod:`benchmarks.latency_proxy`.
 
 Per claim, create→bound (``status.resourceHandle`` appears) and create→state (``status.resources[0].state``
 appears) are taken from a watch on claims. API requests come from devcluster's counters; the benchmark's own
@@ -33,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import json
 import platform
 import statistics
@@ -40,6 +50,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
@@ -52,12 +63,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import psutil
 import redis
 
-from benchmarks import apicount, procstats, pyspy, rediscache, redisops
+from benchmarks import apicount, compare, latency_proxy, procstats, pyspy, redis_rtt, rediscache, redisops
 from benchmarks import summary as summary_table
-from benchmarks.workload import API, CLAIM_NS, ITEM_GROUP, OPERATOR_NS, claim, item_crd, namespace, pool, provider
+from benchmarks.systems import SYSTEMS, ProjectStack, UpstreamStack, time_startup
+from benchmarks.workload import API, CLAIM_NS, ITEM_GROUP, OPERATOR_NS, SHAPES, Workload, item_crd
 from poolboy.kube import AlreadyExists, KubeClient
-from stack.local import LocalStack, StackOptions
+from stack.local import StackOptions
 from stack.worker import POOLS
+
+Stack = ProjectStack | UpstreamStack
 
 WRITE_VERBS = ("create", "update", "patch", "delete")
 #: claim-creating threads when the API has injected latency (below the client's pool of 10 connections)
@@ -123,23 +137,26 @@ def percentiles(values: list[float]) -> dict[str, float | None]:
 class Bench:
     """One running stack plus the benchmark's own client, watches and counters."""
 
-    def __init__(self, stack: LocalStack) -> None:
+    def __init__(self, stack: Stack, workload: Workload) -> None:
         self.stack = stack
+        self.workload = workload
         self.kube = KubeClient.from_settings(kubeconfig=str(stack.kubeconfig))
         self.own = apicount.OwnRequests()  # the benchmark's own requests by verb and resource
-        self.redis = redis.Redis.from_url(stack.redis_url)
+        # straight to Redis (not through a latency proxy); None for upstream, which has no Redis
+        self.redis = redis.Redis.from_url(stack.direct_redis_url) if stack.direct_redis_url else None
         self._stops: list[threading.Event] = []
 
     def close(self) -> None:
         for stop in self._stops:
             stop.set()
         self.kube.close()
-        self.redis.close()
+        if self.redis is not None:
+            self.redis.close()
 
     # --- setup ---------------------------------------------------------------------------------------------
 
     def setup(self) -> None:
-        for body in (item_crd(), namespace(CLAIM_NS), provider()):
+        for body in (item_crd(), self.workload.claim_namespace(), self.workload.provider()):
             with suppress(AlreadyExists):
                 self.kube.create(body)
         # the CRD is served a moment after its creation; discovery is re-tried on a miss
@@ -254,7 +271,7 @@ class Bench:
     def fill_pool(self, n: int) -> float:
         """Create the pool; wait for N unbound handles whose resource exists, then for the system to go idle."""
         began = time.monotonic()
-        self.create(pool(n))
+        self.create(self.workload.pool(n))
         census = HandleCensus()
         ready: set[str] = set()
 
@@ -282,7 +299,7 @@ class Bench:
 
         def create(name: str) -> None:
             clock.created[name] = time.monotonic()
-            self.create(claim(name))
+            self.create(self.workload.claim(name))
 
         start = time.monotonic()
         if creators > 1 and not rate:
@@ -305,18 +322,14 @@ class Bench:
     # --- components ----------------------------------------------------------------------------------------
 
     def pids(self) -> dict[str, int]:
-        pids: dict[str, int] = {}
-        if self.stack.cluster and self.stack.cluster.process:
-            pids["devcluster"] = self.stack.cluster.process.pid
-        if self.stack.redis and self.stack.redis.process:
-            pids["redis"] = self.stack.redis.process.pid
-        for child in self.stack.children:
-            if child.process and child.alive:
-                pids[child.name] = child.process.pid
-        return pids
+        """Component -> root pid: devcluster, redis, watcher, workers, beat (project) or devcluster, kopf."""
+        return self.stack.pids()
 
-    def redis_memory_mib(self) -> float:
-        return round(rediscache.used_memory(self.redis) / 2**20, 1)
+    def redis_commands(self) -> collections.Counter[str]:
+        return redisops.snapshot(self.redis) if self.redis is not None else collections.Counter()
+
+    def redis_memory_mib(self) -> float | None:
+        return round(rediscache.used_memory(self.redis) / 2**20, 1) if self.redis is not None else None
 
 
 # --- one measured phase (counters, CPU, optional profile) ----------------------------------------------------------
@@ -346,7 +359,7 @@ class Phase:
         self.pids = bench.pids()
         bench.reset_counters()
         self.cpu = procstats.snapshot(self.pids)
-        self.commands = redisops.snapshot(bench.redis)
+        self.commands = bench.redis_commands()
         self.marks: dict[str, Mark] = {}
         self.recorder: pyspy.Recorder | None = None
         if profile_dir is not None and pyspy.Recorder.available():
@@ -358,7 +371,7 @@ class Phase:
     def mark(self, label: str) -> None:
         """Operator requests by verb and resource since the start of the phase; CPU and Redis commands so far."""
         self.marks[label] = Mark(self.bench.operator_by_verb_resource(), procstats.snapshot(self.pids),
-                                 redisops.snapshot(self.bench.redis))
+                                 self.bench.redis_commands())
 
     def run_claims(self, names: list[str], rate: float | None, timeout: float,
                    creators: int = 1) -> tuple[ClaimClock, float, float]:
@@ -379,8 +392,14 @@ class Phase:
         result["api_requests_by_verb_resource"] = {
             label: apicount.per_claim(mark.requests, n) for label, mark in self.marks.items()}
         result["cpu_ms_per_claim"] = {label: self.cpu_ms_per_claim(mark.cpu, n) for label, mark in self.marks.items()}
-        result["redis_commands_per_claim"] = {
-            label: redisops.per_claim(self.commands, mark.commands, n) for label, mark in self.marks.items()}
+        if bench.redis is not None:
+            result["redis_commands_per_claim"] = {
+                label: redisops.per_claim(self.commands, mark.commands, n) for label, mark in self.marks.items()}
+        cpu = result["operator_cpu_s"] = {
+            label: round(sum(mark.cpu.get(k, 0.0) - self.cpu.get(k, 0.0) for k in self.pids
+                             if procstats.is_operator(k)), 2) for label, mark in self.marks.items()}
+        if WITH in cpu and WITHOUT in cpu:
+            cpu["replenishment"] = round(cpu[WITH] - cpu[WITHOUT], 2)
         requests = bench.operator_requests()
         result["api_requests_per_claim"] = {
             "total": round(sum(requests.values()) / n, 2), **{k: round(v / n, 2) for k, v in requests.items()}}
@@ -412,10 +431,23 @@ def task_events_env(args: argparse.Namespace) -> dict[str, str]:
     return {"POOLBOY_TASK_EVENTS": "true" if args.task_events == "on" else "false"}
 
 
-def stack_options(args: argparse.Namespace, workers: int, latency_ms: float = 0.0) -> StackOptions:
-    return StackOptions(workers=workers, concurrency=args.concurrency, pool=args.pool, api_latency_ms=latency_ms,
-                        env=task_events_env(args),
-                        log_dir=Path(args.log_dir) / f"w{workers}-{time.strftime('%H%M%S')}" if args.log_dir else None)
+def open_system(args: argparse.Namespace, workers: int, latency_ms: float = 0.0,
+                options: StackOptions | None = None, redis_latency_ms: float | None = None) -> Stack:
+    """The system under test (``args.system``), not yet started: ``with open_system(...) as stack``. The project
+    gets ``workers`` processes (or ``options``) and, with ``--redis-latency-ms``, its Redis behind the latency
+    proxy; upstream is one process whatever ``workers`` says. ``latency_ms`` is added to every API request."""
+    log_dir = Path(args.log_dir) / f"{args.system}-w{workers}-{time.strftime('%H%M%S')}" if args.log_dir else None
+    if args.system == "upstream":
+        return UpstreamStack(api_latency_ms=latency_ms, log_dir=log_dir)
+    options = options or StackOptions(workers=workers, concurrency=args.concurrency, pool=args.pool,
+                                      api_latency_ms=latency_ms, env=task_events_env(args), log_dir=log_dir)
+    return ProjectStack(options, redis_latency_ms=args.redis_latency_ms if redis_latency_ms is None
+                        else redis_latency_ms)
+
+
+def project_only(args: argparse.Namespace, mode: str) -> None:
+    if args.system != "project":
+        raise SystemExit(f"{mode} runs on the project only (it needs the project's components or Redis)")
 
 
 def creators(args: argparse.Namespace, latency_ms: float) -> int:
@@ -428,13 +460,14 @@ def creators(args: argparse.Namespace, latency_ms: float) -> int:
 def run_burst(args: argparse.Namespace, workers: int, n: int, warm: bool, latency_ms: float = 0.0,
               name: str | None = None) -> dict[str, Any]:
     label = f"{name or ('W1' if warm else 'W2')}-{workers}w-{n}"
-    with LocalStack(stack_options(args, workers, latency_ms)) as stack:
-        bench = Bench(stack)
+    with open_system(args, workers, latency_ms) as stack:
+        bench = Bench(stack, Workload(args.shape))
         try:
             bench.setup()
             result: dict[str, Any] = {"workers": workers, "concurrency": args.concurrency}
             result |= {"pool": args.pool, "api_latency_ms": latency_ms, "create_threads": creators(args, latency_ms),
-                       "task_events": args.task_events}
+                       "task_events": args.task_events,
+                       "redis_latency_ms": getattr(stack, "redis_latency_ms", None), "shape": args.shape}
             if warm:
                 result["pool_fill_s"] = round(bench.fill_pool(n), 2)
             phase = Phase(bench, args.profile, label)
@@ -448,8 +481,8 @@ def run_burst(args: argparse.Namespace, workers: int, n: int, warm: bool, latenc
 
 
 def run_steady(args: argparse.Namespace) -> dict[str, Any]:
-    with LocalStack(stack_options(args, args.workers)) as stack:
-        bench = Bench(stack)
+    with open_system(args, args.workers) as stack:
+        bench = Bench(stack, Workload(args.shape))
         try:
             bench.setup()
             result: dict[str, Any] = {"workers": args.workers, "concurrency": args.concurrency,
@@ -470,7 +503,7 @@ def run_steady(args: argparse.Namespace) -> dict[str, Any]:
             bench.close()
 
 
-def _trigger_resync(stack: LocalStack) -> None:
+def _trigger_resync(stack: ProjectStack) -> None:
     from celery import Celery
 
     from workers.names import PERIODIC_PREFIX, PERIODIC_QUEUE
@@ -483,9 +516,10 @@ def _trigger_resync(stack: LocalStack) -> None:
 
 
 def run_scale_out(args: argparse.Namespace) -> dict[str, Any]:
+    project_only(args, "W5")
     n = args.scale_n
-    with LocalStack(stack_options(args, args.workers)) as stack:
-        bench = Bench(stack)
+    with open_system(args, args.workers) as stack:
+        bench = Bench(stack, Workload(args.shape))
         try:
             bench.setup()
             result: dict[str, Any] = {"workers": args.workers, "concurrency": args.concurrency, "claims": n,
@@ -546,6 +580,8 @@ AGGREGATES = {
     "operator_cpu_ms_per_claim_with": ("cpu_ms_per_claim", WITH, "operator"),
     "operator_cpu_ms_per_claim_without": ("cpu_ms_per_claim", WITHOUT, "operator"),
     "operator_pss_mib": ("operator_pss_mib",),
+    "operator_cpu_s_without": ("operator_cpu_s", WITHOUT), "operator_cpu_s_with": ("operator_cpu_s", WITH),
+    "operator_cpu_s_replenishment": ("operator_cpu_s", "replenishment"),
     "redis_commands_per_claim_with": ("redis_commands_per_claim", WITH, "total"),
     "redis_commands_per_claim_without": ("redis_commands_per_claim", WITHOUT, "total"),
 }
@@ -555,30 +591,19 @@ def aggregate(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return {"runs": runs, **{name: median_min(runs, path) for name, path in AGGREGATES.items()}}
 
 
-def human(name: str, summary: dict[str, Any]) -> str:
-    def fmt(key: str) -> str:
-        value = summary.get(key) or {}
-        return f"{value.get('median')} (min {value.get('min')})"
-
-    return (f"{name}: all bound {fmt('all_bound_s')} s, bound p50 {fmt('bound_p50_s')} s, p99 {fmt('bound_p99_s')} s,"
-            f" state p99 {fmt('state_p99_s')} s, API/claim {fmt('api_per_claim')}")
+#: the workloads summarised by :func:`aggregate` (bursts)
+BURSTS = ("W1", "W2", "W3", "W4", "W5", "W6")
 
 
-def run_series(args: argparse.Namespace, name: str, worker_counts: list[int],
-               latency_ms: float = 0.0) -> dict[str, Any]:
-    """W1 at each number of worker processes (W4, W6); each summary gets its throughput relative to the first
-    count's (``scaling``: 1 worker's when the series starts at 1)."""
-    series: dict[str, Any] = {}
-    for workers in worker_counts:
-        summary = aggregate([run_burst(args, workers, args.n, warm=True, latency_ms=latency_ms, name=name)
-                             for _ in range(args.repeat)])
-        base = series[str(worker_counts[0])] if series else summary
-        ratio = None
-        if summary["throughput_per_s"]["median"] and base["throughput_per_s"]["median"]:
-            ratio = round(summary["throughput_per_s"]["median"] / base["throughput_per_s"]["median"], 2)
-        summary["scaling"] = {"vs_workers": worker_counts[0], "throughput_ratio": ratio}
-        series[str(workers)] = summary
-        print(human(f"{name} {workers} workers", summary), file=sys.stderr, flush=True)
+def with_scaling(series: dict[str, Any]) -> dict[str, Any]:
+    """Each worker count's summary of a series (W4, W6) gets its throughput relative to the first count's
+    (``scaling``: 1 worker's when the series starts at 1)."""
+    counts = list(series)
+    base = series[counts[0]]["throughput_per_s"]["median"] if counts else None
+    for workers in counts:
+        mine = series[workers]["throughput_per_s"]["median"]
+        series[workers]["scaling"] = {"vs_workers": int(counts[0]),
+                                      "throughput_ratio": round(mine / base, 2) if mine and base else None}
     return series
 
 
@@ -605,22 +630,29 @@ def dev_defaults() -> argparse.Namespace:
 
 
 def run_memory(args: argparse.Namespace) -> dict[str, Any]:
-    """MEM: a default ``poolboy dev`` stack (without Flower, which is not the operator), idle; then a small W1
-    (pool of ``--mem-n``, as many claims); idle again. PSS per component at both points."""
+    """MEM: a default ``poolboy dev`` stack (without Flower, which is not the operator; upstream: its one
+    process), idle; then W1 (pool of ``--mem-n``, as many claims); idle again. PSS per component at both points,
+    and the operator's highest PSS sum sampled every 0.5 s from filling the pool to idle after the burst."""
     defaults = dev_defaults()
     options = StackOptions(workers=defaults.workers, concurrency=defaults.concurrency, pool=defaults.pool,
                            env=task_events_env(args),
                            log_dir=Path(args.log_dir) / f"mem-{time.strftime('%H%M%S')}" if args.log_dir else None)
-    with LocalStack(options) as stack:
-        bench = Bench(stack)
+    with open_system(args, options.workers, options=options) as stack:
+        bench = Bench(stack, Workload(args.shape))
         try:
             bench.setup()
             bench.wait_idle()
             result: dict[str, Any] = {"workers": options.workers, "concurrency": options.concurrency,
                                       "pool": options.pool, "n": args.mem_n, "idle_at_start": footprint(bench)}
-            bench.fill_pool(args.mem_n)
-            bench.run_claims([f"m{i:05d}" for i in range(args.mem_n)], None, 900)
-            bench.wait_idle()
+            if args.system == "upstream":
+                result |= {"workers": 1, "concurrency": 1, "pool": "kopf (one process)"}
+            sampler = procstats.PeakPss(bench.pids()).start()
+            try:
+                bench.fill_pool(args.mem_n)
+                bench.run_claims([f"m{i:05d}" for i in range(args.mem_n)], None, 900)
+                bench.wait_idle()
+            finally:
+                result["peak_during_w1"] = sampler.stop()
             result["idle_after_w1"] = footprint(bench)
             return result
         finally:
@@ -631,9 +663,10 @@ def run_cache(args: argparse.Namespace) -> dict[str, Any]:
     """CACHE: Redis memory of the watcher's object cache per 10 000 objects. ``--cache-n`` claims cold (each
     brings a handle and a managed BenchItem); ``used_memory`` and the keys under ``--cache-prefix`` before and
     after, at idle."""
+    project_only(args, "CACHE")
     n = args.cache_n
-    with LocalStack(stack_options(args, args.workers)) as stack:
-        bench = Bench(stack)
+    with open_system(args, args.workers) as stack:
+        bench = Bench(stack, Workload(args.shape))
         client = bench.redis
         try:
             bench.setup()
@@ -648,6 +681,57 @@ def run_cache(args: argparse.Namespace) -> dict[str, Any]:
             return {"workers": args.workers, "claims": n, "api_objects": objects, "used_memory_before": used_before,
                     "used_memory_after": used_after, "cache_before": before, "cache_after": after,
                     **rediscache.per_10k(before, after, used_before, used_after)}
+        finally:
+            bench.close()
+
+
+def connection_names(stack: ProjectStack) -> dict[str, str]:
+    """MONITOR's client address -> component, through the latency proxy's ``connection P -> Q`` lines and the
+    components' TCP connections to the proxy."""
+    assert stack.proxy is not None
+    proxy_port = int(stack.proxy.match.group(1))
+    through = latency_proxy.parse_connections(stack.proxy.lines)
+    names: dict[str, str] = {}
+    for component, pid in stack.pids().items():
+        with suppress(psutil.Error):
+            root = psutil.Process(pid)
+            for proc in [root, *root.children(recursive=True)]:
+                for conn in proc.net_connections(kind="tcp"):
+                    if conn.raddr and conn.raddr.port == proxy_port and conn.laddr.port in through:
+                        names[f"127.0.0.1:{through[conn.laddr.port]}"] = component
+    return names
+
+
+def run_rtt(args: argparse.Namespace) -> dict[str, Any]:
+    """RTT: the Redis commands and sequential round trips of one warm bind. One worker process (concurrency 1),
+    every component behind the latency proxy at ``--rtt-latency-ms`` (so round trips stand apart in time), a pool
+    of 3, idle; then ``MONITOR`` while one claim is created and bound (:mod:`benchmarks.redis_rtt`)."""
+    project_only(args, "RTT")
+    options = StackOptions(workers=1, concurrency=1, pool=args.pool, env=task_events_env(args),
+                           log_dir=Path(args.log_dir) / f"rtt-{time.strftime('%H%M%S')}" if args.log_dir else None)
+    stack = open_system(args, 1, options=options, redis_latency_ms=args.rtt_latency_ms)
+    assert isinstance(stack, ProjectStack)
+    with stack:
+        bench = Bench(stack, Workload(args.shape))
+        try:
+            bench.setup()
+            bench.fill_pool(3)
+            bench.wait_idle(quiet=3.0)
+            host, port = stack.direct_redis_url.split("//", 1)[1].split("/", 1)[0].split(":")
+            monitor = redis_rtt.Monitor(host, int(port)).start()
+            began = time.time()
+            clock, _, _ = bench.run_claims(["rtt00000"], None, 120)
+            name = "rtt00000"
+            bound = began + (clock.bound[name] - clock.created[name])
+            commands = monitor.stop()
+            names = connection_names(stack)
+            result = {"latency_ms": args.rtt_latency_ms, "create_to_bound_s": round(bound - began, 4),
+                      **redis_rtt.analyse(commands, began, bound, args.rtt_latency_ms / 1000, names)}
+            path = result["critical_path_without_background"]
+            print(f"RTT: {result['commands']} commands, {result['critical_path']['round_trips']} round trips "
+                  f"between create and bound, {path['round_trips']} without beat's:\n  " + "\n  ".join(path["trips"]),
+                  file=sys.stderr, flush=True)
+            return result
         finally:
             bench.close()
 
@@ -669,23 +753,33 @@ def versions() -> dict[str, str]:
 
 
 def run_idle(args: argparse.Namespace) -> dict[str, Any]:
-    """IDLE: API requests per second when nothing changes, at the default sweep intervals. ``--scale-n`` claims
-    cold (as many handles and BenchItems), wait until idle, then count the operator's requests over
-    ``--idle-seconds`` (a manage-claims/handles sweep every 60 s, pools every 10 s; choose ≥ 600 s to include a
-    full resync)."""
+    """IDLE: API requests and operator CPU per second when nothing changes, at the default sweep intervals.
+    ``--scale-n`` claims cold (as many handles and BenchItems), wait until idle, then count the operator's
+    requests and CPU over ``--idle-seconds`` (the project sweeps claims and handles every 60 s, pools every 10 s;
+    choose ≥ 130 s for two sweeps, ≥ 600 s to include a full resync; upstream runs its own default intervals)."""
     n = args.scale_n
-    with LocalStack(stack_options(args, args.workers)) as stack:
-        bench = Bench(stack)
+    with open_system(args, args.workers) as stack:
+        bench = Bench(stack, Workload(args.shape))
         try:
             bench.setup()
             bench.run_claims([f"i{i:05d}" for i in range(n)], None, 3600)
             bench.wait_idle(quiet=3.0)
             bench.reset_counters()
+            pids = bench.pids()
+            cpu_before, commands_before = procstats.snapshot(pids), bench.redis_commands()
             time.sleep(args.idle_seconds)
             requests = bench.operator_requests()
+            cpu = {name: round(seconds - cpu_before.get(name, 0.0), 2)
+                   for name, seconds in procstats.snapshot(pids).items()}
+            commands = bench.redis_commands() - commands_before
             total = sum(requests.values())
             objects = 3 * n  # claims, handles and their managed resources
+            operator_cpu = round(sum(v for k, v in cpu.items() if procstats.is_operator(k)), 2)
             return {"claims": n, "objects": objects, "seconds": args.idle_seconds, "requests": requests,
+                    "cpu_s": cpu, "operator_cpu_s": operator_cpu,
+                    "operator_cpu_s_per_minute": round(operator_cpu * 60 / args.idle_seconds, 2),
+                    "redis_commands_per_s": round(sum(commands.values()) / args.idle_seconds, 2)
+                    if bench.redis is not None else None,
                     "requests_per_s": round(total / args.idle_seconds, 3),
                     "requests_per_s_per_10k_objects": round(total / args.idle_seconds * 10_000 / objects, 3),
                     "by_verb_resource": dict(bench.operator_by_verb_resource())}
@@ -693,10 +787,118 @@ def run_idle(args: argparse.Namespace) -> dict[str, Any]:
             bench.close()
 
 
+#: figures of the modes over repeats (median and min), named apart from the run's own keys
+MODE_AGGREGATES: dict[str, dict[str, tuple[str, ...]]] = {
+    "STARTUP": {"startup_ready_s": ("ready_s",)},
+    "MEM": {"idle_pss_mib": ("idle_at_start", "operator_pss_mib"),
+            "peak_pss_mib": ("peak_during_w1", "operator_pss_mib"),
+            "after_pss_mib": ("idle_after_w1", "operator_pss_mib")},
+    "IDLE": {"idle_operator_cpu_s": ("operator_cpu_s",), "idle_requests_per_s": ("requests_per_s",)},
+    "RTT": {"rtt_path_round_trips": ("critical_path", "round_trips"),
+            "rtt_path_round_trips_without_beat": ("critical_path_without_background", "round_trips"),
+            "rtt_commands": ("commands",)},
+    "CACHE": {},
+}
+#: series of runs at several worker counts: one summary per count
+SERIES = ("W4", "W6", "STARTUP")
+#: modes that need the project's own components or Redis
+PROJECT_ONLY = ("W5", "CACHE", "RTT")
+
+
+class Unit(NamedTuple):
+    """One measured run: a workload, its worker count in a series ("" otherwise), the systems it runs on."""
+
+    workload: str
+    key: str
+    run: Callable[[], dict[str, Any]]
+    systems: tuple[str, ...]
+
+
+def plan(args: argparse.Namespace, chosen: list[str], systems: tuple[str, ...]) -> list[Unit]:
+    """The runs of one repeat, in order. Series run upstream (one process) at their first worker count only."""
+    single: dict[str, Callable[[], dict[str, Any]]] = {
+        "W1": lambda: run_burst(args, args.workers, args.n, warm=True),
+        "W2": lambda: run_burst(args, args.workers, args.n, warm=False),
+        "W3": lambda: run_steady(args),
+        "W5": lambda: run_scale_out(args),
+        "MEM": lambda: run_memory(args),
+        "CACHE": lambda: run_cache(args),
+        "IDLE": lambda: run_idle(args),
+        "RTT": lambda: run_rtt(args),
+    }
+    counts = {"W4": [1, 2, 4], "W6": [int(w) for w in args.w6_workers.split(",")],
+              "STARTUP": [int(w) for w in args.startup_workers.split(",")]}
+    units = []
+    for name in chosen:
+        allowed = tuple(s for s in systems if s == "project" or name not in PROJECT_ONLY)
+        if name in single:
+            units.append(Unit(name, "", single[name], allowed))
+            continue
+        for index, workers in enumerate(counts[name]):
+            if name == "STARTUP":
+                run: Callable[[], dict[str, Any]] = functools.partial(
+                    lambda w: time_startup(args.system, w, args.concurrency, args.pool), workers)
+            else:
+                run = functools.partial(run_burst, args, workers, args.n, True,
+                                        args.latency_ms if name == "W6" else 0.0, name)
+            units.append(Unit(name, str(workers), run, allowed if index == 0 else ("project",)))
+    return units
+
+
+def summarise_runs(name: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Bursts: :func:`aggregate`. Modes: the last run's document, every run, and the median and min of the
+    mode's figures."""
+    if name in BURSTS:
+        return aggregate(runs)
+    figures = {key: median_min(runs, path) for key, path in MODE_AGGREGATES[name].items()}
+    return {**runs[-1], "runs": runs, **figures}
+
+
+def run_all(args: argparse.Namespace, units: list[Unit], systems: tuple[str, ...]
+            ) -> dict[str, dict[str, Any]]:
+    """``--repeat`` rounds; in each, every unit on every system in turn (interleaved, so a slow spell of the
+    machine hits both). A run that fails is recorded as its error and the series goes on."""
+    runs: dict[str, dict[tuple[str, str], list[dict[str, Any]]]] = {s: collections.defaultdict(list) for s in systems}
+    for repeat in range(args.repeat):
+        for unit in units:
+            for system in unit.systems:
+                args.system = system
+                label = f"[{repeat + 1}/{args.repeat}] {system} {unit.workload} {unit.key}".rstrip()
+                print(f"{label} ...", file=sys.stderr, flush=True)
+                try:
+                    result = unit.run()
+                except Exception as error:  # one failed run must not end a long series
+                    traceback.print_exc()
+                    result = {"error": f"{type(error).__name__}: {error}"}
+                runs[system][(unit.workload, unit.key)].append({"system": system, **result})
+    workloads: dict[str, dict[str, Any]] = {}
+    for system, by_unit in runs.items():
+        out: dict[str, Any] = {}
+        for (name, key), results in by_unit.items():
+            good = [r for r in results if "error" not in r] or results
+            summary = summarise_runs(name, good)
+            summary["errors"] = [r["error"] for r in results if "error" in r]
+            if key:
+                out.setdefault(name, {})[key] = summary
+            else:
+                out[name] = summary
+        for name in ("W4", "W6"):
+            if name in out:
+                with suppress(KeyError, TypeError):
+                    with_scaling(out[name])
+        workloads[system] = out
+    return workloads
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", default="W1,W2,W3",
-                        help="comma list of W1..W6, MEM, CACHE, IDLE (default W1,W2,W3)")
+                        help="comma list of W1..W6, MEM, CACHE, IDLE, STARTUP, RTT (default W1,W2,W3)")
+    parser.add_argument("--systems", default="project",
+                        help="comma list of project, upstream (default project); several: interleaved runs and a"
+                             " project/upstream ratio table")
+    parser.add_argument("--shape", choices=SHAPES, default="upstream",
+                        help="workload shape (benchmarks/workload.py; default upstream)")
     parser.add_argument("--n", type=int, default=300, help="claims per burst (W1, W2, W4, W6)")
     parser.add_argument("--workers", type=int, default=2, help="worker processes for W1–W3, W5, CACHE (default 2)")
     parser.add_argument("--concurrency", type=int, default=1, help="pool size (processes or threads) per worker"
@@ -708,10 +910,15 @@ def main() -> int:
                              "Redis commands and CPU per claim with off")
     parser.add_argument("--latency-ms", type=float, default=10.0,
                         help="W6: latency devcluster adds to every API request but watches (default 10)")
+    parser.add_argument("--redis-latency-ms", type=float, default=0.0,
+                        help="project: every component reaches Redis through benchmarks/latency_proxy.py, which"
+                             " delays each chunk by this much each way (default 0: no proxy)")
     parser.add_argument("--w6-workers", default="1,2,4,8", help="W6: worker process counts (default 1,2,4,8)")
+    parser.add_argument("--startup-workers", default="2",
+                        help="STARTUP: worker process counts of `poolboy dev --workers` (default 2)")
     parser.add_argument("--create-threads", type=int, default=0,
                         help=f"threads creating a burst's claims (default: 1, or {AUTO_CREATORS} with latency)")
-    parser.add_argument("--mem-n", type=int, default=20, help="MEM: pool size and claims of its small W1 (default 20)")
+    parser.add_argument("--mem-n", type=int, default=20, help="MEM: pool size and claims of its W1 (default 20)")
     parser.add_argument("--cache-n", type=int, default=1000,
                         help="CACHE: claims created cold, each with a handle and a BenchItem (default 1000)")
     parser.add_argument("--cache-prefix", default=rediscache.DEFAULT_PREFIX,
@@ -720,43 +927,35 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=60.0, help="W3 duration")
     parser.add_argument("--scale-n", type=int, default=5000, help="W5 and IDLE claims (each gets a handle)")
     parser.add_argument("--idle-seconds", type=float, default=130.0, help="IDLE: the measured window (default 130)")
+    parser.add_argument("--rtt-latency-ms", type=float, default=5.0,
+                        help="RTT: Redis latency that separates sequential round trips (default 5)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per workload (report median and min)")
     parser.add_argument("--profile", type=Path, default=None, help="py-spy the workers, watcher, devcluster into DIR")
     parser.add_argument("--log-dir", default=None, help="keep component logs under this directory")
     parser.add_argument("--output", type=Path, default=None, help="also write the JSON document to this file")
     args = parser.parse_args()
+    args.system = "project"
 
     chosen = [w.strip().upper() for w in args.workloads.split(",") if w.strip()]
+    systems = tuple(s.strip() for s in args.systems.split(",") if s.strip())
+    unknown = [name for name in chosen if name not in MODE_AGGREGATES and name not in BURSTS]
+    if unknown:
+        parser.error(f"unknown workload(s) {', '.join(unknown)}")
+    if not systems or any(s not in SYSTEMS for s in systems):
+        parser.error(f"--systems: comma list of {', '.join(SYSTEMS)}")
     report: dict[str, Any] = {
         "machine": {"cpus": psutil.cpu_count(), "mem_gib": round(psutil.virtual_memory().total / 2**30, 1),
                     "cpu": platform.processor() or platform.machine(), "load_at_start": psutil.getloadavg()},
         "date": time.strftime("%Y-%m-%d %H:%M"), "versions": versions(), "args": vars(args) | {
-            "profile": str(args.profile) if args.profile else None, "output": None},
-        "workloads": {}}
-    plans: dict[str, Callable[[], dict[str, Any]]] = {
-        "W1": lambda: run_burst(args, args.workers, args.n, warm=True),
-        "W2": lambda: run_burst(args, args.workers, args.n, warm=False),
-        "W3": lambda: run_steady(args),
-        "W5": lambda: run_scale_out(args),
-    }
-    series: dict[str, Callable[[], dict[str, Any]]] = {
-        "W4": lambda: run_series(args, "W4", [1, 2, 4]),
-        "W6": lambda: run_series(args, "W6", [int(w) for w in args.w6_workers.split(",")], args.latency_ms),
-        "MEM": lambda: run_memory(args),
-        "CACHE": lambda: run_cache(args),
-        "IDLE": lambda: run_idle(args),
-    }
-    unknown = [name for name in chosen if name not in plans and name not in series]
-    if unknown:
-        parser.error(f"unknown workload(s) {', '.join(unknown)}")
-    for name in chosen:
-        if name in series:
-            report["workloads"][name] = series[name]()
-            continue
-        summary = aggregate([plans[name]() for _ in range(args.repeat)])
-        report["workloads"][name] = summary
-        print(human(name, summary), file=sys.stderr, flush=True)
-    print(summary_table.render(report["workloads"]), file=sys.stderr, flush=True)
+            "profile": str(args.profile) if args.profile else None, "output": None}}
+    per_system = run_all(args, plan(args, chosen, systems), systems)
+    report["systems"] = per_system
+    report["workloads"] = per_system[systems[0]]  # the first system's, where summary.py looks
+    for system, workloads in per_system.items():
+        print(f"\n== {system}\n{summary_table.render(workloads)}", file=sys.stderr, flush=True)
+    if "project" in per_system and "upstream" in per_system:
+        report["ratios"] = compare.ratio_rows(per_system["project"], per_system["upstream"])
+        print("\n== project / upstream\n" + compare.render(report["ratios"]), file=sys.stderr, flush=True)
     document = json.dumps(report, indent=2, default=str)
     if args.output:
         args.output.write_text(document + "\n")

@@ -11,6 +11,7 @@ PSS of several components adds up to their true total where RSS would count shar
 
 from __future__ import annotations
 
+import threading
 from contextlib import suppress
 from pathlib import Path
 
@@ -74,10 +75,42 @@ def report(pids: dict[str, int], before: dict[str, float]) -> dict[str, dict[str
 
 
 def is_operator(component: str) -> bool:
-    """The operator's own processes: watcher, workers and beat (not devcluster, Redis or Flower)."""
-    return component in ("watcher", "beat") or component.startswith("worker")
+    """The operator's own processes: watcher, workers and beat (not devcluster, Redis or Flower); for upstream
+    Poolboy, its one Kopf process."""
+    return component in ("watcher", "beat", "kopf") or component.startswith("worker")
 
 
 def operator_sum(per_component: dict[str, dict[str, float]], key: str) -> float:
     """``key`` summed over the operator's components (see :func:`is_operator`)."""
     return round(sum(v.get(key, 0.0) for name, v in per_component.items() if is_operator(name)), 2)
+
+
+class PeakPss:
+    """The highest sum of the operator's PSS seen while running: a thread samples every ``interval`` s (reading
+    ``smaps_rollup`` of every process costs a few ms, so not more often) until :meth:`stop`."""
+
+    def __init__(self, pids: dict[str, int], interval: float = 0.5) -> None:
+        self.pids = {name: pid for name, pid in pids.items() if is_operator(name)}
+        self.interval = interval
+        self.peak_bytes = 0
+        self.per_component_at_peak: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> PeakPss:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while True:
+            sizes = {name: pss_bytes(pid) for name, pid in self.pids.items()}
+            if sum(sizes.values()) > self.peak_bytes:
+                self.peak_bytes = sum(sizes.values())
+                self.per_component_at_peak = {name: round(size / 2**20, 1) for name, size in sizes.items()}
+            if self._stop.wait(self.interval):
+                return
+
+    def stop(self) -> dict[str, object]:
+        self._stop.set()
+        self._thread.join()
+        return {"operator_pss_mib": round(self.peak_bytes / 2**20, 1), "components_pss_mib": self.per_component_at_peak}

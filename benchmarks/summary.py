@@ -27,7 +27,7 @@ PAIRED = {"API/claim w/ (w/o)": ("api_per_claim_without", "median"),
           "op CPU ms/claim w/ (w/o)": ("operator_cpu_ms_per_claim_without", "median"),
           "Redis cmds/claim w/ (w/o)": ("redis_commands_per_claim_without", "median")}
 SERIES = ("W4", "W6")
-MODES = ("MEM", "CACHE")
+MODES = ("MEM", "CACHE", "IDLE", "STARTUP", "RTT")
 
 
 def _get(value: Any, path: tuple[str, ...]) -> Any:
@@ -93,6 +93,19 @@ def render(workloads: dict[str, Any]) -> str:
         parts.append(f"CACHE: {cache.get('objects_added')} objects cached under {cache['cache_after']['prefix']}: "
                      f"{_fmt(cache.get('cache_mib_per_10k_objects'))} MiB per 10 000 by their keys, "
                      f"{_fmt(cache.get('used_memory_mib_per_10k_objects'))} MiB per 10 000 by used_memory")
+    if "IDLE" in workloads:
+        idle = workloads["IDLE"]
+        parts.append(f"IDLE: {idle.get('claims')} claims at rest for {idle.get('seconds')} s: operator CPU "
+                     f"{_fmt(idle.get('operator_cpu_s'))} s ({_fmt(idle.get('operator_cpu_s_per_minute'))} s/min), "
+                     f"{_fmt(idle.get('requests_per_s'))} API requests/s, "
+                     f"{_fmt(idle.get('redis_commands_per_s'))} Redis commands/s")
+    for workers, startup in (workloads.get("STARTUP") or {}).items():
+        parts.append(f"STARTUP {workers} workers: ready in {_fmt(startup.get('ready_s'))} s; components "
+                     f"{startup.get('components_ready_s', '-')}")
+    if "RTT" in workloads:
+        rtt = workloads["RTT"]
+        parts.append(f"RTT: {rtt.get('commands')} Redis commands, {_fmt(_get(rtt, ('critical_path', 'round_trips')))}"
+                     f" round trips between create and bound ({rtt.get('by_purpose')})")
     return "\n\n".join(parts)
 
 
