@@ -111,7 +111,8 @@ async def serve(args: argparse.Namespace) -> None:
     await site.start()
     url = f"http://{host}:{port}"
     write_kubeconfig(args.kubeconfig, url)
-    log.info("devcluster ready at %s: %d CRDs loaded, kubeconfig %s", url, crds, args.kubeconfig)
+    # not "ready at <url>": wrappers that read this process's merged output take the first such line for the URL
+    log.info("devcluster serving %s (%d CRDs loaded, kubeconfig %s)", url, crds, args.kubeconfig)
     print(f"devcluster ready at {url}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
