@@ -53,7 +53,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     | grep -v '^WARNING: Location' >&2 || true
   # packages an older pin set installed and the code must not load (rfc3987-syntax: 1.5 s at import; see
   # requirements.txt); pip never removes what a requirement no longer asks for
-  .venv/bin/python -m pip uninstall -q -y rfc3987-syntax >/dev/null 2>&1 || true
+  .venv/bin/python -m pip uninstall -q -y rfc3987-syntax lark isoduration arrow uri-template webcolors >/dev/null 2>&1 || true
   .venv/bin/python -c 'import celery, kubernetes, jinja2, aiohttp, redis' \
     || die "dependency installation failed; see the pip output above"
   echo "$want" > "$stamp"

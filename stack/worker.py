@@ -55,13 +55,19 @@ def _prepare_metrics_dir() -> None:
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="poolboy-metrics-")
 
 
-def build_argv(args: argparse.Namespace, task_events: bool) -> list[str]:
+def worker_options(args: argparse.Namespace, task_events: bool) -> dict[str, object]:
+    """What ``celery worker`` would pass to ``app.Worker`` for our flags (see :func:`run` for why not the CLI)."""
+    from celery.utils.nodenames import default_nodename, host_format
+
     hostname = args.hostname or f"poolboy-{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
-    argv = ["worker", "-Q", args.queues, "-c", str(args.concurrency), "-P", args.pool, "-n", hostname,
-            "-l", args.loglevel, "--without-gossip", "--without-mingle"]
+    options: dict[str, object] = {
+        "hostname": host_format(default_nodename(hostname)), "queues": args.queues.split(","),
+        "concurrency": args.concurrency, "pool_cls": args.pool, "loglevel": args.loglevel,
+        "without_gossip": True, "without_mingle": True,
+    }
     if task_events:
-        return [*argv, "--task-events", f"--heartbeat-interval={HEARTBEAT_SECONDS}"]
-    return [*argv, "--without-heartbeat"]
+        return {**options, "task_events": True, "heartbeat_interval": HEARTBEAT_SECONDS}
+    return {**options, "without_heartbeat": True}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,13 +79,16 @@ def run(args: argparse.Namespace) -> int:
         _prepare_metrics_dir()
     from poolboy.settings import Settings
 
-    argv = build_argv(args, Settings.from_env().task_events)
+    options = worker_options(args, Settings.from_env().task_events)
     # gevent must patch the standard library before the app (redis, urllib3, threading) is imported, as
     # `celery worker -P gevent` does first thing; a no-op for the other pools
     from celery import maybe_patch_concurrency
 
-    maybe_patch_concurrency(argv)
+    maybe_patch_concurrency(["-P", args.pool])
     from workers.app import app
 
-    app.worker_main(argv)
-    return 0
+    # app.Worker, as `celery worker` builds it, without Celery's command line: the CLI loads every installed
+    # `celery` sub-command plugin (Flower, the REPL's prompt_toolkit) at start-up, 0.3 s of CPU in every worker
+    worker = app.Worker(**options)
+    worker.start()
+    return int(worker.exitcode or 0)
