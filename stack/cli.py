@@ -35,7 +35,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from stack import api_audit
+    from stack import api_audit, log_options
+
+    if hasattr(args, "log_format"):  # the sub-command logs: its children and Celery's hooks see the same choice
+        log_options.apply(args)
 
     api_audit.install_from_env(args.command)
     module = importlib.import_module(args._module)

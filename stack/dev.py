@@ -14,6 +14,7 @@ import signal
 import threading
 from pathlib import Path
 
+from stack import log_options
 from stack.worker import POOLS
 
 DEFAULT_KUBECONFIG = ".poolboy-dev/kubeconfig"
@@ -34,6 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="use the cluster of the current kubeconfig context instead of starting devcluster")
     parser.add_argument("--flower-port", type=int, default=5555, help="Flower port on 127.0.0.1 (0 disables)")
     parser.add_argument("--log-dir", default=".poolboy-dev/logs", help="component logs (default .poolboy-dev/logs)")
+    log_options.add_arguments(parser)  # passed to every component through the environment
     parser.add_argument("--demo", action="store_true",
                         help="apply examples/ (provider, pool, claim) and show the claim become Ready")
 

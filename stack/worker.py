@@ -16,6 +16,8 @@ import tempfile
 import uuid
 from pathlib import Path
 
+from stack import log_options
+
 DEFAULT_QUEUES = "claims,handles,pools,providers,scalings,periodic"
 #: Celery execution pools a worker may use (``-P``)
 POOLS = ("prefork", "solo", "threads", "gevent")
@@ -29,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pool", "-P", choices=POOLS, default="prefork",
                         help="execution pool; prefork enforces hard time limits and isolates crashes (default); "
                              "threads and gevent run many I/O-bound reconciles in one process")
-    parser.add_argument("--loglevel", "-l", default="INFO", help="log level (default INFO)")
+    log_options.add_arguments(parser)
     parser.add_argument("--hostname", "-n", default=None,
                         help="node name (default poolboy-<random>@<host>, unique per process)")
     parser.add_argument("--metrics-port", type=int, default=None,
@@ -49,8 +51,9 @@ def _prepare_metrics_dir() -> None:
 
 def build_argv(args: argparse.Namespace) -> list[str]:
     hostname = args.hostname or f"poolboy-{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
-    return ["worker", "-Q", args.queues, "-c", str(args.concurrency), "-P", args.pool, "-n", hostname,
-            "-l", args.loglevel, "--without-gossip", "--without-mingle", "--without-heartbeat"]
+    return [*log_options.celery_flags(args), "worker", "-Q", args.queues, "-c", str(args.concurrency),
+            "-P", args.pool, "-n", hostname, "-l", args.log_level,
+            "--without-gossip", "--without-mingle", "--without-heartbeat"]
 
 
 def run(args: argparse.Namespace) -> int:
