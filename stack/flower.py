@@ -22,10 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from poolboy import logs
     from workers.app import app
 
-    logs.configure(args.log_level, args.log_format)  # Tornado keeps a root handler it finds
     argv = [*log_options.celery_flags(args), "flower", f"--port={args.port}", f"--address={args.address}",
             "--max_tasks=20000",
             "--purge_offline_workers=300",

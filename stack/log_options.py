@@ -28,10 +28,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def apply(args: argparse.Namespace) -> None:
-    """Export the chosen level and format to this process's environment (read by Celery's logging hooks and
-    inherited by child processes)."""
+    """Set up this process's logging and export the chosen level and format to its environment (read by Celery's
+    logging hooks and inherited by child processes). Celery replaces the root handler later but keeps the format
+    (:mod:`workers.app`); until then a warning Celery issues at start-up is already a formatted record."""
+    from poolboy import logs
+
     os.environ[LEVEL_ENV] = args.log_level
     os.environ[FORMAT_ENV] = args.log_format
+    logs.configure(args.log_level, args.log_format)
 
 
 def celery_flags(args: argparse.Namespace) -> list[str]:

@@ -53,12 +53,10 @@ def _serve_health(settings, watcher, kube, *, with_redis: bool) -> None:  # type
 
 
 def run(args: argparse.Namespace) -> int:
-    from poolboy import logs
     from poolboy.kube import KubeClient
     from poolboy.settings import Settings
     from watcher.main import Watcher
 
-    logs.configure(args.log_level, args.log_format)
     settings = Settings.from_env()
     port = settings.metrics_port if args.metrics_port is None else args.metrics_port
     if port:
