@@ -7,6 +7,7 @@ Pure and fast: the schemas are read from disk and sample objects are checked wit
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import jsonschema
 import pytest
 import yaml
 
+from devcluster.tables import jsonpath
 from poolboy import DEFAULT_DOMAIN
 from stack.crds import SOURCE_CRDS_DIR, load_crds, write_crds
 
@@ -91,7 +93,9 @@ FIELDS: dict[str, list[str]] = {
 
 #: kind -> the spec's printer columns (name, jsonPath) in order; each CRD must start with exactly these
 COLUMNS: dict[str, list[tuple[str, str]]] = {
-    "ResourceProvider": [("Api Version", ".spec.override.apiVersion"), ("Kind", ".spec.override.kind")],
+    "ResourceProvider": [("Api Version", ".spec['override.apiVersion','template.definition.apiVersion',"
+                                         "'default.apiVersion']"),
+                         ("Kind", ".spec['override.kind','template.definition.kind','default.kind']")],
     "ResourceClaim": [("Handle", ".status.resourceHandle.name"), ("Provider", ".spec.provider.name"),
                       ("Healthy", ".status.healthy"), ("Ready", ".status.ready")],
     "ResourceHandle": [("Provider", ".spec.provider.name"), ("Pool", ".spec.resourcePool.name"),
@@ -105,6 +109,12 @@ COLUMNS: dict[str, list[tuple[str, str]]] = {
                             ("Created", ".status.count"), ("State", ".status.state")],
     "ResourceWatch": [("Watch Namespace", ".spec.namespace"), ("Api Version", ".spec.apiVersion"),
                       ("Kind", ".spec.kind")],
+}
+
+SYNCED_COLUMN = ("Synced", '.status.conditions[?(@.type=="Synced")].reason', "string")
+#: kind -> default columns beyond the spec's, before Age: a failing object shows its error reason
+EXTRA_DEFAULT_COLUMNS: dict[str, list[tuple[str, str, str]]] = {
+    "ResourceClaim": [SYNCED_COLUMN], "ResourceHandle": [SYNCED_COLUMN], "ResourcePool": [SYNCED_COLUMN],
 }
 
 API_VERSION = f"{DEFAULT_DOMAIN}/v1"
@@ -423,9 +433,45 @@ def test_printer_columns_follow_the_spec(crds: dict[str, dict[str, Any]], kind: 
     assert [(c["name"], c["jsonPath"]) for c in columns[: len(expected)]] == expected
     default_columns = [c for c in columns if not c.get("priority")]
     assert [(c["name"], c["jsonPath"], c["type"]) for c in default_columns[len(expected):]] == \
-        [("Age", ".metadata.creationTimestamp", "date")]
+        [*EXTRA_DEFAULT_COLUMNS.get(kind, []), ("Age", ".metadata.creationTimestamp", "date")]
     for column in columns:
         assert column["type"] in {"string", "integer", "number", "boolean", "date"}
+
+
+@pytest.mark.parametrize("spec", [
+    {"override": {"apiVersion": "v1", "kind": "ConfigMap"}, "template": {"definition": {"kind": "Secret"}}},
+    {"template": {"enable": True, "definition": {"apiVersion": "v1", "kind": "ConfigMap"}}},
+    {"default": {"apiVersion": "v1", "kind": "ConfigMap"}, "override": {"metadata": {"name": "x"}}},
+], ids=["override", "template-definition", "default"])
+def test_provider_columns_are_filled_for_the_common_shapes(crds: dict[str, dict[str, Any]], spec: dict) -> None:
+    """Upstream providers name the resource in ``override``; templated ones (as examples/) in
+    ``template.definition``; others in ``default``. The columns read the first that does, as the API server's
+    table printer does (the first value of a JSONPath union)."""
+    columns = {c["name"]: c["jsonPath"] for c in version_of(crds["ResourceProvider"])["additionalPrinterColumns"]}
+    provider = {"spec": spec}
+    assert (jsonpath(provider, columns["Api Version"]), jsonpath(provider, columns["Kind"])) == ("v1", "ConfigMap")
+
+
+def schema_properties(schema: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every property of a structural schema with its path (``[]`` steps into array items)."""
+    for name, prop in (schema.get("properties") or {}).items():
+        here = f"{path}.{name}" if path else name
+        yield here, prop
+        yield from schema_properties(prop, here)
+    if isinstance(schema.get("items"), dict):
+        yield from schema_properties(schema["items"], path + "[]")
+    if isinstance(schema.get("additionalProperties"), dict):
+        yield from schema_properties(schema["additionalProperties"], path + "{}")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_field_is_described_for_kubectl_explain(crds: dict[str, dict[str, Any]], kind: str) -> None:
+    """``metadata`` is the exception: a structural schema may only restrict its name, and the API server
+    documents it as ObjectMeta in the OpenAPI that ``kubectl explain`` reads."""
+    undescribed = [path for path, prop in schema_properties(schema_of(crds[kind]))
+                   if not str(prop.get("description") or "").strip()
+                   and path != "metadata" and not path.startswith("metadata.")]
+    assert not undescribed, f"{kind}: `kubectl explain` would say <no description> for {undescribed}"
 
 
 def test_short_names_are_unique_and_shadow_no_builtin(crds: dict[str, dict[str, Any]]) -> None:
