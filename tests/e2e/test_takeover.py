@@ -163,7 +163,13 @@ def test_this_project_takes_over_upstream_objects_without_recreating_rebinding_o
                  timeout=60, interval=0.5, message="claim, pool and handles reconciled by this project")
         after = upstream.snapshot()
         counters = cluster.counters()
+        bound = upstream.custom.get_namespaced_custom_object(D, "v1", NS, "resourcehandles", "guid-bound")
+        pool = upstream.custom.get_namespaced_custom_object(D, "v1", NS, "resourcepools", "hello")
     api.close()
+
+    # bookkeeping this project adds (docs/install.md): the claim's uid on its handle, D beside a legacy finalizer
+    assert bound["metadata"]["annotations"][f"{D}/resource-claim-uid"] == after["claims"]["hello"][0]
+    assert pool["metadata"]["finalizers"] == [f"{D}/handler", D]
 
     assert after == before, "same objects (uids), same bindings, same managed resources"
     writes: dict[tuple[str, str], int] = {}
