@@ -12,6 +12,8 @@ the key again, while any other change that arrived during the run does. Outcomes
 * ``TransientError``, a transient ``ApiError``, or any other exception (logged with traceback) -> per-key backoff
   with full jitter capped at ``retry_backoff_max``, honouring a 429's Retry-After; a short delay is a Celery
   countdown (at most :data:`workers.config.MAX_COUNTDOWN`), a longer one a due-index entry.
+
+Every run ends with one log line naming its object, outcome and duration (:mod:`workers.run_log`).
 """
 
 from __future__ import annotations
@@ -175,7 +177,7 @@ def execute(task: Task, kind: str, key: str) -> str:
             if keeper.lost.is_set():
                 log.warning("%s: lease lost during the run; another run may have overlapped", key)
         except shutdown.HandBack:
-            outcome = Outcome("handed_back", text="handed back (worker stopping)", level=logging.WARNING)
+            outcome = Outcome("handed_back", text="handed back (worker stopping)", level=logging.INFO)
         finally:
             elapsed = time.monotonic() - began
             metrics.RECONCILE_TIME.labels(controller=kind).observe(elapsed)
