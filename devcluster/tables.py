@@ -54,33 +54,43 @@ def age(timestamp: Any) -> str | None:
     return human_duration((datetime.now(UTC) - moment).total_seconds())
 
 
-def jsonpath(obj: Any, path: str) -> Any:
-    """The subset of JSONPath CRD printer columns use: ``.a.b``, ``[n]``, ``[*]``, ``[?(@.k=="v")]``."""
+def _step(value: Any, token: str) -> list[Any]:
+    """What one path token selects from one value."""
+    if not token.startswith("["):
+        return [value[token]] if isinstance(value, dict) and token in value else []
+    inner = token[1:-1]
+    if "," in inner:  # a union of fields: ['a','b'] selects a, then b ('a.b' is one key, as kube-apiserver reads it)
+        return [found for part in inner.split(",") for found in _step(value, part.strip().strip("'\""))]
+    if inner.startswith(("'", '"')):  # ['key']: a field, as .key
+        return _step(value, inner.strip("'\""))
+    if not isinstance(value, list):
+        return []
+    if inner == "*":
+        return list(value)
+    if inner.lstrip("-").isdigit():
+        index = int(inner)
+        return [value[index]] if -len(value) <= index < len(value) else []
+    match = _FILTER.match(inner)
+    return [v for v in value if str(jsonpath(v, match[1])) == match[2]] if match else []
+
+
+def values(obj: Any, path: str) -> list[Any]:
+    """Every value the path selects, in order (missing keys select nothing, as with ``AllowMissingKeys``)."""
     tokens = re.findall(r"\[[^\]]*\]|[^.\[\]]+", path.strip().strip("{}").lstrip("."))
-    values = [obj]
+    selected = [obj]
     for token in tokens:
-        nxt: list[Any] = []
-        for value in values:
-            if token.startswith("["):
-                inner = token[1:-1]
-                if not isinstance(value, list):
-                    continue
-                if inner == "*":
-                    nxt.extend(value)
-                elif inner.lstrip("-").isdigit():
-                    index = int(inner)
-                    if -len(value) <= index < len(value):
-                        nxt.append(value[index])
-                else:
-                    match = _FILTER.match(inner)
-                    if match:
-                        nxt.extend(v for v in value if str(jsonpath(v, match[1])) == match[2])
-            elif isinstance(value, dict) and token in value:
-                nxt.append(value[token])
-        values = nxt
-    if not values:
-        return None
-    return values[0] if len(values) == 1 else ",".join(str(v) for v in values)
+        selected = [found for value in selected for found in _step(value, token)]
+    return selected
+
+
+def jsonpath(obj: Any, path: str) -> Any:
+    """A printer column's cell: the first value the path selects, as the API server's table convertor takes it.
+
+    The subset CRD printer columns use: ``.a.b``, ``[n]``, ``[*]``, ``[?(@.k=="v")]``, ``['k']`` (a key, dots
+    included, as in ``.metadata.annotations['example.com/x']``) and the union of keys ``['a','b']``.
+    """
+    found = values(obj, path)
+    return found[0] if found else None
 
 
 def _col(name: str, kind: str = "string", fmt: str = "", priority: int = 0, description: str = "") -> dict[str, Any]:

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import argparse
 
+from stack import log_options
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--loglevel", "-l", default="INFO", help="log level (default INFO)")
+    log_options.add_arguments(parser)
     parser.add_argument("--max-interval", type=float, default=1.0,
                         help="longest sleep between schedule checks, and a standby's lock poll, seconds (default 1)")
 
@@ -21,5 +23,5 @@ def run(args: argparse.Namespace) -> int:
     from workers.app import app
 
     app.conf.beat_max_loop_interval = args.max_interval  # the CLI flag only takes whole seconds
-    app.start(["beat", "-l", args.loglevel])
+    app.start([*log_options.celery_flags(args), "beat", "-l", args.log_level])
     return 0

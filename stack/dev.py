@@ -20,6 +20,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from stack import log_options
 from stack.worker import POOLS
 
 if TYPE_CHECKING:
@@ -48,6 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--api-port", type=int, default=0,
                         help="devcluster's port on 127.0.0.1 (default 0: a free one)")
     parser.add_argument("--log-dir", default=".poolboy-dev/logs", help="component logs (default .poolboy-dev/logs)")
+    log_options.add_arguments(parser)  # passed to every component through the environment
     parser.add_argument("--demo", action="store_true",
                         help="apply examples/ (provider, pool, claim) and show the claim become Ready")
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import os
 
+from stack import log_options
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=5555, help="HTTP port (default 5555)")
@@ -18,15 +20,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--basic-auth", default=os.environ.get("FLOWER_BASIC_AUTH"),
                         help="user:password[,user:password] (default $FLOWER_BASIC_AUTH)")
     parser.add_argument("--url-prefix", default=None, help="serve under this path prefix (behind an ingress)")
-    parser.add_argument("--loglevel", "-l", default="INFO", help="log level (default INFO)")
+    log_options.add_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     from workers.app import app
 
-    argv = ["flower", f"--port={args.port}", f"--address={args.address}", "--max_tasks=20000",
+    argv = [*log_options.celery_flags(args), "flower", f"--port={args.port}", f"--address={args.address}",
+            "--max_tasks=20000",
             "--purge_offline_workers=300",
-            f"--logging={args.loglevel.lower()}"]
+            f"--logging={args.log_level.lower()}"]
     if args.basic_auth:
         argv.append(f"--basic-auth={args.basic_auth}")
     if args.url_prefix:

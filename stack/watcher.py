@@ -8,9 +8,10 @@ instead, for tests and for looking at what the watcher sees without Redis or Cel
 from __future__ import annotations
 
 import argparse
-import logging
 import signal
 import threading
+
+from stack import log_options
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds after which each watch stream is renewed (default 300)")
     parser.add_argument("--record-keys", metavar="FILE", default=None,
                         help="append every key to FILE (one per line) instead of adding it to the gate")
-    parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    log_options.add_arguments(parser)
 
 
 def _file_sink(path: str):  # type: ignore[no-untyped-def]
@@ -56,7 +57,6 @@ def run(args: argparse.Namespace) -> int:
     from poolboy.settings import Settings
     from watcher.main import Watcher
 
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = Settings.from_env()
     port = settings.metrics_port if args.metrics_port is None else args.metrics_port
     if port:

@@ -20,6 +20,8 @@ import tempfile
 import uuid
 from pathlib import Path
 
+from stack import log_options
+
 DEFAULT_QUEUES = "claims,handles,pools,providers,scalings,periodic"
 #: Celery execution pools a worker may use (``-P``)
 POOLS = ("prefork", "solo", "threads", "gevent")
@@ -35,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pool", "-P", choices=POOLS, default="prefork",
                         help="execution pool; prefork enforces hard time limits and isolates crashes (default); "
                              "threads and gevent run many I/O-bound reconciles in one process")
-    parser.add_argument("--loglevel", "-l", default="INFO", help="log level (default INFO)")
+    log_options.add_arguments(parser)
     parser.add_argument("--hostname", "-n", default=None,
                         help="node name (default poolboy-<random>@<host>, unique per process)")
     parser.add_argument("--metrics-port", type=int, default=None,
@@ -62,8 +64,9 @@ def worker_options(args: argparse.Namespace, task_events: bool) -> dict[str, obj
     hostname = args.hostname or f"poolboy-{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
     options: dict[str, object] = {
         "hostname": host_format(default_nodename(hostname)), "queues": args.queues.split(","),
-        "concurrency": args.concurrency, "pool_cls": args.pool, "loglevel": args.loglevel,
+        "concurrency": args.concurrency, "pool_cls": args.pool, "loglevel": args.log_level,
         "without_gossip": True, "without_mingle": True,
+        "quiet": args.log_format == "json",  # JSON output has no room for Celery's start-up banner
     }
     if task_events:
         return {**options, "task_events": True, "heartbeat_interval": HEARTBEAT_SECONDS}

@@ -7,10 +7,13 @@ clean up per-child metric files.
 
 from __future__ import annotations
 
+import logging
 import os
 
 from celery import Celery
 from celery.signals import (
+    after_setup_logger,
+    after_setup_task_logger,
     beat_init,
     worker_init,
     worker_process_init,
@@ -27,6 +30,25 @@ settings = Settings.from_env()
 app = Celery("poolboy", set_as_current=True)
 app.config_from_object(config.build(settings))
 app.conf.include = ["workers.tasks", "workers.beat"]  # the worker imports them; publishers send by name
+
+
+@after_setup_logger.connect
+@after_setup_task_logger.connect
+def _operator_logs(logger: logging.Logger | None = None, **_: object) -> None:
+    """Logs an operator can use (worker, beat, and every pool child, which sets its logging up again): every
+    handler stamps the object a line is about and, with ``POOLBOY_LOG_FORMAT=json``, writes JSON; Celery's
+    per-task lines (which name a task id; :mod:`workers.run_log` writes one line per reconcile instead) and beat's
+    "Sending due task" every second go to DEBUG."""
+    from poolboy import logs
+
+    fmt = os.environ.get("POOLBOY_LOG_FORMAT") or "text"
+    for handler in (logger.handlers if logger is not None else ()):
+        logs.decorate(handler, fmt)
+    if fmt == "json":
+        logging.captureWarnings(True)
+    logs.demote("celery.app.trace")  # "Task … succeeded in …" (failures stay at ERROR)
+    logs.demote("celery.worker.strategy")  # "Task … received"
+    logs.demote("celery.beat", lambda record: str(record.msg).startswith("Scheduler: Sending due task"))
 
 
 @worker_init.connect

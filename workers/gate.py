@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -140,11 +140,13 @@ class Gate:
         waited_ms = int(reply[1])
         return Started(waited_ms / 1000 if waited_ms >= 0 else None)
 
-    def done(self, key: str, token: str, also_delete: str | None = None) -> Publish | None:
+    def done(self, key: str, token: str, also_delete: str | Sequence[str] = ()) -> Publish | None:
         """Release the lease if it is still ours; returns the one re-run to publish when the key was re-marked.
 
-        ``also_delete`` names a key to delete in the same round trip (a successful run's backoff counter)."""
-        reply = self._done(keys=[pending_key(key), active_key(key), LEASES, *([also_delete] if also_delete else [])],
+        ``also_delete`` names keys to delete in the same round trip (a successful run's backoff counter, its
+        logged-error memory)."""
+        extra = [also_delete] if isinstance(also_delete, str) else list(also_delete or ())
+        reply = self._done(keys=[pending_key(key), active_key(key), LEASES, *extra],
                            args=[token, new_id(), key, self.pending_ttl])
         if int(reply[0]) != 2:
             return None

@@ -59,11 +59,12 @@ class Runtime:
 
 @cache
 def runtime() -> Runtime:
-    from workers import metrics, own_writes
+    from workers import metrics, own_writes, run_log
     from workers.app import app, settings
 
     metrics.install_api_hook()
     own_writes.install_write_hook()
+    run_log.install()
     client = redis_client.client(settings)
     gate = Gate.from_settings(settings, client)
     cache = ObjectCache(client, settings.domain) if settings.read_cache else None

@@ -12,6 +12,8 @@ the key again, while any other change that arrived during the run does. Outcomes
 * ``TransientError``, a transient ``ApiError``, or any other exception (logged with traceback) -> per-key backoff
   with full jitter capped at ``retry_backoff_max``, honouring a 429's Retry-After; a short delay is a Celery
   countdown (at most :data:`workers.config.MAX_COUNTDOWN`), a longer one a due-index entry.
+
+Every run ends with one log line naming its object, outcome and duration (:mod:`workers.run_log`).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from celery import Task, shared_task
 from poolboy.context import Context
 from poolboy.keys import KINDS, parse
 from poolboy.result import PermanentError, Result, TransientError
-from workers import backoff, metrics, own_writes, registry, shutdown
+from workers import backoff, metrics, own_writes, registry, run_log, shutdown
 from workers.config import MAX_COUNTDOWN
 from workers.gate import LeaseKeeper
 from workers.names import reconcile_task, route
@@ -40,6 +42,8 @@ log = logging.getLogger(__name__)
 class Outcome:
     result: str  # controller-runtime result label: success | requeue_after | error | permanent_error
     retry_in: float | None = None  # short countdown retry to publish after DONE
+    text: str = "error"  # what the run's log line says happened (workers.run_log)
+    level: int | None = None  # that line's level; None: INFO if the run wrote, else DEBUG
 
 
 def _transient_api_error(error: BaseException) -> bool:
@@ -64,18 +68,18 @@ def _on_success(rt: Runtime, key: str, result: Any) -> Outcome:
         rt.enqueuer.add_many(result.batch, "event", countdown=min(rt.settings.batch_seconds, MAX_COUNTDOWN))
     if result.requeue_at is not None:
         rt.due.schedule(key, result.requeue_at)
-        return Outcome("requeue_after")
-    return Outcome("success")
+        return Outcome("requeue_after", text=run_log.requeue_text(result.requeue_at))
+    return Outcome("success", text="done")
 
 
 def _on_permanent(rt: Runtime, kind: str, key: str, error: PermanentError) -> Outcome:
-    log.warning("%s: permanent error %s: %s (re-check in %ss)", key, error.reason, error.message,
-                error.recheck_after)
     rt.due.schedule(key, time.time() + error.recheck_after)
     if error.enqueue:
         rt.enqueuer.add_many(error.enqueue, "event")
     metrics.RECONCILE_ERRORS.labels(controller=kind).inc()
-    return Outcome("permanent_error")
+    return Outcome("permanent_error", text=f"permanent error {error.reason}: {error.message} "
+                                           f"(re-check in {error.recheck_after:g}s)",
+                   level=run_log.permanent_level(rt.redis, key, error))
 
 
 def _on_transient(rt: Runtime, kind: str, key: str, error: BaseException) -> Outcome:
@@ -83,10 +87,11 @@ def _on_transient(rt: Runtime, kind: str, key: str, error: BaseException) -> Out
     delay = backoff.delay(failures, _retry_after(error), rt.settings.retry_backoff_max)
     metrics.RECONCILE_ERRORS.labels(controller=kind).inc()
     metrics.RETRY_DELAY.labels(controller=kind).observe(delay)
+    text = f"transient error, retry {failures} in {delay:.1f}s: {error}"
     if delay > MAX_COUNTDOWN:
         rt.due.schedule(key, time.time() + delay)
-        return Outcome("error")
-    return Outcome("error", retry_in=delay)
+        return Outcome("error", text=text, level=logging.INFO)
+    return Outcome("error", retry_in=delay, text=text, level=logging.INFO)
 
 
 def reconcile_once(rt: Runtime, kind: str, key: str) -> Outcome:
@@ -101,12 +106,9 @@ def reconcile_once(rt: Runtime, kind: str, key: str) -> Outcome:
     except PermanentError as error:
         return _on_permanent(rt, kind, key, error)
     except TransientError as error:
-        log.info("%s: transient error: %s", key, error)
         return _on_transient(rt, kind, key, error)
     except Exception as error:
-        if _transient_api_error(error):
-            log.info("%s: transient API error: %s", key, error)
-        else:
+        if not _transient_api_error(error):
             log.exception("%s: reconcile failed; retrying with backoff", key)
         return _on_transient(rt, kind, key, error)
     return _on_success(rt, key, result)
@@ -144,6 +146,16 @@ def hand_back(rt: Runtime, key: str) -> None:
         log.warning("%s: could not hand the key back: %s", key, error)
 
 
+def _done_deletes(key: str, outcome: Outcome) -> tuple[str, ...]:
+    """Per-key memories DONE deletes: a run that did not fail resets the key's backoff; a run that succeeded also
+    forgets the permanent error it last announced, so the same error coming back is logged again."""
+    if outcome.result == "error":
+        return ()
+    if outcome.result in ("success", "requeue_after"):
+        return backoff.failures_key(key), run_log.logged_key(key)
+    return (backoff.failures_key(key),)
+
+
 def execute(task: Task, kind: str, key: str) -> str:
     rt = runtime()
     msg_id = task.request.id or uuid.uuid4().hex
@@ -158,24 +170,25 @@ def execute(task: Task, kind: str, key: str) -> str:
     began = time.monotonic()
     outcome = Outcome("error")
     writes = own_writes.Collector()
-    try:
-        with LeaseKeeper(rt.gate, key, token) as keeper, own_writes.collecting(writes):
-            outcome = reconcile_once(rt, kind, key)
-        if keeper.lost.is_set():
-            log.warning("%s: lease lost during the run; another run may have overlapped", key)
-    except shutdown.HandBack:
-        outcome = Outcome("handed_back")
-    finally:
-        metrics.RECONCILE_TIME.labels(controller=kind).observe(time.monotonic() - began)
-        metrics.RECONCILE_TOTAL.labels(controller=kind, result=outcome.result).inc()
-        settle(rt, key, token, writes.idents)
-        if outcome.result == "handed_back":
-            hand_back(rt, key)
-        # a run that did not fail resets the key's backoff, in DONE's round trip
-        failed = outcome.result == "error"
-        rerun = rt.gate.done(key, token, also_delete=None if failed else backoff.failures_key(key))
-        if rerun:
-            rt.enqueuer.publish(rerun)
+    with run_log.running(key) as run:
+        try:
+            with LeaseKeeper(rt.gate, key, token) as keeper, own_writes.collecting(writes):
+                outcome = reconcile_once(rt, kind, key)
+            if keeper.lost.is_set():
+                log.warning("%s: lease lost during the run; another run may have overlapped", key)
+        except shutdown.HandBack:
+            outcome = Outcome("handed_back", text="handed back (worker stopping)", level=logging.INFO)
+        finally:
+            elapsed = time.monotonic() - began
+            metrics.RECONCILE_TIME.labels(controller=kind).observe(elapsed)
+            metrics.RECONCILE_TOTAL.labels(controller=kind, result=outcome.result).inc()
+            run_log.report(run, outcome.text, elapsed, outcome.level)
+            settle(rt, key, token, writes.idents)
+            if outcome.result == "handed_back":
+                hand_back(rt, key)
+            rerun = rt.gate.done(key, token, also_delete=_done_deletes(key, outcome))
+            if rerun:
+                rt.enqueuer.publish(rerun)
     if outcome.retry_in is not None:
         name, queue = route(key)
         task.app.send_task(name, args=[key], queue=queue, countdown=outcome.retry_in, priority=0)

@@ -96,7 +96,7 @@ class WorkerProcess(_ServiceProcess):
         self.node = f"test-{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
         self.startup_timeout = startup_timeout
         args = ["--queues", ",".join(queues), "--concurrency", str(concurrency), "--pool", pool,
-                "--hostname", self.node, "--loglevel", "INFO"]
+                "--hostname", self.node, "--log-level", "INFO"]
         super().__init__(redis_url, args, env, kubeconfig, log_path)
 
     def __enter__(self) -> WorkerProcess:
@@ -137,7 +137,7 @@ class BeatProcess(_ServiceProcess):
 
     def __init__(self, redis_url: str, env: dict[str, str] | None = None, kubeconfig: str | Path | None = None,
                  log_path: str | Path | None = None) -> None:
-        super().__init__(redis_url, ["--loglevel", "INFO", "--max-interval", "0.5"], env, kubeconfig, log_path)
+        super().__init__(redis_url, ["--log-level", "INFO", "--max-interval", "0.5"], env, kubeconfig, log_path)
 
     def __enter__(self) -> BeatProcess:
         self.launch()

@@ -82,6 +82,7 @@ BAD_VALUES = [
     (["--set", "workers.concurrency=0"], "/workers/concurrency"),
     (["--set", "health.port=70000"], "/health/port"),
     (["--set", "logLevel=LOUD"], "/logLevel"),
+    (["--set", "logFormat=xml"], "/logFormat"),
     (["--set", "domain=nodots"], "/domain"),
     (["--set-json", 'workers.groups.extra={"queues":["nonsense"]}'], "/workers/groups/extra/queues"),
     (["--set-json", 'workers.groups.extra={"replicas":2}'], "queues"),
@@ -134,13 +135,15 @@ def test_one_service_account_per_component_and_no_token_where_no_api_call() -> N
         assert pods[name][0]["automountServiceAccountToken"] is True
 
 
-def test_log_level_reaches_every_component() -> None:
-    for name, (_, container) in containers(render({"flower.enabled": True, "logLevel": "DEBUG"})).items():
+def test_log_level_and_format_reach_every_component() -> None:
+    values = {"flower.enabled": True, "logLevel": "DEBUG", "logFormat": "json"}
+    for name, (_, container) in containers(render(values)).items():
         if name.endswith("-redis"):
             continue
         args = container["args"]
-        flag = next(a for a in args if a in ("--log-level", "--loglevel"))
-        assert args[args.index(flag) + 1] == "DEBUG", name
+        assert "--loglevel" not in args, f"{name}: one spelling, --log-level"
+        assert args[args.index("--log-level") + 1] == "DEBUG", name
+        assert args[args.index("--log-format") + 1] == "json", name
 
 
 def test_worker_groups_serve_every_queue_and_a_new_group_needs_only_queues() -> None:

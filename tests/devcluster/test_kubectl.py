@@ -180,3 +180,38 @@ def test_scale_and_get_the_scale_subresource(kubectl: Any, api: client.ApiClient
     assert (scale["kind"], scale["spec"], scale["status"]) == ("Scale", {"replicas": 4}, {"replicas": 0})
     table = kubectl("get", f"{resource(crd)}/s", "-n", namespace, "--subresource=scale").stdout.splitlines()
     assert table[0].split()[0] == "NAME" and table[1].split()[0] == "s"
+
+
+def test_explain_describes_every_field(kubectl: Any) -> None:
+    """Every field a user sets has a description (tests/unit/test_crds.py checks the whole schema)."""
+    for field in ("resourceclaims.spec", "resourceclaims.spec.autoDelete", "resourceclaims.spec.autoDetach",
+                  "resourceclaims.status.resourceHandle", "resourceproviders.spec"):
+        out = kubectl("explain", field).stdout
+        assert "<no description>" not in out, f"kubectl explain {field}:\n{out}"
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_printer_columns_show_the_provider_kind_and_a_failing_claim(kubectl: Any, tmp_path: Path,
+                                                                    namespace: str) -> None:
+    """`kubectl get rprov` names the managed kind of the project's own (templated) example; `kubectl get rclaim`
+    shows a failing claim's reason instead of blank columns."""
+    provider = yaml.safe_load((EXAMPLES / "10-provider.yaml").read_text())
+    provider["metadata"]["namespace"] = namespace
+    kubectl("apply", "-f", write(tmp_path / "provider.yaml", provider))
+    rows = [line.split() for line in kubectl("get", "rprov", "-n", namespace).stdout.splitlines()]
+    assert rows[0][:6] == ["NAME", "API", "VERSION", "KIND", "VALID", "AGE"]
+    assert rows[1][:3] == ["hello", "v1", "ConfigMap"]
+
+    claim = {"apiVersion": "poolboy.gpte.redhat.com/v1", "kind": "ResourceClaim",
+             "metadata": {"name": "bad", "namespace": namespace},
+             "spec": {"provider": {"name": "hello", "parameterValues": {"greeting": 42}}}}
+    kubectl("apply", "-f", write(tmp_path / "claim.yaml", claim))
+    condition = {"type": "Synced", "status": "False", "reason": "ValidationFailed", "message": "greeting: 42 is not "
+                 "of type 'string'", "lastTransitionTime": "2024-01-01T00:00:00Z", "observedGeneration": 1}
+    kubectl("patch", "rclaim", "bad", "-n", namespace, "--subresource=status", "--type=merge",
+            "-p", json.dumps({"status": {"conditions": [condition]}}))
+    table = [line.split() for line in kubectl("get", "rclaim", "-n", namespace).stdout.splitlines()]
+    assert "SYNCED" in table[0]
+    assert table[1][0] == "bad" and "ValidationFailed" in table[1]

@@ -7,6 +7,7 @@ Pure and fast: the schemas are read from disk and sample objects are checked wit
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import jsonschema
 import pytest
 import yaml
 
+from devcluster.tables import jsonpath
 from poolboy import DEFAULT_DOMAIN
 from stack.crds import SOURCE_CRDS_DIR, load_crds, write_crds
 
@@ -106,6 +108,13 @@ COLUMNS: dict[str, list[tuple[str, str]]] = {
                             ("Created", ".status.count"), ("State", ".status.state")],
     "ResourceWatch": [("Watch Namespace", ".spec.namespace"), ("Api Version", ".spec.apiVersion"),
                       ("Kind", ".spec.kind")],
+}
+
+SYNCED_COLUMN = ("Synced", '.status.conditions[?(@.type=="Synced")].reason', "string")
+#: kind -> default columns beyond the spec's, before Age: a failing object shows its error reason
+EXTRA_DEFAULT_COLUMNS: dict[str, list[tuple[str, str, str]]] = {
+    "ResourceClaim": [SYNCED_COLUMN], "ResourceHandle": [SYNCED_COLUMN], "ResourcePool": [SYNCED_COLUMN],
+    "ResourceProvider": [("Valid", '.status.conditions[?(@.type=="Valid")].status', "string")],
 }
 
 API_VERSION = f"{DEFAULT_DOMAIN}/v1"
@@ -418,9 +427,6 @@ def test_free_form_parts_preserve_unknown_fields(crds: dict[str, dict[str, Any]]
 
 
 #: default columns beyond the spec's, before Age (beyond upstream: a provider's own validity at a glance)
-EXTRA_COLUMNS = {"ResourceProvider": [("Valid", '.status.conditions[?(@.type=="Valid")].status', "string")]}
-
-
 @pytest.mark.parametrize("kind", KINDS)
 def test_printer_columns_follow_the_spec(crds: dict[str, dict[str, Any]], kind: str) -> None:
     columns = version_of(crds[kind])["additionalPrinterColumns"]
@@ -428,9 +434,43 @@ def test_printer_columns_follow_the_spec(crds: dict[str, dict[str, Any]], kind: 
     assert [(c["name"], c["jsonPath"]) for c in columns[: len(expected)]] == expected
     default_columns = [c for c in columns if not c.get("priority")]
     assert [(c["name"], c["jsonPath"], c["type"]) for c in default_columns[len(expected):]] == \
-        [*EXTRA_COLUMNS.get(kind, []), ("Age", ".metadata.creationTimestamp", "date")]
+        [*EXTRA_DEFAULT_COLUMNS.get(kind, []), ("Age", ".metadata.creationTimestamp", "date")]
     for column in columns:
         assert column["type"] in {"string", "integer", "number", "boolean", "date"}
+
+
+def test_provider_columns_read_the_override_as_a_real_api_server_does(crds: dict[str, dict[str, Any]]) -> None:
+    """Upstream providers (and examples/) name the resource in ``override``. A printer column is one JSONPath the
+    API server evaluates as written: ``['override.kind']`` would be a key named so (as in
+    ``.metadata.annotations['example.com/x']``), not a fallback, so the columns read ``override`` alone."""
+    columns = {c["name"]: c["jsonPath"] for c in version_of(crds["ResourceProvider"])["additionalPrinterColumns"]}
+    provider = {"spec": {"override": {"apiVersion": "v1", "kind": "ConfigMap"},
+                         "template": {"definition": {"kind": "Secret"}}}}
+    assert (jsonpath(provider, columns["Api Version"]), jsonpath(provider, columns["Kind"])) == ("v1", "ConfigMap")
+    assert jsonpath(provider, ".spec['override.kind']") is None
+    assert jsonpath({"a": {"x.y": 1, "b": 2}}, ".a['x.y','b']") == 1
+
+
+def schema_properties(schema: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every property of a structural schema with its path (``[]`` steps into array items)."""
+    for name, prop in (schema.get("properties") or {}).items():
+        here = f"{path}.{name}" if path else name
+        yield here, prop
+        yield from schema_properties(prop, here)
+    if isinstance(schema.get("items"), dict):
+        yield from schema_properties(schema["items"], path + "[]")
+    if isinstance(schema.get("additionalProperties"), dict):
+        yield from schema_properties(schema["additionalProperties"], path + "{}")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_field_is_described_for_kubectl_explain(crds: dict[str, dict[str, Any]], kind: str) -> None:
+    """``metadata`` is the exception: a structural schema may only restrict its name, and the API server
+    documents it as ObjectMeta in the OpenAPI that ``kubectl explain`` reads."""
+    undescribed = [path for path, prop in schema_properties(schema_of(crds[kind]))
+                   if not str(prop.get("description") or "").strip()
+                   and path != "metadata" and not path.startswith("metadata.")]
+    assert not undescribed, f"{kind}: `kubectl explain` would say <no description> for {undescribed}"
 
 
 def test_short_names_are_unique_and_shadow_no_builtin(crds: dict[str, dict[str, Any]]) -> None:

@@ -1,8 +1,9 @@
--- DONE: KEYS pending, active, leases[, also_delete]; ARGV token, new_msg_id, key, pending_ttl_s
+-- DONE: KEYS pending, active, leases[, also_delete...]; ARGV token, new_msg_id, key, pending_ttl_s
 -- -> {0} lease is someone else's | {1} nothing owed | {2, msg_id, class} publish one more run
--- also_delete (the key's backoff counter after a successful run) is deleted in the same round trip
-if KEYS[4] then
-  redis.call('DEL', KEYS[4])
+-- also_delete (after a successful run: the key's backoff counter, its logged-error memory) is deleted in the
+-- same round trip
+if #KEYS >= 4 then
+  redis.call('DEL', unpack(KEYS, 4))
 end
 local a = redis.call('GET', KEYS[2])
 if a and a ~= ARGV[1] then
