@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
@@ -85,9 +86,13 @@ def loads_or_none(raw: bytes) -> dict | None:
 class Transport:
     """Requests on one :class:`ApiClient` (thread-safe: urllib3's pool is). ``timeout`` applies to every request."""
 
+    #: how long the authentication headers are reused before the client's refresh hooks run again
+    AUTH_TTL_S = 10.0
+
     def __init__(self, api_client: k8s_client.ApiClient, timeout: float) -> None:
         self.api_client = api_client
         self.timeout = timeout
+        self._auth: tuple[float, dict[str, str]] = (0.0, {})
 
     def send(self, method: str, path: str, *, query: list[tuple[str, Any]] | None = None, body: Any = None,
               content_type: str = JSON, timeout: Any = None) -> Any:
@@ -116,8 +121,7 @@ class Transport:
 
     def headers(self, method: str, path: str, content_type: str | None) -> dict[str, str]:
         """What ``ApiClient.param_serialize`` would send: Accept, Content-Type, the client's default headers
-        (User-Agent), its cookie and the BearerToken auth header (evaluated per request, so token refresh hooks run).
-        """
+        (User-Agent), its cookie and the BearerToken auth header."""
         api_client = self.api_client
         headers = {"Accept": JSON}
         if content_type is not None:
@@ -125,8 +129,25 @@ class Transport:
         headers.update(api_client.default_headers)
         if api_client.cookie:
             headers["Cookie"] = api_client.cookie
-        api_client.update_params_for_auth(headers, None, ["BearerToken"], path, method, None)
+        headers.update(self._auth_headers(method, path))
         return headers
+
+    def _auth_headers(self, method: str, path: str) -> dict[str, str]:
+        """The BearerToken header, evaluated at most every :attr:`AUTH_TTL_S` seconds.
+
+        Evaluating it runs the kubeconfig loader's refresh hook, which re-applies the whole configuration: a
+        quarter of a request's CPU when done per request. Every token source refreshes long before it expires
+        (in-cluster tokens are re-read every minute, exec and OIDC tokens live minutes or more), so a token at
+        most this many seconds old is as good; a 401 is rare and retried like any other failure.
+        """
+        expires, cached = self._auth
+        now = time.monotonic()
+        if now < expires:
+            return cached
+        auth: dict[str, str] = {}
+        self.api_client.update_params_for_auth(auth, None, ["BearerToken"], path, method, None)
+        self._auth = (now + self.AUTH_TTL_S, auth)
+        return auth
 
     def _pool_request(self, method: str, url: str, headers: dict[str, str], body: Any, timeout: Any) -> Any:
         """One request on the client's urllib3 pool (its TLS, proxy and retry settings), body as orjson bytes.
