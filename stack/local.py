@@ -11,6 +11,7 @@ import contextlib
 import os
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -210,11 +211,19 @@ class LocalStack:
         self.component_env["flower"] = {"FLOWER_UNAUTHENTICATED_API": environ.get("FLOWER_UNAUTHENTICATED_API", "true")}
 
     def _ensure_namespace(self) -> None:
+        namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.options.namespace}}
+        if self.cluster is not None:  # our devcluster: one plain request, no Kubernetes client to load first
+            try:
+                self.cluster.request("POST", "/api/v1/namespaces", namespace)
+            except urllib.error.HTTPError as error:
+                if error.code != 409:
+                    raise
+            return
         from poolboy.kube import AlreadyExists, KubeClient
 
         kube = KubeClient.from_settings(kubeconfig=str(self.kubeconfig))
         with contextlib.suppress(AlreadyExists):
-            kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.options.namespace}})
+            kube.create(namespace)
 
     def add(self, name: str, *argv: str) -> Child:
         """Start one more component (e.g. a second beat): ``poolboy <argv>`` with the stack's environment (and its
@@ -253,18 +262,19 @@ class LocalStack:
             dead = [c for c in self.children if not c.alive]
             if dead:
                 raise ComponentExited(dead[0], "during start-up")
-            if self.workers_answering() >= self.options.workers and self._flower_answering():
+            if self.workers_answering(limit=self.options.workers) >= self.options.workers and self._flower_answering():
                 return
             time.sleep(0.2)
         raise RuntimeError("the stack did not become ready in time; logs in " + str(self.log_dir))
 
-    def workers_answering(self) -> int:
+    def workers_answering(self, limit: int | None = None) -> int:
+        """How many workers answer a ping within 0.5 s (at once, when ``limit`` of them have)."""
         from poolboy.settings import Settings
         from workers.redis_client import probe_app
 
         probe = probe_app(Settings.from_env(self.env))
         try:
-            return len(probe.control.ping(timeout=0.5) or [])
+            return len(probe.control.ping(timeout=0.5, limit=limit) or [])
         finally:
             probe.close()
 
