@@ -52,6 +52,10 @@ class Settings:
     manage_claims_interval: float = 60.0
     manage_handles_interval: float = 60.0
     manage_pools_interval: float = 10.0
+    #: a claim or handle whose provider's templates read the clock (now(), timestamp, datetime) runs again this often
+    #: (through the due-index), so time-dependent templates are re-rendered; the periodic sweeps pass over
+    #: unchanged objects (workers/sweeps.py)
+    time_dependent_interval: float = 60.0
     #: full resync from the API: the safety net that rebuilds Redis state
     resync_interval: float = 600.0
     #: how often beat moves due keys from the due-index into the gate

@@ -16,7 +16,7 @@ import logging
 from celery import shared_task
 
 from poolboy import keys
-from workers import metrics
+from workers import metrics, sweeps
 from workers.names import PERIODIC_PREFIX
 from workers.runtime import runtime
 
@@ -53,8 +53,12 @@ def enqueue_kind(kind: str, priority: str = "resync", *, from_cache: bool = True
     cached = rt.cache.names(rt.settings.api_version, keys.KINDS[kind], namespace) \
         if from_cache and rt.cache is not None else None
     if cached is not None:  # the watcher caches only objects without the ignore label
-        rt.enqueuer.add_many([keys.make(kind, ns, name) for ns, name in cached], priority)
-        return len(cached)
+        found = [keys.make(kind, ns, name) for ns, name in cached]
+        if kind in sweeps.FILTERED:  # converged objects are passed over (see workers.sweeps)
+            found = sweeps.dirty_keys(rt.redis, rt.settings, found)
+            metrics.SWEEP_SKIPPED.labels(kind=kind).inc(len(cached) - len(found))
+        rt.enqueuer.add_many(found, priority)
+        return len(found)
     selector = "!" + rt.settings.label("ignore")
     total = 0
     for page in rt.kube.list_pages(rt.settings.api_version, keys.KINDS[kind], namespace, label_selector=selector):

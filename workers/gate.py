@@ -140,14 +140,15 @@ class Gate:
         waited_ms = int(reply[1])
         return Started(waited_ms / 1000 if waited_ms >= 0 else None)
 
-    def done(self, key: str, token: str, also_delete: str | Sequence[str] = ()) -> Publish | None:
+    def done(self, key: str, token: str, also_delete: str | Sequence[str] = (), mark_clean: str = "") -> Publish | None:
         """Release the lease if it is still ours; returns the one re-run to publish when the key was re-marked.
 
         ``also_delete`` names keys to delete in the same round trip (a successful run's backoff counter, its
-        logged-error memory)."""
+        logged-error memory); ``mark_clean`` the object's hash in the shared cache, whose current version is then
+        recorded as reconciled (:func:`workers.sweeps.dirty_keys`)."""
         extra = [also_delete] if isinstance(also_delete, str) else list(also_delete or ())
         reply = self._done(keys=[pending_key(key), active_key(key), LEASES, *extra],
-                           args=[token, new_id(), key, self.pending_ttl])
+                           args=[token, new_id(), key, self.pending_ttl, mark_clean])
         if int(reply[0]) != 2:
             return None
         return Publish(key, _text(reply[1]), int(reply[2]))

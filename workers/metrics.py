@@ -38,6 +38,8 @@ GATE_STARTS = Counter("poolboy_gate_starts_total", "Gate START outcomes (busy = 
 GATE_WAIT = Histogram("poolboy_gate_wait_seconds", "Time from the first pending mark to the run's START",
                       ["controller"], buckets=(0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900))
 GATE_REAPED = Counter("poolboy_gate_reaped_total", "Runs re-published because their holder died (lease expired)")
+SWEEP_SKIPPED = Counter("poolboy_sweep_skipped_total", "Objects a periodic sweep passed over: unchanged since their "
+                        "last successful run and owing none", ["kind"])
 RETRY_DELAY = Histogram("poolboy_retry_delay_seconds", "Backoff chosen after a transient error", ["controller"],
                         buckets=(0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300))
 REST_REQUESTS = Counter("rest_client_requests_total", "Kubernetes API requests by status code (0 = network error)",

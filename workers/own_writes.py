@@ -93,7 +93,9 @@ for _, id in ipairs(deferred) do
     table.insert(foreign, id)
   end
 end
-redis.call('DEL', KEYS[2])
+if #deferred > 0 then
+  redis.call('DEL', KEYS[2])
+end
 redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[3])
 return foreign
 """

@@ -29,7 +29,7 @@ from celery import Task, shared_task
 from poolboy.context import Context
 from poolboy.keys import KINDS, parse
 from poolboy.result import PermanentError, Result, TransientError
-from workers import backoff, metrics, own_writes, registry, run_log, shutdown
+from workers import backoff, metrics, own_writes, registry, run_log, shutdown, sweeps
 from workers.config import MAX_COUNTDOWN
 from workers.gate import LeaseKeeper
 from workers.names import reconcile_task, route
@@ -156,6 +156,14 @@ def _done_deletes(key: str, outcome: Outcome) -> tuple[str, ...]:
     return (backoff.failures_key(key),)
 
 
+def _clean_mark(rt: Runtime, kind: str, key: str, outcome: Outcome) -> str:
+    """The cached object a successful run records as reconciled at its current version ('' for none): the
+    periodic sweeps of claims and handles then pass it over until it changes (:mod:`workers.sweeps`)."""
+    if rt.cache is None or kind not in sweeps.FILTERED or outcome.result not in ("success", "requeue_after"):
+        return ""
+    return sweeps.cached_object_key(rt.settings, key)
+
+
 def execute(task: Task, kind: str, key: str) -> str:
     rt = runtime()
     msg_id = task.request.id or uuid.uuid4().hex
@@ -186,7 +194,8 @@ def execute(task: Task, kind: str, key: str) -> str:
             settle(rt, key, token, writes.idents)
             if outcome.result == "handed_back":
                 hand_back(rt, key)
-            rerun = rt.gate.done(key, token, also_delete=_done_deletes(key, outcome))
+            rerun = rt.gate.done(key, token, also_delete=_done_deletes(key, outcome),
+                                 mark_clean=_clean_mark(rt, kind, key, outcome))
             if rerun:
                 rt.enqueuer.publish(rerun)
     if outcome.retry_in is not None:

@@ -126,6 +126,8 @@ Call with (dict "root" $ "name" secretName "key" key "length" 32). */}}
   value: {{ .Values.intervals.manageClaims | quote }}
 - name: POOLBOY_MANAGE_HANDLES_INTERVAL
   value: {{ .Values.intervals.manageHandles | quote }}
+- name: POOLBOY_TIME_DEPENDENT_INTERVAL
+  value: {{ .Values.intervals.timeDependent | quote }}
 - name: POOLBOY_MANAGE_POOLS_INTERVAL
   value: {{ .Values.intervals.managePools | quote }}
 - name: POOLBOY_RESYNC_INTERVAL

@@ -9,9 +9,13 @@ goes to the API every time, because a reconcile must see the provider as it is n
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
-from datetime import timedelta
+import re
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from poolboy.result import PermanentError
 from poolboy.utils import timeutil
@@ -19,6 +23,15 @@ from poolboy.utils import timeutil
 if TYPE_CHECKING:
     from poolboy.context import Context
     from poolboy.domain.lifespan import Limits
+
+
+#: a template expression that reads the clock: now(...), timestamp(...), datetime.* (over-matching only costs runs)
+_CLOCK = re.compile(r"\bnow\s*\(|\btimestamp\b|\bdatetime\b")
+
+
+@lru_cache(maxsize=256)
+def _reads_clock(spec_json: bytes) -> bool:
+    return _CLOCK.search(spec_json.decode()) is not None
 
 
 def _templating() -> Any:
@@ -130,6 +143,13 @@ class Provider:
         if found:
             raise ProviderInvalid(self.name, found)
         return self
+
+    @property
+    def reads_clock(self) -> bool:
+        """Whether a template of this provider may render differently as time passes (it names ``now()``,
+        ``timestamp`` or ``datetime``): its claims and handles then re-run every ``time_dependent_interval``, the
+        only periodic work a converged object needs."""
+        return _reads_clock(orjson.dumps(self.spec, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS))
 
     # --- spec fields ---------------------------------------------------------------------------------------
 
@@ -387,3 +407,10 @@ class Provider:
             maximum=self._lifespan_value("maximum", variables, template_vars),
             relative_maximum=self._lifespan_value("relativeMaximum", variables, template_vars),
         )
+
+
+def clock_rerun(ctx: Context, providers: Iterable[Provider]) -> datetime | None:
+    """When a claim or handle rendered by ``providers`` must run again because time passed (None: it need not)."""
+    if any(provider.reads_clock for provider in providers):
+        return ctx.now + timedelta(seconds=ctx.settings.time_dependent_interval)
+    return None

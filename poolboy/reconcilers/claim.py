@@ -35,7 +35,7 @@ from poolboy.domain import candidates as candidate_index
 from poolboy.domain import conditions as cond
 from poolboy.domain import lifespan as lifespan_rules
 from poolboy.domain.object_meta import ensure_finalizer, is_ignored, our_finalizers
-from poolboy.domain.provider import Provider, ProviderNotFound
+from poolboy.domain.provider import Provider, ProviderNotFound, clock_rerun
 from poolboy.reconcilers import preamble
 from poolboy.result import PermanentError, Result
 from poolboy.utils import schema, templating, timeutil
@@ -233,7 +233,8 @@ class _ClaimRun:
         error.recheck_after = self.ctx.settings.permanent_error_recheck
 
     def result(self) -> Result:
-        future = [t for t in self.requeue if t > self.ctx.now]
+        providers = [self.provider] if self.provider is not None else self.providers
+        future = [t for t in (*self.requeue, clock_rerun(self.ctx, providers)) if t and t > self.ctx.now]
         return Result(requeue_at=min(future) if future else None, enqueue=tuple(dict.fromkeys(self.enqueue)),
                       batch=tuple(dict.fromkeys(self.batch)))
 

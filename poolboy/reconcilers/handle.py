@@ -18,7 +18,7 @@ from poolboy import keys, kube
 from poolboy.context import Context
 from poolboy.domain import binding, conditions, health, linked, managed_resources
 from poolboy.domain.object_meta import is_ignored, our_finalizers, remove_finalizers
-from poolboy.domain.provider import Provider
+from poolboy.domain.provider import Provider, clock_rerun
 from poolboy.domain.requester import Requester, get_requester
 from poolboy.reconcilers import preamble
 from poolboy.result import PermanentError, Result
@@ -505,6 +505,7 @@ def _live(ctx: Context, handle: dict[str, Any]) -> Result:
     # only when this run changed the handle. A resync of an unchanged handle costs its claim nothing.
     handle_changed = changed or _version(run.handle) != read_version
     enqueue = _keys(_claim_key(run.handle) if handle_changed else None, *waiting, again)
-    return Result(requeue_at=_requeue_at(run.handle), enqueue=enqueue,
+    next_runs = [t for t in (_requeue_at(run.handle), clock_rerun(ctx, providers.cache.values())) if t]
+    return Result(requeue_at=min(next_runs) if next_runs else None, enqueue=enqueue,
                   batch=_keys(_pool_key(ctx, run.handle) if changed and unbound else None))
 

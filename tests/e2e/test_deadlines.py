@@ -1,7 +1,7 @@
 """Spec §1 "Periodic work … Deadlines must fire close to the time they name", on the running stack.
 
-Three deadlines a user can watch: the periodic handle sweep re-renders a time-dependent template
-(``POOLBOY_MANAGE_HANDLES_INTERVAL``, 5 s here), a claim's future ``spec.lifespan.start`` binds within about a
+Three deadlines a user can watch: a handle whose provider reads the clock re-renders its time-dependent template
+every ``POOLBOY_TIME_DEPENDENT_INTERVAL`` (5 s here), a claim's future ``spec.lifespan.start`` binds within about a
 second of that time (not at the next 5 s claim sweep), and an unbound pool handle's unclaimed lifespan end
 deletes it — and the pool replaces it — close to its ``spec.lifespan.end``.
 """
@@ -17,7 +17,7 @@ from tests.e2e.conftest import FAST_INTERVALS
 from tests.e2e.provider_support import User, config_map_provider, parse, timestamp
 from tests.waiting import wait_for
 
-HANDLES_INTERVAL = float(FAST_INTERVALS["POOLBOY_MANAGE_HANDLES_INTERVAL"])
+HANDLES_INTERVAL = float(FAST_INTERVALS["POOLBOY_TIME_DEPENDENT_INTERVAL"])
 #: how late a deadline may fire: the due sweep ticks every second, plus a reconcile and the test's own polling
 SLACK = 2.5
 
@@ -26,7 +26,7 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
-def test_periodic_handle_sweep_re_renders_a_time_dependent_template(stack: LocalStack) -> None:
+def test_a_time_dependent_template_is_re_rendered_every_interval(stack: LocalStack) -> None:
     user = User(stack)
     ns = user.namespace("clock")
     user.provider("p-clock", config_map_provider(

@@ -129,3 +129,15 @@ def test_scaling_count_is_a_set_minus_unhealthy_deleted() -> None:
     pool = {"status": {pool_handles.UNHEALTHY_DELETED_KEY: {"s": ["guid-b"]}}}
     assert pool_handles.scaling_created(scaling, ["guid-a", "guid-c"], pool) == {"guid-a", "guid-c"}
     assert pool_handles.scaling_created(scaling, [], None) == {"guid-a", "guid-b"}
+
+
+@pytest.mark.parametrize(("spec", "reads"), [
+    ({"override": {"data": {"t": "{{ now(true, '%H:%M') }}"}}}, True),
+    ({"override": {"data": {"t": "{{ timestamp('2024-01-01T00:00:00Z').add('1h') }}"}}}, True),
+    ({"readinessCheck": "status.end | to_datetime > datetime.now()"}, True),
+    ({"override": {"data": {"t": "{{ guid }}"}}, "readinessCheck": "true"}, False),
+    ({"lifespan": {"default": "1d"}}, False),
+])
+def test_a_provider_reads_the_clock_when_a_template_names_it(spec: dict, reads: bool) -> None:
+    provider = Provider({"metadata": {"name": "p", "namespace": "poolboy"}, "spec": spec})
+    assert provider.reads_clock is reads
