@@ -61,14 +61,24 @@ class RedisHandleIndex:
     def _handle_id(self, name: str) -> str:
         return cache_model.object_id(self.api_version, "ResourceHandle", self.namespace, name)
 
-    def summaries(self, binding_scope: str) -> dict[str, dict] | None:
-        """Unbound handles of a scope by name, or None when the cache cannot be trusted (then list from the API)."""
-        index = index_key(f"{candidates.UNBOUND}|{binding_scope}")
-        entries = read_if_synced(self.redis, self.api_version, "ResourceHandle", self.namespace,
-                                 lambda pipe: pipe.hgetall(index))
-        if entries is None:
+    def summaries(self, binding_scope: str, *fallbacks: str) -> dict[str, dict] | None:
+        """Unbound handles of a scope by name (with those of ``fallbacks`` it lacks), or None when the cache cannot
+        be trusted (then list from the API); one round trip."""
+        scopes = [*fallbacks, binding_scope]  # later scopes' entries win
+        indexes = [index_key(f"{candidates.UNBOUND}|{scope}") for scope in scopes]
+
+        def read(pipe: redis.client.Pipeline) -> None:
+            for index in indexes:
+                pipe.hgetall(index)
+
+        replies = read_if_synced(self.redis, self.api_version, "ResourceHandle", self.namespace, read)
+        if replies is None:
             return None
-        return {member.decode().rsplit("|", 1)[1]: orjson.loads(value) for member, value in entries.items()}
+        merged: dict[str, dict] = {}
+        for entries in (replies if len(indexes) > 1 else [replies]):
+            merged.update({member.decode().rsplit("|", 1)[1]: orjson.loads(value)
+                           for member, value in entries.items()})
+        return merged
 
     def reserve(self, binding_scope: str, names: list[str], claim: dict) -> Reservation:
         claim_id = cache_model.identity(claim)

@@ -40,8 +40,9 @@ class Reservation:
 class HandleIndex(Protocol):
     """The engine's index of unbound handles (``workers.handle_index``); absent, binding lists from the API."""
 
-    def summaries(self, scope: str) -> dict[str, dict] | None:
-        """Unbound handles of ``scope`` by name (see :func:`summary`), or None when the index cannot answer."""
+    def summaries(self, scope: str, *fallbacks: str) -> dict[str, dict] | None:
+        """Unbound handles of ``scope`` by name (see :func:`summary`), with those of the ``fallbacks`` scopes that
+        ``scope`` lacks, or None when the index cannot answer."""
         ...
 
     def reserve(self, scope: str, names: list[str], claim: dict) -> Reservation:

@@ -536,13 +536,20 @@ class _ClaimRun:
         provider_names = [p.name for p in self._all_providers()]
         pool = (self.meta.get("annotations") or {}).get(self.ctx.label("resource-pool-name"))
         scope = candidate_index.claim_scope(pool, provider_names[0] if provider_names else "")
-        summaries = index.summaries(scope)
+        # a handle without resources or provider serves any claim: outside a pool, its scope is read alongside
+        anywhere = () if pool else (candidate_index.claim_scope(None, ""),)
+        summaries = index.summaries(scope, *anywhere)
         if summaries is None:
             return _UNINDEXED
-        if not pool:  # a handle without resources or provider serves any claim (missing entries are appended)
-            summaries = {**(index.summaries(candidate_index.claim_scope(None, "")) or {}), **summaries}
+        representatives: dict[str, dict[str, Any] | None] = {}  # read while ranking, reused once for the bind
+
+        def fetch(name: str) -> dict[str, Any] | None:
+            if name not in representatives:
+                representatives[name] = self._read_handle(name)
+            return representatives[name]
+
         ranked = candidate_index.rank(
-            self.claim, summaries, fetch=self._read_handle,
+            self.claim, summaries, fetch=fetch,
             providers=lambda handles: _providers_by_name(self.ctx, handles, self._all_providers()),
             now=self.ctx.now, domain=self.ctx.settings.domain, claim_resources=claim_resources)
         while ranked:
@@ -550,7 +557,8 @@ class _ClaimRun:
             if reservation.name is None:
                 return None
             ranked = ranked[ranked.index(reservation.name) + 1:]
-            candidate = self._read_handle(reservation.name)
+            candidate = representatives.pop(reservation.name) if reservation.name in representatives \
+                else self._read_handle(reservation.name)
             handle = None
             if candidate is not None and candidate_index.is_unbound(candidate, self.ctx.settings.domain) \
                     and binding.provider_compatible(candidate, provider_names):
