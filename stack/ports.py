@@ -28,8 +28,11 @@ class PortRequest:
 
 
 def is_free(port: int, host: str = LOOPBACK) -> bool:
-    """Whether ``host:port`` can be bound now (as the component will, without SO_REUSEADDR surprises)."""
+    """Whether ``host:port`` can be bound now, as the components bind it: with SO_REUSEADDR (Tornado, http.server
+    and devcluster all set it), so the TIME_WAIT connections a just-stopped ``poolboy dev`` leaves behind do not
+    count, while a listener does."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError:
