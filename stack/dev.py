@@ -3,7 +3,8 @@
 Starts devcluster (or uses the current kubeconfig context), its own ``redis-server`` (or ``--redis-url``), the
 watcher, ``--workers`` worker processes, beat and Flower; installs the CRDs; creates the operator namespace;
 writes ``--kubeconfig``; prints one line containing ``ready`` when every component is up; stops every child
-cleanly on SIGINT/SIGTERM. ``--demo`` applies ``examples/`` and shows the claim become Ready.
+cleanly on SIGINT/SIGTERM; restarts a component that exits, with backoff (:mod:`stack.supervisor`).
+``--demo`` applies ``examples/`` and shows the claim become Ready.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from stack.local import LocalStack, StackOptions
+    from stack.supervisor import Supervisor
 
     options = StackOptions(
         workers=args.workers, concurrency=args.concurrency, pool=args.pool, namespace=args.namespace,
@@ -63,9 +65,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             print("  kubectl apply -f examples/   # then: kubectl get resourceclaims -A", flush=True)
         print("Press Ctrl-C to stop.", flush=True)
+        supervisor = Supervisor.for_stack(stack)  # a component that exits is restarted with backoff
         while not stop.wait(1.0):
-            dead = [c for c in stack.children if not c.alive]
-            if dead:
-                print(f"{dead[0].name} exited unexpectedly:\n{dead[0].tail()}", flush=True)
-                return 1
+            supervisor.check()
     return 0
