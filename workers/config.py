@@ -7,6 +7,8 @@
 * ``visibility_timeout`` above every countdown (countdowns are capped at a few seconds; longer waits go to the
   due-index), otherwise the Redis transport redelivers ETA messages in a loop.
 * no result backend: nobody reads reconcile results.
+* the broker connection is retried forever, on kombu's Redis transport with the guard of
+  :mod:`workers.redis_transport` (issue 18: a Redis restart must never end a worker).
 * beat runs celery-redbeat: its lock in Redis lets a standby replica take over (:mod:`workers.beat_scheduler`).
 """
 
@@ -50,6 +52,10 @@ def build(settings: Settings) -> dict[str, Any]:
     return {
         **broker,
         "broker_connection_retry_on_startup": True,
+        # a Redis restart or failover never ends a worker: reconnect for as long as it takes (Celery's default gives
+        # up after 100 attempts); a worker that stays without a connection fails /healthz instead (workers.health)
+        "broker_connection_retry": True,
+        "broker_connection_max_retries": None,
         "task_serializer": "json",
         "accept_content": ["json"],
         "result_serializer": "json",

@@ -65,7 +65,7 @@ def test_workers_survive_repeated_redis_loss_during_a_burst(stack: LocalStack) -
     creator.join(60)
     calm = time.monotonic()
 
-    dead = {c.name: c.tail(1500) for c in stack.children if not c.alive or c.process.pid != pids[c.name]}
+    dead = {c.name: c.tail(4000) for c in stack.children if not c.alive or c.process.pid != pids[c.name]}
     assert not dead, f"components exited during the Redis restarts: {dead}"
     wait_for(lambda: stack.workers_answering() == WORKERS, timeout=30, interval=0.5,
              message=f"both workers answer a ping\n{stack.logs()}")
