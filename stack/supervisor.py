@@ -3,7 +3,7 @@
 In a cluster, kubelet restarts a container that exits; on one machine nothing would, and a worker gone for good
 silently halves the capacity of a two-worker stack. The supervisor is polled from ``poolboy dev``'s main loop
 (:meth:`Supervisor.check`, about once a second) rather than running a thread of its own, so it never races the
-loop's shutdown. The delay before restart *n* doubles from 1 s to 30 s (tenacity's ``wait_exponential``), so a
+loop's shutdown. The delay before restart *n* doubles from 1 s to 30 s (:func:`poolboy.utils.backoff.doubling`), so a
 component that cannot start (a bad setting, a port in use) does not restart in a hot loop; a component that stayed up
 for ``stable`` seconds starts again from 1 s. Redis, when ``poolboy dev`` started it, is supervised too: it comes
 back on the same port (empty: it runs without persistence, as in the tests).
@@ -18,20 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tenacity import wait_exponential
+from poolboy.utils.backoff import doubling
 
 if TYPE_CHECKING:
     from stack.local import LocalStack
 
-#: restart n waits min(30, 2^(n-1)) seconds
-DEFAULT_WAIT = wait_exponential(multiplier=1, min=1, max=30)
 
 
-@dataclass(frozen=True)
-class _Attempt:
-    """The only part of tenacity's RetryCallState a wait strategy reads."""
-
-    attempt_number: int
+def default_wait(restart: int) -> float:
+    """Restart n waits min(30, 2^(n-1)) seconds."""
+    return doubling(restart, base=1.0, cap=30.0)
 
 
 @dataclass
@@ -54,7 +50,7 @@ class _State:
 class Supervisor:
     """``supervisor.check()`` once a second: dead components are announced once, then restarted when due."""
 
-    def __init__(self, components: list[Supervised], wait: Callable[[Any], float] = DEFAULT_WAIT,
+    def __init__(self, components: list[Supervised], wait: Callable[[int], float] = default_wait,
                  stable: float = 60.0, clock: Callable[[], float] = time.monotonic,
                  say: Callable[[str], None] = lambda line: print(line, flush=True)) -> None:
         self.components = components
@@ -70,7 +66,7 @@ class Supervisor:
                     state.restarts = 0  # it stayed up: the next failure is a new story
                 continue
             if state.due is None:
-                delay = float(self.wait(_Attempt(state.restarts + 1)))
+                delay = self.wait(state.restarts + 1)
                 state.due = now + delay
                 self.say(f"{component.name} exited ({component.why()}); restarting it in {delay:.0f}s"
                          + (f" (restart {state.restarts + 1})" if state.restarts else ""))
