@@ -10,11 +10,15 @@ queue through a fresh connection pool, built in ``Channel._connparams`` from ``s
 connection nor a channel error, so Celery treats it as an unrecoverable error and the worker main process exits
 (status 0).
 
+Observed with stock kombu in ``tests/chaos/test_redis_loss.py`` (2 runs in 3): ``Consumer.on_connection_error_after_
+connected`` -> ``Connection.close`` -> ``_do_close_self`` -> default channel ``close`` -> ``restore_unacked_once`` ->
+``restore_unacked`` -> ``_get_pool`` -> ``_connparams``.
+
 The guard: each channel remembers the connection info it was created with and, when it must build a pool after
 the transport lost it, builds the pool from that copy. The messages then go back to their queue as kombu intends
 (or, if Redis is still away, the restore fails with a connection error, which Celery handles by reconnecting). The
-same crash class is reported upstream as celery/kombu issues about ``_connparams`` / ``restore_unacked``;
-:mod:`tests.integration.test_redis_transport` reproduces it against stock kombu.
+same crash class is reported upstream since 2016 (celery/kombu#582 from a Gossip channel's close, #970 from
+``restore_unacked``); :mod:`tests.integration.test_redis_transport` reproduces it against stock kombu.
 
 Selected by Celery's ``broker_transport`` setting (:func:`workers.redis_client.celery_options`), which takes precedence
 over the URL's scheme, so ``redis://``, ``rediss://`` and ``sentinel://`` URLs keep their meaning.
