@@ -3,11 +3,13 @@
 Starts devcluster (or uses the current kubeconfig context), its own ``redis-server`` (or ``--redis-url``), the
 watcher, ``--workers`` worker processes, beat and Flower; installs the CRDs; creates the operator namespace;
 writes ``--kubeconfig``; prints one line containing ``ready`` when every component is up; stops every child
-cleanly on SIGINT/SIGTERM. ``--demo`` applies ``examples/`` and shows the claim become Ready.
+cleanly on SIGINT/SIGTERM; restarts a component that exits, with backoff (:mod:`stack.supervisor`).
+``--demo`` applies ``examples/`` and shows the claim become Ready.
 
 For a newcomer: a port already in use is one line on stderr and exit status 1 before anything starts; each run
-starts fresh component logs (the previous run's stay beside them as ``<name>.log.1``); a component that dies,
-while starting or later, is reported with its exit status and the last lines of its own log.
+starts fresh component logs (the previous run's stay beside them as ``<name>.log.1``); a component that dies while
+starting ends the run with its exit status and the last lines of its own log; one that dies later is reported the
+same way and restarted.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
     from stack.local import LocalStack, StackOptions
     from stack.ports import PortTaken
     from stack.processes import ComponentExited
+    from stack.supervisor import Supervisor
 
     options = StackOptions(
         workers=args.workers, concurrency=args.concurrency, pool=args.pool, namespace=args.namespace,
@@ -79,10 +82,9 @@ def run(args: argparse.Namespace) -> int:
             else:
                 print("  kubectl apply -f examples/   # then: kubectl get resourceclaims -A", flush=True)
             print("Press Ctrl-C to stop.", flush=True)
+            supervisor = Supervisor.for_stack(stack)  # a component that exits is reported and restarted
             while not stop.wait(1.0):
-                dead = [c for c in stack.children if not c.alive]
-                if dead:
-                    raise ComponentExited(dead[0], "unexpectedly")
+                supervisor.check()
     except (PortTaken, ComponentExited) as error:
         print(f"poolboy dev: {error}", file=sys.stderr, flush=True)
         return 1

@@ -24,6 +24,7 @@ from celery.signals import (
 
 from poolboy.settings import Settings
 from workers import config
+from workers.health import LoopTicks
 
 settings = Settings.from_env()
 
@@ -91,11 +92,17 @@ def _stop_children(**_: object) -> None:
 
 #: the worker's consumer, once it is ready (its broker connection is what the worker's /healthz checks)
 _consumer: list[object] = []
+#: when the consumer's event loop last turned
+_loop_ticks = LoopTicks()
 
 
 @worker_ready.connect
 def _remember_consumer(sender: object = None, **_: object) -> None:
+    """Keep the consumer for /healthz, and have its event loop (if it has one) stamp every pass."""
     _consumer[:] = [sender]
+    hub = getattr(sender, "hub", None)
+    if hub is not None:
+        hub.on_tick.add(_loop_ticks)
 
 
 @worker_init.connect
@@ -103,8 +110,11 @@ def _start_health(**_: object) -> None:
     """/healthz: the consumer runs with a broker connection; /readyz: Redis and the API answer too."""
     from workers import health
 
+    # the loop stalls while a task blocks it (the solo pool), at most for the task time limit
+    silence = max(settings.health_stall_seconds, settings.reconcile_time_limit)
+
     def consumer() -> str | None:
-        return health.consumer_probe(_consumer[0]) if _consumer else "consumer not started"
+        return health.consumer_probe(_consumer[0], _loop_ticks, silence) if _consumer else "consumer not started"
 
     ready = {"redis": health.redis_probe(settings)}
     try:

@@ -10,6 +10,8 @@
 * task events on by default (``POOLBOY_TASK_EVENTS``) so Flower sees every task with its key and runtime; no
   ``task-sent`` events (the watcher publishes most tasks, and ``task-received`` already carries the arguments).
   On Redis an event is one ``PUBLISH``: nothing queues up when no monitor listens.
+* the broker connection is retried forever, on kombu's Redis transport with the guard of
+  :mod:`workers.redis_transport` (issue 18: a Redis restart must never end a worker).
 * beat runs celery-redbeat: its lock in Redis lets a standby replica take over (:mod:`workers.beat_scheduler`).
 """
 
@@ -53,6 +55,10 @@ def build(settings: Settings) -> dict[str, Any]:
     return {
         **broker,
         "broker_connection_retry_on_startup": True,
+        # a Redis restart or failover never ends a worker: reconnect for as long as it takes (Celery's default gives
+        # up after 100 attempts); a worker that stays without a connection fails /healthz instead (workers.health)
+        "broker_connection_retry": True,
+        "broker_connection_max_retries": None,
         "task_serializer": "json",
         "accept_content": ["json"],
         "result_serializer": "json",

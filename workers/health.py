@@ -152,9 +152,21 @@ def start_for(settings: Any, live: dict[str, Probe], ready: dict[str, Probe]) ->
     return serve(Checks(live=live, ready=ready), settings.health_port, settings.health_address)
 
 
-def consumer_probe(consumer: Any) -> str | None:
-    """The worker consumer is running and holds a broker connection (it loses it when Redis goes away, and
-    stays without one while it reconnects)."""
+@dataclass
+class LoopTicks:
+    """Stamped on every pass of the worker's event loop (kombu's ``Hub.on_tick``; the hub polls at least every
+    second even when idle), so a consumer whose loop stopped turning -- process alive, nothing consumed -- is seen."""
+
+    last: float | None = None
+
+    def __call__(self) -> None:
+        self.last = time.monotonic()
+
+
+def consumer_probe(consumer: Any, ticks: LoopTicks | None = None, max_silence: float = float("inf")) -> str | None:
+    """The worker consumer consumes: it runs, holds a broker connection (it loses it when Redis goes away, and
+    stays without one while it reconnects), has its task consumer, and its event loop turned within ``max_silence``
+    seconds (when ``ticks`` are recorded: a worker without an event loop has none)."""
     from celery import bootsteps
 
     if consumer.blueprint is None or consumer.blueprint.state != bootsteps.RUN:
@@ -162,6 +174,12 @@ def consumer_probe(consumer: Any) -> str | None:
     connection = consumer.connection
     if connection is None or not connection.connected:
         return "no broker connection"
+    if getattr(consumer, "task_consumer", None) is None:
+        return "no task consumer"
+    if ticks is not None and ticks.last is not None:
+        silent = time.monotonic() - ticks.last
+        if silent > max_silence:
+            return f"event loop silent for {silent:.0f}s"
     return None
 
 

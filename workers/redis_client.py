@@ -150,14 +150,19 @@ def _with_password(url: str, endpoint: Endpoint) -> str:
 
 
 def celery_options(settings: Settings) -> dict[str, Any]:
-    """Celery's broker settings: ``broker_url``, the Sentinel/socket transport options, ``broker_use_ssl``."""
+    """Celery's broker settings: ``broker_url``, ``broker_transport`` (:mod:`workers.redis_transport`), the
+    Sentinel/socket transport options, ``broker_use_ssl``."""
     endpoint = parse(settings)
     transport: dict[str, Any] = {"socket_timeout": 10, "socket_connect_timeout": 5, "health_check_interval": 25}
     tls = uses_tls(settings, endpoint)
     if endpoint.is_sentinel:
         transport["master_name"] = settings.redis_sentinel_master
         transport["sentinel_kwargs"] = _sentinel_kwargs(settings, tls)
+    from workers.redis_transport import SENTINEL_TRANSPORT, TRANSPORT
+
+    # kombu's Redis transports with the guard of workers.redis_transport (a Redis restart must not end a worker)
     options: dict[str, Any] = {"broker_url": _with_password(endpoint.url, endpoint),
+                               "broker_transport": SENTINEL_TRANSPORT if endpoint.is_sentinel else TRANSPORT,
                                "broker_transport_options": transport}
     if tls:
         options["broker_use_ssl"] = tls_options(settings)

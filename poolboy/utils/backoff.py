@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tenacity import wait_random_exponential
+from tenacity import wait_exponential, wait_random_exponential
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,13 @@ def full_jitter(attempt: int, *, base: float, cap: float, floor: float = 0.0) ->
     never below ``floor``."""
     wait = wait_random_exponential(multiplier=base, max=cap)
     return max(floor, float(wait(_Attempt(max(1, attempt)))))  # type: ignore[arg-type]
+
+
+def doubling(attempt: int, *, base: float, cap: float) -> float:
+    """Seconds before attempt number ``attempt`` (1 = the first) without jitter: min(cap, base × 2^(attempt−1)).
+    For a single restarter (``poolboy dev`` restarting a component), where there is no crowd to spread."""
+    wait = wait_exponential(multiplier=base, min=base, max=cap)
+    return float(wait(_Attempt(max(1, attempt))))  # type: ignore[arg-type]
 
 
 @dataclass

@@ -1,0 +1,91 @@
+"""kombu's Redis transports with one guard: a channel closed after its connection was torn down can still reach Redis.
+
+Why (issue 18): when Redis goes away and comes back, Celery's consumer tears its broker connection down in two steps
+(``Connection.collect()``, then ``Connection.close()``). ``collect()`` ends by clearing the transport's
+``client`` (the ``kombu.Connection`` holding the host, port, password and TLS settings). If a channel could not be
+closed inside ``collect()`` (its close raised a connection error midway), the second step closes it again, and
+closing a channel with unacked messages (``task_acks_late``: the running tasks' messages) puts them back in their
+queue through a fresh connection pool, built in ``Channel._connparams`` from ``self.connection.client`` -- now
+``None``. kombu 5.7.0 raises ``AttributeError: 'NoneType' object has no attribute 'hostname'``, which is neither a
+connection nor a channel error, so Celery treats it as an unrecoverable error and the worker main process exits
+(status 0).
+
+Observed with stock kombu in ``tests/chaos/test_redis_loss.py`` (2 runs in 3): ``Consumer.on_connection_error_after_
+connected`` -> ``Connection.close`` -> ``_do_close_self`` -> default channel ``close`` -> ``restore_unacked_once`` ->
+``restore_unacked`` -> ``_get_pool`` -> ``_connparams``.
+
+The guard: each channel remembers the connection info it was created with and, when it must build a pool after
+the transport lost it, builds the pool from that copy. The messages then go back to their queue as kombu intends
+(or, if Redis is still away, the restore fails with a connection error, which Celery handles by reconnecting). The
+same crash class is reported upstream since 2016 (celery/kombu#582 from a Gossip channel's close, #970 from
+``restore_unacked``); :mod:`tests.integration.test_redis_transport` reproduces it against stock kombu.
+
+Selected by Celery's ``broker_transport`` setting (:func:`workers.redis_client.celery_options`), which takes precedence
+over the URL's scheme, so ``redis://``, ``rediss://`` and ``sentinel://`` URLs keep their meaning.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from kombu.transport import redis as kombu_redis
+
+#: ``broker_transport`` values (``module:Class``) for plain/TLS Redis and for Sentinel
+TRANSPORT = "workers.redis_transport:Transport"
+SENTINEL_TRANSPORT = "workers.redis_transport:SentinelTransport"
+
+
+@dataclass(frozen=True)
+class _Detached:
+    """What ``_connparams`` and the Sentinel pool read of a transport, once the transport has let go of it."""
+
+    client: Any
+    default_port: int
+    cycle: None = None
+
+
+class _RemembersConnectionInfo:
+    """Mixin for kombu's Redis channels: keep the connection info for pools built after the transport dropped it."""
+
+    connection: Any
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # the transport's client is set while channels are created (they are created on a live connection)
+        self._conninfo = self.connection.client
+        self._default_port = self.connection.default_port
+
+    @contextmanager
+    def _connection_info(self):  # type: ignore[no-untyped-def]
+        """Stand in for the transport while a pool is built, if the transport no longer holds the connection info."""
+        transport = self.connection
+        if transport is not None and transport.client is not None:
+            yield
+            return
+        self.connection = _Detached(self._conninfo, self._default_port)
+        try:
+            yield
+        finally:
+            self.connection = transport
+
+    def _get_pool(self, asynchronous: bool = False) -> Any:
+        with self._connection_info():
+            return super()._get_pool(asynchronous)  # type: ignore[misc]
+
+
+class Channel(_RemembersConnectionInfo, kombu_redis.Channel):
+    """kombu's Redis channel, which can still put unacked messages back after its connection was torn down."""
+
+
+class SentinelChannel(_RemembersConnectionInfo, kombu_redis.SentinelChannel):
+    """kombu's Sentinel channel, with the same guard (its pool also reads the sentinel addresses from the client)."""
+
+
+class Transport(kombu_redis.Transport):
+    Channel = Channel
+
+
+class SentinelTransport(kombu_redis.SentinelTransport):
+    Channel = SentinelChannel
