@@ -79,8 +79,12 @@ class Settings:
     #: Redis transport visibility timeout: above every countdown; also the recovery time of a hard-killed worker's
     #: reserved messages (the gate's lease reaper recovers the running key much sooner)
     visibility_timeout: float = 1800.0
-    #: cap of the transient-error backoff
+    #: cap of the backoff after an unexpected error (a bug, Redis away)
     retry_backoff_max: float = 300.0
+    #: cap of the backoff when the API server failed the request (5xx, 429, no answer): such faults pass, and once
+    #: they have, every object that met one should run again within seconds, not minutes (a Retry-After is honoured
+    #: up to ``retry_backoff_max``)
+    retry_backoff_api_max: float = 10.0
     #: timeout of every Kubernetes API call
     api_timeout: float = 30.0
     #: Kubernetes Lease used to elect the active watcher

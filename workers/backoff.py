@@ -19,12 +19,13 @@ def failures_key(key: str) -> str:
     return f"gate:{{{key}}}:failures"
 
 
-def delay(failures: int, retry_after: float | None = None, cap: float = 300.0) -> float:
+def delay(failures: int, retry_after: float | None = None, cap: float = 300.0,
+          retry_after_cap: float | None = None) -> float:
     """Full jitter (:func:`poolboy.utils.backoff.full_jitter`): uniform in [FLOOR, min(cap, BASE * 2**(failures-1))],
-    never below the server's Retry-After."""
+    never below the server's Retry-After (itself capped at ``retry_after_cap``, default ``cap``)."""
     chosen = full_jitter(failures, base=BASE, cap=cap, floor=FLOOR)
     if retry_after:
-        chosen = max(chosen, min(retry_after, cap))
+        chosen = max(chosen, min(retry_after, retry_after_cap if retry_after_cap is not None else cap))
     return chosen
 
 

@@ -54,6 +54,11 @@ def _transient_api_error(error: BaseException) -> bool:
     return isinstance(error, ApiError) and bool(error.transient)
 
 
+def _api_fault(error: BaseException) -> bool:
+    """The API server failed the request (5xx, 429, no answer), or the reconciler said the failure is transient."""
+    return isinstance(error, TransientError) or _transient_api_error(error)
+
+
 def _retry_after(error: BaseException) -> float | None:
     value = getattr(error, "retry_after", None)
     return float(value) if value else None
@@ -84,7 +89,9 @@ def _on_permanent(rt: Runtime, kind: str, key: str, error: PermanentError) -> Ou
 
 def _on_transient(rt: Runtime, kind: str, key: str, error: BaseException) -> Outcome:
     failures = backoff.record_failure(rt.redis, key)
-    delay = backoff.delay(failures, _retry_after(error), rt.settings.retry_backoff_max)
+    settings = rt.settings
+    cap = settings.retry_backoff_api_max if _api_fault(error) else settings.retry_backoff_max
+    delay = backoff.delay(failures, _retry_after(error), cap, retry_after_cap=settings.retry_backoff_max)
     metrics.RECONCILE_ERRORS.labels(controller=kind).inc()
     metrics.RETRY_DELAY.labels(controller=kind).observe(delay)
     text = f"transient error, retry {failures} in {delay:.1f}s: {error}"

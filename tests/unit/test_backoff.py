@@ -25,3 +25,13 @@ def test_loop_backoff_grows_until_reset() -> None:
     assert all(0.0 <= d <= 5.0 for d in delays)
     loop.reset()
     assert loop.failures == 0 and loop.next_delay() <= 0.2
+
+
+def test_an_api_fault_retries_within_its_own_cap_but_honours_retry_after() -> None:
+    from workers import backoff as key_backoff
+
+    for failures in range(1, 30):
+        assert key_backoff.FLOOR <= key_backoff.delay(failures, None, cap=10.0, retry_after_cap=300.0) <= 10.0
+    assert key_backoff.delay(1, 60.0, cap=10.0, retry_after_cap=300.0) == 60.0
+    assert key_backoff.delay(1, 900.0, cap=10.0, retry_after_cap=300.0) == 300.0
+    assert key_backoff.delay(1, 900.0, cap=10.0) == 10.0  # without a separate cap, Retry-After is capped alike
