@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from poolboy.domain import matching
+from poolboy.domain import matching, pool_revision
 from poolboy.utils import timeutil
 
 UNBOUND = "unbound"
@@ -93,20 +93,22 @@ def handle_class(handle: Mapping[str, Any]) -> str:
     return hashlib.blake2b(key, digest_size=8).hexdigest()
 
 
-def summary(handle: Mapping[str, Any]) -> dict[str, Any]:
-    """What criteria 4–8 and the per-handle exclusions need, small enough to keep for every unbound handle."""
+def summary(handle: Mapping[str, Any], domain: str) -> dict[str, Any]:
+    """What criteria 4–8 and the per-handle exclusions need, small enough to keep for every unbound handle; plus
+    the pool revision it was built from (``v``), so a pool counts and rolls outdated handles from summaries too."""
     spec, status, metadata = handle.get("spec") or {}, handle.get("status") or {}, handle.get("metadata") or {}
     score = spec.get("preferenceScore")
     return {"c": handle_class(handle), "h": status.get("healthy"), "r": status.get("ready"),
             "s": score if isinstance(score, int | float) and not isinstance(score, bool) else 0,
-            "t": metadata.get("creationTimestamp") or "", "e": (spec.get("lifespan") or {}).get("end") or ""}
+            "t": metadata.get("creationTimestamp") or "", "e": (spec.get("lifespan") or {}).get("end") or "",
+            "v": pool_revision.of_handle(handle, domain)}
 
 
 def index_entries(handle: Mapping[str, Any], domain: str) -> list[tuple[str, str]]:
     """``(index, value)`` of an unbound handle in every scope it serves (none when it is not bindable)."""
     if not is_unbound(handle, domain):
         return []
-    value = orjson.dumps(summary(handle)).decode()
+    value = orjson.dumps(summary(handle, domain)).decode()
     return [(f"{UNBOUND}|{scope}", value) for scope in handle_scopes(handle, domain)]
 
 
