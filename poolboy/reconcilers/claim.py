@@ -29,6 +29,7 @@ from poolboy.domain import (
     claim_status,
     claim_validation,
     handle_factory,
+    lifespan_warnings,
     matching,
 )
 from poolboy.domain import candidates as candidate_index
@@ -277,6 +278,7 @@ class _ClaimRun:
         self.first_ready(handle, limits)
         handle = self.propagate(handle, limits)
         self.mirror(handle, limits)
+        self.warn_before_end()
         if self.auto_delete_or_detach(handle):
             return Result(enqueue=(keys.make(keys.CLAIM, self.meta["namespace"], self.meta["name"]),
                                    keys.make(keys.HANDLE, handle["metadata"]["namespace"], handle["metadata"]["name"])))
@@ -762,6 +764,26 @@ class _ClaimRun:
             self.requeue.append(end)
             if end <= self.ctx.now:  # the handle outlived its end (its expiry waited while this claim was ignored)
                 self.enqueue.append(keys.make(keys.HANDLE, handle["metadata"]["namespace"], handle["metadata"]["name"]))
+
+    def warn_before_end(self) -> None:
+        """A Warning Event and ``status.lifespan.warnings`` at the configured lead times before the lifespan end,
+        and the next lead time as a deadline (:mod:`poolboy.domain.lifespan_warnings`)."""
+        status_lifespan = self.status.get("lifespan") or {}
+        end = claim_lifespan.parse_optional(status_lifespan.get("end"))
+        decision = lifespan_warnings.decide(end, self.ctx.now, self.ctx.settings.lifespan_warning_leads,
+                                            status_lifespan.get("warnings"),
+                                            claim_lifespan.parse_optional(status_lifespan.get("firstReady")
+                                                                          or status_lifespan.get("start")))
+        if decision.record:
+            self.status.setdefault("lifespan", {})["warnings"] = decision.record
+        else:
+            status_lifespan.pop("warnings", None)
+        if decision.announce is not None and end is not None:
+            self._event(lifespan_warnings.REASON, lifespan_warnings.message(end, decision.announce), "Warning")
+        if decision.next_at is not None:
+            self.requeue.append(decision.next_at)
+        if decision.ending or cond.get_condition(self.status.get("conditions"), lifespan_warnings.CONDITION):
+            self._condition(lifespan_warnings.CONDITION, *lifespan_warnings.condition(end, decision.ending))
 
     def read_states(self, handle: dict[str, Any]) -> dict[int, dict[str, Any] | None]:
         """The live managed resources, read fresh and pruned (never from an event payload)."""
