@@ -103,6 +103,8 @@ class Settings:
     #: lead times before a claim's lifespan end at which it gets a Warning Event and ``status.lifespan.warnings``
     #: (comma-separated intervals; ``off`` disables them)
     lifespan_warnings: str = "24h,1h,10m"
+    #: a waiting claim's place in its queue (``status.queue``, its Bound message) is rewritten at most this often
+    queue_status_interval: float = 30.0
     #: names of environment variables, kept for documentation and ``poolboy dev``
     env_names: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 

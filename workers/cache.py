@@ -135,14 +135,17 @@ def scope(api_version: str, kind: str, namespace: str | None) -> str:
 
 def read_if_synced(client: redis.Redis, api_version: str, kind: str, namespace: str | None,
                    read: Callable[[Any], Any]) -> Any:
-    """``read(pipe)``'s reply when the cache can answer for that collection (a live watcher, and it has listed the
-    collection since it took over), else None; one round trip either way."""
+    """``read(pipe)``'s reply (a list of replies when it queued several commands) when the cache can answer for that
+    collection (a live watcher, and it has listed the collection since it took over), else None; one round trip
+    either way."""
     pipe = client.pipeline(transaction=False)
     pipe.exists(ALIVE)
     pipe.smismember(SYNCED, [scope(api_version, kind, "*"), scope(api_version, kind, namespace)])
     read(pipe)
-    alive, synced, reply = pipe.execute()
-    return reply if alive and any(synced) else None
+    alive, synced, *replies = pipe.execute()
+    if not (alive and any(synced)):
+        return None
+    return replies[0] if len(replies) == 1 else replies
 
 
 class ObjectCache:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import logging
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from poolboy import keys
@@ -37,7 +37,7 @@ from poolboy.domain import conditions as cond
 from poolboy.domain import lifespan as lifespan_rules
 from poolboy.domain.object_meta import ensure_finalizer, is_ignored, our_finalizers
 from poolboy.domain.provider import Provider, ProviderNotFound
-from poolboy.reconcilers import preamble
+from poolboy.reconcilers import claim_waiting, preamble
 from poolboy.result import PermanentError, Result
 from poolboy.utils import schema, templating, timeutil
 from poolboy.utils.merge import combine_merge_patches, deep_merge, merge_patch
@@ -502,10 +502,10 @@ class _ClaimRun:
             return handle
         if self.spec.get("disableCreation") or any(p.disable_creation for p in self._all_providers()):
             self.set_waiting(True)
-            self._condition("Bound", False, "NoMatchingHandle", "No matching unbound ResourceHandle; handle creation"
-                                                                " is disabled.")
+            message, again = claim_waiting.update(self.ctx, self.claim, self.status, self._binding_scope()[1])
+            self._condition("Bound", False, "NoMatchingHandle", message)
             self._condition("Synced", True, "Synced", "")
-            self.requeue.append(self.ctx.now + timedelta(seconds=self.ctx.settings.manage_claims_interval))
+            self.requeue.append(again)
             return None
         return self._create(claim_resources)
 
@@ -535,8 +535,7 @@ class _ClaimRun:
         if index is None:
             return _UNINDEXED
         provider_names = [p.name for p in self._all_providers()]
-        pool = (self.meta.get("annotations") or {}).get(self.ctx.label("resource-pool-name"))
-        scope = candidate_index.claim_scope(pool, provider_names[0] if provider_names else "")
+        pool, scope = self._binding_scope()
         summaries = index.summaries(scope)
         if summaries is None:
             return _UNINDEXED
@@ -560,6 +559,12 @@ class _ClaimRun:
                 return handle
             index.release(reservation.name, self.claim)
         return None
+
+    def _binding_scope(self) -> tuple[str | None, str]:
+        """The claim's pool (``D/resource-pool-name`` annotation) and the binding scope it draws from."""
+        provider_names = [p.name for p in self._all_providers()]
+        pool = (self.meta.get("annotations") or {}).get(self.ctx.label("resource-pool-name"))
+        return pool, candidate_index.claim_scope(pool, provider_names[0] if provider_names else "")
 
     def _read_handle(self, name: str) -> dict[str, Any] | None:
         return self.ctx.kube.get_or_none(self.ctx.settings.api_version, HANDLE_KIND, name,
@@ -629,6 +634,7 @@ class _ClaimRun:
                                          "namespace": handle["metadata"]["namespace"]}
         limits = claim_lifespan.handle_limits(handle, self.claim, self._template_vars(handle))
         self.status["lifespan"] = claim_lifespan.status_lifespan({}, handle, limits, start=self.ctx.now)
+        self.status.pop("queue", None)
         self.enqueue.append(keys.make(keys.HANDLE, handle["metadata"]["namespace"], handle["metadata"]["name"]))
         self._event(reason, message)
         self.handle_events.append((handle, "Bound", f"Bound to ResourceClaim {self.meta['namespace']}/"

@@ -121,6 +121,9 @@ def _status(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]]) -
     status["resourceHandleCount"] = {"available": len(entries), "ready": ready}
     status["replicas"] = len(entries)  # the scale subresource's view: kubectl scale, autoscalers
     status["selector"] = pool_members.unbound_selector(ctx, pool["metadata"]["name"])
+    measured = pool_members.measured_time_to_ready(handles, status.get("timeToReadySeconds"))
+    if measured is not None:
+        status["timeToReadySeconds"] = measured
     min_available = int((pool.get("spec") or {}).get("minAvailable") or 0)
     met = len(entries) >= min_available
     status["conditions"] = conditions.set_condition(

@@ -20,6 +20,9 @@ from poolboy.domain.object_meta import is_ignored
 
 log = logging.getLogger(__name__)
 
+#: the key of a summary entry's time to ready (not a field of a handle)
+TIME_TO_READY = "_timeToReady"
+
 
 def unbound_selector(ctx: Context, pool_name: str) -> str:
     """The label selector of the pool's unbound handles; also the pool's scale ``status.selector``."""
@@ -56,8 +59,23 @@ def available_handles(ctx: Context, pool_name: str) -> list[dict[str, Any]]:
     return [{"metadata": {"name": name, "creationTimestamp": entry.get("t") or "",
                           "annotations": {revision_key: entry["v"]} if entry.get("v") else {}},
              "status": {key: value for key, value in (("healthy", entry.get("h")), ("ready", entry.get("r")))
-                        if value is not None}}
+                        if value is not None},
+             TIME_TO_READY: entry.get("rt")}
             for name, entry in sorted(summaries.items())]
+
+
+def time_to_ready(handle: dict[str, Any]) -> float | None:
+    """Seconds from the handle's creation to ready, from a summary entry or the handle itself."""
+    return handle[TIME_TO_READY] if TIME_TO_READY in handle else candidates.time_to_ready(handle)
+
+
+def measured_time_to_ready(handles: list[dict[str, Any]], previous: Any) -> int | None:
+    """The pool's ``status.timeToReadySeconds``: the median time to ready of its ready unbound handles, or the last
+    measurement while none is ready (in a queue every handle is bound as soon as it is ready)."""
+    values = sorted(v for v in (time_to_ready(h) for h in handles) if v is not None and v >= 0)
+    if values:
+        return round(values[len(values) // 2])
+    return previous if isinstance(previous, int) and not isinstance(previous, bool) else None
 
 
 def delete_unbound(ctx: Context, pool: dict[str, Any], choose: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
