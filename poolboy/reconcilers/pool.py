@@ -5,8 +5,9 @@ repeated reconcile never over-provisions (the gate runs one reconcile per pool a
 scaling's status: it enqueues the scaling, whose own reconciler counts the handles labelled with its name.
 
 Steps of a run: delete unhealthy handles (``deleteUnhealthyResourceHandles``), take the next step of a rollout of
-outdated handles (``updateStrategy: Replace``, :mod:`poolboy.reconcilers.pool_rollout`), create the deficit, write
-the status. Reading and deleting unbound handles is :mod:`poolboy.reconcilers.pool_members`.
+outdated handles (``updateStrategy: Replace``, :mod:`poolboy.reconcilers.pool_rollout`), size the pool to demand
+(``autoscaling``, :mod:`poolboy.reconcilers.pool_autoscaling`), create the deficit, write the status. Reading and
+deleting unbound handles is :mod:`poolboy.reconcilers.pool_members`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from poolboy.context import Context
 from poolboy.domain import conditions, pool_handles
 from poolboy.domain.object_meta import our_finalizers, remove_finalizers
 from poolboy.domain.provider import Provider
-from poolboy.reconcilers import pool_members, pool_rollout, preamble
+from poolboy.reconcilers import pool_autoscaling, pool_members, pool_rollout, preamble
 from poolboy.result import PermanentError, Result
 from poolboy.utils import timeutil
 
@@ -173,7 +174,12 @@ def _live(ctx: Context, pool: dict[str, Any]) -> Result:
         revision = pool_handles.revision(pool, providers)
         pool, handles, replaced_keys, surge = pool_rollout.replace_outdated(ctx, pool, handles, revision, chosen)
         enqueue += replaced_keys
-        created = _create_handles(ctx, pool, providers, handles, scaling, remaining, surge)
+        sized = pool_autoscaling.plan(ctx, pool, handles)
+        if not surge:  # never shrink during a rollout: its surge handles are not surplus
+            pool, handles, surplus_keys = pool_autoscaling.scale_down(ctx, pool, handles, sized)
+            enqueue += surplus_keys
+        created = _create_handles(ctx, pool, providers, handles, scaling, remaining,
+                                  surge + pool_autoscaling.extra(sized, pool))
     except PermanentError as error:
         _fail(ctx, pool, error)
         raise
@@ -181,6 +187,7 @@ def _live(ctx: Context, pool: dict[str, Any]) -> Result:
         ctx.kube.emit_event(pool, "HandlesCreated", f"Created {len(created)} ResourceHandle(s).")
     status = _status(ctx, pool, handles + created)
     pool_rollout.report(ctx, pool, status, handles + created, revision, chosen)
+    scale_down_at = pool_autoscaling.report(ctx, pool, status, sized)
     if conditions.get_condition(status.get("conditions"), "Synced"):
         status["conditions"] = conditions.set_condition(status["conditions"], "Synced", True, "Synced",
                                                         "Pool is in sync.", ctx.now,
@@ -188,4 +195,5 @@ def _live(ctx: Context, pool: dict[str, Any]) -> Result:
     pool_members.write_status(ctx, pool, status)
     enqueue += [keys.make(keys.HANDLE, h["metadata"]["namespace"], h["metadata"]["name"]) for h in created]
     enqueue += [keys.make(keys.SCALING, s["metadata"]["namespace"], s["metadata"]["name"]) for s in scalings]
-    return Result(requeue_at=next_at, enqueue=tuple(dict.fromkeys(enqueue)))
+    deadlines = [t for t in (next_at, scale_down_at) if t is not None]
+    return Result(requeue_at=min(deadlines) if deadlines else None, enqueue=tuple(dict.fromkeys(enqueue)))
