@@ -28,7 +28,7 @@ DEFAULT_WINDOW = "30m"
 DEFAULT_SCALE_DOWN_DELAY = "10m"
 DEFAULT_WARM_HIT_RATIO = 0.95
 MAX_BUCKETS = 30
-MIN_BUCKET = timedelta(minutes=1)
+MIN_BUCKET = timedelta(seconds=5)
 
 
 @dataclass(frozen=True)
