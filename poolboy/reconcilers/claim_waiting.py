@@ -34,7 +34,7 @@ def _first_provider(pool: Mapping[str, Any]) -> str | None:
     return ((resources[0] or {}).get("provider") or {}).get("name") if resources else None
 
 
-def update(ctx: Context, claim: dict[str, Any], status: dict[str, Any], scope: str) -> tuple[str, datetime | None]:
+def update(ctx: Context, claim: dict[str, Any], status: dict[str, Any], scope: str) -> tuple[str, datetime]:
     """Refresh ``status["queue"]`` within the write bounds; the ``Bound`` message and when to look again."""
     found = ctx.index.queue_position(scope, claim) if ctx.index is not None else None
     if found is not None:
@@ -47,5 +47,5 @@ def update(ctx: Context, claim: dict[str, Any], status: dict[str, Any], scope: s
         again = None  # no index (or it cannot answer): keep what was last known
     look_again = ctx.now + timedelta(seconds=min(ctx.settings.queue_status_interval,
                                                  ctx.settings.manage_claims_interval))
-    return (claim_queue.message(status["queue"]) if status.get("queue") else NO_QUEUE), min(
-        t for t in (again, look_again) if t is not None)
+    message = claim_queue.message(status["queue"]) if status.get("queue") else NO_QUEUE
+    return message, look_again if again is None else min(again, look_again)
