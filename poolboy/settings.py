@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from datetime import timedelta
 from typing import Any
 
 from poolboy import DEFAULT_DOMAIN
@@ -107,6 +108,11 @@ class Settings:
     health_address: str = "127.0.0.1"
     #: how long a loop may make no progress (or a worker have no broker connection) before /healthz fails
     health_stall_seconds: float = 60.0
+    #: lead times before a claim's lifespan end at which it gets a Warning Event and ``status.lifespan.warnings``
+    #: (comma-separated intervals; ``off`` disables them)
+    lifespan_warnings: str = "24h,1h,10m"
+    #: a waiting claim's place in its queue (``status.queue``, its Bound message) is rewritten at most this often
+    queue_status_interval: float = 30.0
     #: names of environment variables, kept for documentation and ``poolboy dev``
     env_names: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
@@ -132,6 +138,19 @@ class Settings:
             values["redis_url"] = environ["REDIS_URL"]
         values.update(overrides)
         return cls(**values, env_names=names)
+
+    def __post_init__(self) -> None:
+        self.lifespan_warning_leads  # noqa: B018 - a bad POOLBOY_LIFESPAN_WARNINGS stops the process at start
+
+    @property
+    def lifespan_warning_leads(self) -> tuple[timedelta, ...]:
+        """:attr:`lifespan_warnings` parsed, longest first."""
+        from poolboy.domain.lifespan_warnings import parse_leads
+
+        try:
+            return parse_leads(self.lifespan_warnings)
+        except ValueError as error:
+            raise ValueError(f"POOLBOY_LIFESPAN_WARNINGS: {error}") from None
 
     # --- names derived from the domain -----------------------------------------------------------------------
 

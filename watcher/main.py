@@ -21,6 +21,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
 from poolboy import keys
+from poolboy.domain import pool_revision
 from poolboy.domain.binding import WAITING_LABEL
 from poolboy.kube import KubeClient
 from poolboy.settings import Settings
@@ -30,6 +31,7 @@ from watcher.informer import Informer
 from watcher.leader import LeaderElector
 from watcher.managed import ManagedResources
 from watcher.observed import ClaimTimings, PoolStats
+from watcher.pool_flow import PoolFlow
 
 if TYPE_CHECKING:
     from watcher.cache_writer import CacheWriter
@@ -83,7 +85,8 @@ class Watcher:
         self._elector: LeaderElector | None = None
         #: metrics derived from the objects seen (``poolboy watcher`` registers ``pool_stats`` as a collector)
         self.claim_timings = ClaimTimings()
-        self.pool_stats = PoolStats(settings.label(WAITING_LABEL))
+        self.pool_stats = PoolStats(settings.label(WAITING_LABEL), settings.label(pool_revision.ANNOTATION))
+        self.pool_flow = PoolFlow()
 
     # --- lifecycle -------------------------------------------------------------------------------------------
 
@@ -159,6 +162,7 @@ class Watcher:
             metrics.LEADER.set(0)
             self.claim_timings.clear()  # a standby exports no pool gauges; the next leader re-lists everything
             self.pool_stats.clear()
+            self.pool_flow.clear()
         for informer in informers:
             informer.stop()
         if managed is not None:
@@ -188,6 +192,7 @@ class Watcher:
         if obj.get("kind") == keys.KINDS[keys.CLAIM]:
             self.claim_timings.on_event(event_type, obj)
         if obj.get("kind") == keys.KINDS[keys.HANDLE]:
+            self.pool_flow.on_event(event_type, obj)
             managed = self._managed
             if managed is not None:
                 managed.on_handle_event(event_type, obj)

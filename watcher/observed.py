@@ -8,7 +8,8 @@ watcher sees every change of every claim and handle exactly once (the standby se
   Claims the watcher did not see created (a re-list after a restart or a fail-over) are not measured, rather than
   measured from a guess.
 * :class:`PoolStats` — gauges per pool computed at scrape time from the last version of every handle seen
-  (available = unbound and not deleting, of which ready / unready; bound), and claims waiting for a handle per
+  (available = unbound and not deleting, of which ready / unready / outdated — built from another revision than
+  the one the pool's ``status.revision`` names; bound), and claims waiting for a handle per
   provider (label ``D/resource-claim-waiting``: claims do not name a pool, so they are counted by provider).
 """
 
@@ -85,14 +86,17 @@ class HandleState:
     bound: bool
     ready: bool
     deleting: bool
+    revision: str | None = None
 
 
 class PoolStats(Collector):
     """The last state of every pool handle and of every waiting claim, exported as gauges on scrape."""
 
-    def __init__(self, waiting_label: str) -> None:
+    def __init__(self, waiting_label: str, revision_annotation: str = "") -> None:
         self.waiting_label = waiting_label
+        self.revision_annotation = revision_annotation
         self._handles: dict[tuple[str, str], HandleState] = {}
+        self._revisions: dict[tuple[str, str], str] = {}  # pool -> the revision its status names
         self._waiting: dict[tuple[str, str], str] = {}  # claim (namespace, name) -> provider
         self._lock = threading.Lock()
 
@@ -102,8 +106,11 @@ class PoolStats(Collector):
         kind = keys.TOKENS.get(obj.get("kind", ""))
         with self._lock:
             if kind == keys.HANDLE:
-                state = None if event_type == "DELETED" else _handle_state(obj)
+                state = None if event_type == "DELETED" else _handle_state(obj, self.revision_annotation)
                 _put(self._handles, ident, state)
+            elif kind == keys.POOL:
+                revision = (obj.get("status") or {}).get("revision")
+                _put(self._revisions, ident, None if event_type == "DELETED" else revision)
             elif kind == keys.CLAIM:
                 waiting = event_type != "DELETED" and self.waiting_label in (metadata.get("labels") or {})
                 provider = ((obj.get("spec") or {}).get("provider") or {}).get("name") or ""
@@ -113,17 +120,20 @@ class PoolStats(Collector):
         with self._lock:
             self._handles.clear()
             self._waiting.clear()
+            self._revisions.clear()
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         with self._lock:
             handles = list(self._handles.values())
             waiting = Counter(self._waiting.values())
+            revisions = {name: revision for (_, name), revision in self._revisions.items()}
         families = {
             name: GaugeMetricFamily(f"poolboy_pool_handles_{name}", text, labels=["pool"])
             for name, text in (("available", "Unbound handles of the pool (not being deleted)"),
                                ("ready", "Available handles that are ready"),
                                ("unready", "Available handles that are not ready yet"),
-                               ("bound", "Handles of the pool bound to a claim"))
+                               ("bound", "Handles of the pool bound to a claim"),
+                               ("outdated", "Available handles built from an older pool or provider spec"))
         }
         counts: Counter[tuple[str, str]] = Counter()
         pools = set()
@@ -134,6 +144,8 @@ class PoolStats(Collector):
             elif not handle.deleting:
                 counts[(handle.pool, "available")] += 1
                 counts[(handle.pool, "ready" if handle.ready else "unready")] += 1
+                if handle.pool in revisions and handle.revision != revisions[handle.pool]:
+                    counts[(handle.pool, "outdated")] += 1
         for pool in sorted(pools):
             for name, family in families.items():
                 family.add_metric([pool], counts[(pool, name)])
@@ -145,14 +157,15 @@ class PoolStats(Collector):
         yield claims
 
 
-def _handle_state(handle: dict) -> HandleState | None:
-    spec = handle.get("spec") or {}
+def _handle_state(handle: dict, revision_annotation: str) -> HandleState | None:
+    spec, metadata = handle.get("spec") or {}, handle.get("metadata") or {}
     pool = (spec.get("resourcePool") or {}).get("name")
     if not pool:
         return None
     return HandleState(pool=pool, bound=bool(spec.get("resourceClaim")),
                        ready=(handle.get("status") or {}).get("ready") is True,
-                       deleting=bool((handle.get("metadata") or {}).get("deletionTimestamp")))
+                       deleting=bool(metadata.get("deletionTimestamp")),
+                       revision=(metadata.get("annotations") or {}).get(revision_annotation))
 
 
 def _put(table: dict, ident: tuple[str, str], value: object) -> None:

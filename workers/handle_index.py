@@ -91,5 +91,21 @@ class RedisHandleIndex:
             return Reservation(name=outcome[1].decode().rsplit("|", 1)[1])
         return Reservation(wait=verdict == "wait")
 
+    def queue_position(self, binding_scope: str, claim: dict) -> tuple[int, int] | None:
+        """One round trip: the claim's rank in ``waiting|<scope>``, else how many older claims wait (a claim
+        labelled waiting a moment ago is not in the queue until the watcher sees the label), and its length."""
+        queue = index_key(f"{candidates.WAITING}|{binding_scope}")
+        member = cache_model.identity(claim)
+        score = candidates.queue_score(claim)
+        reply = read_if_synced(self.redis, self.api_version, "ResourceClaim", None,
+                               lambda pipe: (pipe.zrank(queue, member), pipe.zcount(queue, "-inf", f"({score!r}"),
+                                             pipe.zcard(queue)))
+        if reply is None:
+            return None
+        rank, older, waiting = reply
+        if rank is not None:
+            return rank + 1, waiting
+        return older + 1, waiting + 1
+
     def release(self, name: str, claim: dict) -> None:
         self._release(keys=[RESERVATION_PREFIX + self._handle_id(name)], args=[cache_model.identity(claim)])

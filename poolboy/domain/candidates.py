@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from poolboy.domain import matching
+from poolboy.domain import matching, pool_revision
 from poolboy.utils import timeutil
 
 UNBOUND = "unbound"
@@ -50,6 +50,11 @@ class HandleIndex(Protocol):
         ...
 
     def release(self, name: str, claim: dict) -> None:
+        ...
+
+    def queue_position(self, scope: str, claim: dict) -> tuple[int, int] | None:
+        """``(position, waiting)``: the claim's place (1 = next) among the claims waiting in ``scope`` and how many
+        wait, or None when the index cannot answer. A claim not yet in the queue counts after every older one."""
         ...
 
 
@@ -94,20 +99,36 @@ def handle_class(handle: Mapping[str, Any]) -> str:
     return hashlib.blake2b(key, digest_size=8).hexdigest()
 
 
-def summary(handle: Mapping[str, Any]) -> dict[str, Any]:
-    """What criteria 4–8 and the per-handle exclusions need, small enough to keep for every unbound handle."""
+def summary(handle: Mapping[str, Any], domain: str) -> dict[str, Any]:
+    """What criteria 4–8 and the per-handle exclusions need, small enough to keep for every unbound handle; plus
+    the pool revision it was built from (``v``) and its time to ready (``rt``), so a pool counts and rolls
+    outdated handles and measures how long its handles take from summaries too."""
     spec, status, metadata = handle.get("spec") or {}, handle.get("status") or {}, handle.get("metadata") or {}
     score = spec.get("preferenceScore")
     return {"c": handle_class(handle), "h": status.get("healthy"), "r": status.get("ready"),
             "s": score if isinstance(score, int | float) and not isinstance(score, bool) else 0,
-            "t": metadata.get("creationTimestamp") or "", "e": (spec.get("lifespan") or {}).get("end") or ""}
+            "t": metadata.get("creationTimestamp") or "", "e": (spec.get("lifespan") or {}).get("end") or "",
+            "v": pool_revision.of_handle(handle, domain), "rt": time_to_ready(handle)}
+
+
+def time_to_ready(handle: Mapping[str, Any]) -> float | None:
+    """Seconds from a handle's creation to its ``Ready`` condition turning True, None while it is not ready."""
+    metadata, status = handle.get("metadata") or {}, handle.get("status") or {}
+    ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
+    if not ready or ready.get("status") != "True" or status.get("ready") is not True:
+        return None
+    try:
+        return (timeutil.parse_timestamp(ready.get("lastTransitionTime") or "")
+                - timeutil.parse_timestamp(metadata.get("creationTimestamp") or "")).total_seconds()
+    except ValueError:
+        return None
 
 
 def index_entries(handle: Mapping[str, Any], domain: str) -> list[tuple[str, str]]:
     """``(index, value)`` of an unbound handle in every scope it serves (none when it is not bindable)."""
     if not is_unbound(handle, domain):
         return []
-    value = orjson.dumps(summary(handle)).decode()
+    value = orjson.dumps(summary(handle, domain)).decode()
     return [(f"{UNBOUND}|{scope}", value) for scope in handle_scopes(handle, domain)]
 
 
@@ -117,12 +138,15 @@ def waiting_entry(claim: Mapping[str, Any], domain: str) -> tuple[str, float] | 
         return None
     metadata = claim.get("metadata") or {}
     pool = (metadata.get("annotations") or {}).get(f"{domain}/resource-pool-name")
-    first = _claim_first_provider(claim)
+    return f"{WAITING}|{claim_scope(pool, _claim_first_provider(claim))}", queue_score(claim)
+
+
+def queue_score(claim: Mapping[str, Any]) -> float:
+    """A waiting claim's order in its queue: its creation time (oldest first)."""
     try:
-        created = timeutil.parse_timestamp(metadata.get("creationTimestamp") or "").timestamp()
+        return timeutil.parse_timestamp((claim.get("metadata") or {}).get("creationTimestamp") or "").timestamp()
     except ValueError:
-        created = 0.0
-    return f"{WAITING}|{claim_scope(pool, first)}", created
+        return 0.0
 
 
 def cache_entries(obj: Mapping[str, Any], domain: str) -> list[str]:

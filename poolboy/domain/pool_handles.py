@@ -14,7 +14,7 @@ import string
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from poolboy.domain import claim_parameters
+from poolboy.domain import claim_parameters, pool_revision
 from poolboy.domain.provider import Provider
 from poolboy.result import PermanentError
 from poolboy.utils import templating, timeutil
@@ -54,9 +54,14 @@ def _lifespan(ctx: Context, pool: Mapping[str, Any], providers: list[Provider]) 
     return result
 
 
+def revision(pool: Mapping[str, Any], providers: list[Provider]) -> str:
+    """The revision of the handles the pool builds now (see :mod:`poolboy.domain.pool_revision`)."""
+    return pool_revision.revision(pool, [(provider.name, provider.spec) for provider in providers])
+
+
 def build_pool_handle(ctx: Context, pool: Mapping[str, Any], providers: list[Provider], *,
                       scaling_name: str | None = None, name: str | None = None) -> dict[str, Any]:
-    """The ResourceHandle body a pool creates (spec §3.18)."""
+    """The ResourceHandle body a pool creates (spec §3.18), annotated with the revision it is built from."""
     metadata = pool["metadata"]
     spec = pool.get("spec") or {}
     labels = {ctx.label("resource-pool-name"): metadata["name"],
@@ -83,7 +88,8 @@ def build_pool_handle(ctx: Context, pool: Mapping[str, Any], providers: list[Pro
         "apiVersion": ctx.settings.api_version,
         "kind": "ResourceHandle",
         "metadata": {"name": name or random_handle_name(), "namespace": ctx.settings.operator_namespace,
-                     "labels": labels, "finalizers": [ctx.settings.finalizer]},
+                     "labels": labels, "finalizers": [ctx.settings.finalizer],
+                     "annotations": {ctx.label(pool_revision.ANNOTATION): revision(pool, providers)}},
         "spec": handle_spec,
     }
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import logging
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from poolboy import keys
@@ -29,6 +29,7 @@ from poolboy.domain import (
     claim_status,
     claim_validation,
     handle_factory,
+    lifespan_warnings,
     matching,
 )
 from poolboy.domain import candidates as candidate_index
@@ -36,7 +37,7 @@ from poolboy.domain import conditions as cond
 from poolboy.domain import lifespan as lifespan_rules
 from poolboy.domain.object_meta import ensure_finalizer, is_ignored, our_finalizers
 from poolboy.domain.provider import Provider, ProviderNotFound, clock_rerun
-from poolboy.reconcilers import preamble
+from poolboy.reconcilers import claim_waiting, preamble
 from poolboy.result import PermanentError, Result
 from poolboy.utils import schema, templating, timeutil
 from poolboy.utils.merge import combine_merge_patches, deep_merge, merge_patch
@@ -278,6 +279,7 @@ class _ClaimRun:
         self.first_ready(handle, limits)
         handle = self.propagate(handle, limits)
         self.mirror(handle, limits)
+        self.warn_before_end()
         if self.auto_delete_or_detach(handle):
             return Result(enqueue=(keys.make(keys.CLAIM, self.meta["namespace"], self.meta["name"]),
                                    keys.make(keys.HANDLE, handle["metadata"]["namespace"], handle["metadata"]["name"])))
@@ -501,10 +503,10 @@ class _ClaimRun:
             return handle
         if self.spec.get("disableCreation") or any(p.disable_creation for p in self._all_providers()):
             self.set_waiting(True)
-            self._condition("Bound", False, "NoMatchingHandle", "No matching unbound ResourceHandle; handle creation"
-                                                                " is disabled.")
+            message, again = claim_waiting.update(self.ctx, self.claim, self.status, self._binding_scope()[1])
+            self._condition("Bound", False, "NoMatchingHandle", message)
             self._condition("Synced", True, "Synced", "")
-            self.requeue.append(self.ctx.now + timedelta(seconds=self.ctx.settings.manage_claims_interval))
+            self.requeue.append(again)
             return None
         return self._create(claim_resources)
 
@@ -534,8 +536,7 @@ class _ClaimRun:
         if index is None:
             return _UNINDEXED
         provider_names = [p.name for p in self._all_providers()]
-        pool = (self.meta.get("annotations") or {}).get(self.ctx.label("resource-pool-name"))
-        scope = candidate_index.claim_scope(pool, provider_names[0] if provider_names else "")
+        pool, scope = self._binding_scope()
         # a handle without resources or provider serves any claim: outside a pool, its scope is read alongside
         anywhere = () if pool else (candidate_index.claim_scope(None, ""),)
         summaries = index.summaries(scope, *anywhere)
@@ -567,6 +568,12 @@ class _ClaimRun:
                 return handle
             index.release(reservation.name, self.claim)
         return None
+
+    def _binding_scope(self) -> tuple[str | None, str]:
+        """The claim's pool (``D/resource-pool-name`` annotation) and the binding scope it draws from."""
+        provider_names = [p.name for p in self._all_providers()]
+        pool = (self.meta.get("annotations") or {}).get(self.ctx.label("resource-pool-name"))
+        return pool, candidate_index.claim_scope(pool, provider_names[0] if provider_names else "")
 
     def _read_handle(self, name: str) -> dict[str, Any] | None:
         return self.ctx.kube.get_or_none(self.ctx.settings.api_version, HANDLE_KIND, name,
@@ -636,6 +643,7 @@ class _ClaimRun:
                                          "namespace": handle["metadata"]["namespace"]}
         limits = claim_lifespan.handle_limits(handle, self.claim, self._template_vars(handle))
         self.status["lifespan"] = claim_lifespan.status_lifespan({}, handle, limits, start=self.ctx.now)
+        self.status.pop("queue", None)
         self.enqueue.append(keys.make(keys.HANDLE, handle["metadata"]["namespace"], handle["metadata"]["name"]))
         self._event(reason, message)
         self.handle_events.append((handle, "Bound", f"Bound to ResourceClaim {self.meta['namespace']}/"
@@ -771,6 +779,26 @@ class _ClaimRun:
             self.requeue.append(end)
             if end <= self.ctx.now:  # the handle outlived its end (its expiry waited while this claim was ignored)
                 self.enqueue.append(keys.make(keys.HANDLE, handle["metadata"]["namespace"], handle["metadata"]["name"]))
+
+    def warn_before_end(self) -> None:
+        """A Warning Event and ``status.lifespan.warnings`` at the configured lead times before the lifespan end,
+        and the next lead time as a deadline (:mod:`poolboy.domain.lifespan_warnings`)."""
+        status_lifespan = self.status.get("lifespan") or {}
+        end = claim_lifespan.parse_optional(status_lifespan.get("end"))
+        decision = lifespan_warnings.decide(end, self.ctx.now, self.ctx.settings.lifespan_warning_leads,
+                                            status_lifespan.get("warnings"),
+                                            claim_lifespan.parse_optional(status_lifespan.get("firstReady")
+                                                                          or status_lifespan.get("start")))
+        if decision.record:
+            self.status.setdefault("lifespan", {})["warnings"] = decision.record
+        else:
+            status_lifespan.pop("warnings", None)
+        if decision.announce is not None and end is not None:
+            self._event(lifespan_warnings.REASON, lifespan_warnings.message(end, decision.announce), "Warning")
+        if decision.next_at is not None:
+            self.requeue.append(decision.next_at)
+        if decision.ending or cond.get_condition(self.status.get("conditions"), lifespan_warnings.CONDITION):
+            self._condition(lifespan_warnings.CONDITION, *lifespan_warnings.condition(end, decision.ending))
 
     def read_states(self, handle: dict[str, Any]) -> dict[int, dict[str, Any] | None]:
         """The live managed resources, read fresh and pruned (never from an event payload)."""

@@ -3,6 +3,11 @@
 Every decision is made from a fresh list of the pool's unbound handles, and exactly the deficit is created, so a
 repeated reconcile never over-provisions (the gate runs one reconcile per pool at a time). The pool never writes a
 scaling's status: it enqueues the scaling, whose own reconciler counts the handles labelled with its name.
+
+Steps of a run: delete unhealthy handles (``deleteUnhealthyResourceHandles``), take the next step of a rollout of
+outdated handles (``updateStrategy: Replace``, :mod:`poolboy.reconcilers.pool_rollout`), size the pool to demand
+(``autoscaling``, :mod:`poolboy.reconcilers.pool_autoscaling`), create the deficit, write the status. Reading and
+deleting unbound handles is :mod:`poolboy.reconcilers.pool_members`.
 """
 
 from __future__ import annotations
@@ -13,9 +18,10 @@ from typing import Any
 
 from poolboy import keys, kube
 from poolboy.context import Context
-from poolboy.domain import candidates, conditions, pool_handles
-from poolboy.domain.object_meta import is_ignored, our_finalizers, remove_finalizers
-from poolboy.reconcilers import preamble
+from poolboy.domain import conditions, pool_handles
+from poolboy.domain.object_meta import our_finalizers, remove_finalizers
+from poolboy.domain.provider import Provider
+from poolboy.reconcilers import pool_autoscaling, pool_members, pool_rollout, preamble
 from poolboy.result import PermanentError, Result
 from poolboy.utils import timeutil
 
@@ -26,41 +32,6 @@ KIND = "ResourcePool"
 
 def reconcile(ctx: Context, namespace: str, name: str) -> Result:
     return preamble.reconcile_object(ctx, KIND, namespace, name, live=_live, deleting=_cleanup)
-
-
-def unbound_selector(ctx: Context, pool_name: str) -> str:
-    """The label selector of the pool's unbound handles; also the pool's scale ``status.selector``."""
-    return f"{ctx.label('resource-pool-name')}={pool_name},!{ctx.label('resource-claim-name')}"
-
-
-def unbound_handles(ctx: Context, pool_name: str) -> list[dict[str, Any]]:
-    """Handles labelled with the pool, not labelled with a claim, without ``spec.resourceClaim``, not deleting.
-
-    Ignored handles (``D/ignore``) are left out: no claim can bind them, so they are not available and the pool
-    replaces them; and the pool neither lists, deletes (unhealthy, pool deleted) nor otherwise touches them (§3.1).
-    """
-    handles = ctx.kube.list(ctx.settings.api_version, "ResourceHandle", ctx.settings.operator_namespace,
-                            label_selector=unbound_selector(ctx, pool_name))
-    return sorted((h for h in handles if not (h.get("spec") or {}).get("resourceClaim")
-                   and not h["metadata"].get("deletionTimestamp") and not is_ignored(ctx, h)),
-                  key=lambda h: h["metadata"]["name"])
-
-
-def available_handles(ctx: Context, pool_name: str) -> list[dict[str, Any]]:
-    """The pool's unbound handles as far as counting and status need them (name, ``status.healthy``/``ready``).
-
-    From the engine's index of unbound handles when it can answer: one read of small summaries instead of every
-    handle's document, so a pool run costs the same whatever the pool's size. Otherwise :func:`unbound_handles`.
-    The index applies the same rule (:func:`poolboy.domain.candidates.is_unbound`: no claim, not deleting, not
-    ignored); an entry is ``{"metadata": {"name"}, "status": {"healthy", "ready"}}``.
-    """
-    summaries = ctx.index.summaries(candidates.claim_scope(pool_name, "")) if ctx.index is not None else None
-    if summaries is None:
-        return unbound_handles(ctx, pool_name)
-    return [{"metadata": {"name": name},
-             "status": {key: value for key, value in (("healthy", entry.get("h")), ("ready", entry.get("r")))
-                        if value is not None}}
-            for name, entry in sorted(summaries.items())]
 
 
 def pool_scalings(ctx: Context, pool_name: str) -> list[dict[str, Any]]:
@@ -82,43 +53,14 @@ def scaling_handle_names(ctx: Context, scaling_name: str) -> list[str]:
     return [h["metadata"]["name"] for h in handles]
 
 
-def _write_status(ctx: Context, pool: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
-    if status == (pool.get("status") or {}):
-        return pool
-    body = {**pool, "status": status}
-    return ctx.kube.replace_status(body)
-
-
 def _delete_unhealthy(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]]) -> tuple[
         dict[str, Any], list[dict[str, Any]], list[str]]:
-    """Delete unbound ``healthy == false`` handles; record scaling ones in pool status first (decrement)."""
-    unhealthy_names = {h["metadata"]["name"] for h in handles if (h.get("status") or {}).get("healthy") is False}
-    if not unhealthy_names:
+    """Delete unbound ``healthy == false`` handles (scaling ones recorded first, so their scaling replaces them)."""
+    if not any((h.get("status") or {}).get("healthy") is False for h in handles):
         return pool, handles, []
-    # the members may be summaries: read the unhealthy ones whole (uid, labels), as they are now
-    unhealthy = [h for h in unbound_handles(ctx, pool["metadata"]["name"])
-                 if h["metadata"]["name"] in unhealthy_names and (h.get("status") or {}).get("healthy") is False]
-    status = dict(pool.get("status") or {})
-    record = {k: list(v) for k, v in (status.get(pool_handles.UNHEALTHY_DELETED_KEY) or {}).items()}
-    scaling_label = ctx.label("resource-pool-scaling-name")
-    touched: list[str] = []
-    for handle in unhealthy:
-        scaling = (handle["metadata"].get("labels") or {}).get(scaling_label)
-        if scaling and handle["metadata"]["name"] not in record.get(scaling, []):
-            record.setdefault(scaling, []).append(handle["metadata"]["name"])
-            touched.append(scaling)
-    if touched:
-        status[pool_handles.UNHEALTHY_DELETED_KEY] = record
-        pool = _write_status(ctx, pool, status)
-    for handle in unhealthy:
-        metadata = handle["metadata"]
-        log.info("pool %s: deleting unhealthy handle %s", pool["metadata"]["name"], metadata["name"])
-        ctx.kube.delete_if_exists(handle["apiVersion"], "ResourceHandle", metadata["name"], metadata["namespace"],
-                                  uid=metadata.get("uid"))
-    deleted = {h["metadata"]["name"] for h in unhealthy}
-    return pool, [h for h in handles if h["metadata"]["name"] not in deleted], [
-        keys.make(keys.HANDLE, h["metadata"]["namespace"], h["metadata"]["name"]) for h in unhealthy] + [
-        keys.make(keys.SCALING, ctx.settings.operator_namespace, s) for s in touched]
+    pool, deleted, enqueue = pool_members.delete_unbound(
+        ctx, pool, lambda found: [h for h in found if (h.get("status") or {}).get("healthy") is False], "unhealthy")
+    return pool, [h for h in handles if h["metadata"]["name"] not in deleted], enqueue
 
 
 def _active_scaling(ctx: Context, pool: dict[str, Any], scalings: list[dict[str, Any]]) -> tuple[
@@ -140,15 +82,15 @@ def _active_scaling(ctx: Context, pool: dict[str, Any], scalings: list[dict[str,
     return None, 0, next_at
 
 
-def _create_handles(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]],
-                    scaling: dict[str, Any] | None, scaling_remaining: int) -> list[dict[str, Any]]:
+def _create_handles(ctx: Context, pool: dict[str, Any], providers: list[Provider], handles: list[dict[str, Any]],
+                    scaling: dict[str, Any] | None, scaling_remaining: int, surge: int) -> list[dict[str, Any]]:
+    """Create up to ``minAvailable`` (plus a rollout's ``surge``), then what the active scaling still needs."""
     spec = pool.get("spec") or {}
-    min_available = int(spec.get("minAvailable") or 0)
+    min_available = int(spec.get("minAvailable") or 0) + surge
     max_unready = spec.get("maxUnready")
     available = len(handles)
     unready = sum(1 for h in handles if (h.get("status") or {}).get("ready") is not True)
     created: list[dict[str, Any]] = []
-    providers = pool_handles.pool_providers(ctx, pool)  # a missing or broken provider shows even without a deficit
     while (max_unready is None or unready < int(max_unready)) and \
             (available < min_available or scaling_remaining > 0):
         for_scaling = available >= min_available
@@ -179,7 +121,10 @@ def _status(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]]) -
     status["resourceHandles"] = entries
     status["resourceHandleCount"] = {"available": len(entries), "ready": ready}
     status["replicas"] = len(entries)  # the scale subresource's view: kubectl scale, autoscalers
-    status["selector"] = unbound_selector(ctx, pool["metadata"]["name"])
+    status["selector"] = pool_members.unbound_selector(ctx, pool["metadata"]["name"])
+    measured = pool_members.measured_time_to_ready(handles, status.get("timeToReadySeconds"))
+    if measured is not None:
+        status["timeToReadySeconds"] = measured
     min_available = int((pool.get("spec") or {}).get("minAvailable") or 0)
     met = len(entries) >= min_available
     status["conditions"] = conditions.set_condition(
@@ -193,7 +138,7 @@ def _cleanup(ctx: Context, pool: dict[str, Any]) -> Result:
     """Spec §3.17: delete every unbound handle; bound handles keep working; then remove the finalizer."""
     if not our_finalizers(ctx, pool):
         return Result()
-    handles = unbound_handles(ctx, pool["metadata"]["name"])
+    handles = pool_members.unbound_handles(ctx, pool["metadata"]["name"])
     for handle in handles:
         metadata = handle["metadata"]
         ctx.kube.delete_if_exists(handle["apiVersion"], "ResourceHandle", metadata["name"], metadata["namespace"],
@@ -203,9 +148,20 @@ def _cleanup(ctx: Context, pool: dict[str, Any]) -> Result:
                                 for h in handles))
 
 
+def _fail(ctx: Context, pool: dict[str, Any], error: PermanentError) -> None:
+    """``Synced=False`` with the error, and a Warning Event when the message is new."""
+    status = dict(pool.get("status") or {})
+    previous = conditions.get_condition(status.get("conditions"), "Synced") or {}
+    status["conditions"] = conditions.set_condition(status.get("conditions"), "Synced", False, error.reason,
+                                                    error.message, ctx.now, pool["metadata"].get("generation"))
+    pool = pool_members.write_status(ctx, pool, status)
+    if previous.get("message") != error.message:
+        ctx.kube.emit_event(pool, error.reason, error.message, type="Warning")
+
+
 def _live(ctx: Context, pool: dict[str, Any]) -> Result:
     name = pool["metadata"]["name"]
-    handles = available_handles(ctx, name)
+    handles = pool_members.available_handles(ctx, name)
     enqueue: list[str] = []
     if (pool.get("spec") or {}).get("deleteUnhealthyResourceHandles"):
         pool, handles, deleted_keys = _delete_unhealthy(ctx, pool, handles)
@@ -213,24 +169,31 @@ def _live(ctx: Context, pool: dict[str, Any]) -> Result:
     scalings = pool_scalings(ctx, name)
     scaling, remaining, next_at = _active_scaling(ctx, pool, scalings)
     try:
-        created = _create_handles(ctx, pool, handles, scaling, remaining)
+        providers = pool_handles.pool_providers(ctx, pool)  # a missing or broken provider shows without a deficit
+        chosen = pool_rollout.strategy(pool)
+        revision = pool_handles.revision(pool, providers)
+        pool, handles, replaced_keys, surge = pool_rollout.replace_outdated(ctx, pool, handles, revision, chosen)
+        enqueue += replaced_keys
+        sized = pool_autoscaling.plan(ctx, pool, handles)
+        if not surge:  # never shrink during a rollout: its surge handles are not surplus
+            pool, handles, surplus_keys = pool_autoscaling.scale_down(ctx, pool, handles, sized)
+            enqueue += surplus_keys
+        created = _create_handles(ctx, pool, providers, handles, scaling, remaining,
+                                  surge + pool_autoscaling.extra(sized, pool))
     except PermanentError as error:
-        status = dict(pool.get("status") or {})
-        previous = conditions.get_condition(status.get("conditions"), "Synced") or {}
-        status["conditions"] = conditions.set_condition(status.get("conditions"), "Synced", False, error.reason,
-                                                        error.message, ctx.now, pool["metadata"].get("generation"))
-        pool = _write_status(ctx, pool, status)
-        if previous.get("message") != error.message:
-            ctx.kube.emit_event(pool, error.reason, error.message, type="Warning")
+        _fail(ctx, pool, error)
         raise
     if created:
         ctx.kube.emit_event(pool, "HandlesCreated", f"Created {len(created)} ResourceHandle(s).")
     status = _status(ctx, pool, handles + created)
+    pool_rollout.report(ctx, pool, status, handles + created, revision, chosen)
+    scale_down_at = pool_autoscaling.report(ctx, pool, status, sized)
     if conditions.get_condition(status.get("conditions"), "Synced"):
         status["conditions"] = conditions.set_condition(status["conditions"], "Synced", True, "Synced",
                                                         "Pool is in sync.", ctx.now,
                                                         pool["metadata"].get("generation"))
-    _write_status(ctx, pool, status)
+    pool_members.write_status(ctx, pool, status)
     enqueue += [keys.make(keys.HANDLE, h["metadata"]["namespace"], h["metadata"]["name"]) for h in created]
     enqueue += [keys.make(keys.SCALING, s["metadata"]["namespace"], s["metadata"]["name"]) for s in scalings]
-    return Result(requeue_at=next_at, enqueue=tuple(dict.fromkeys(enqueue)))
+    deadlines = [t for t in (next_at, scale_down_at) if t is not None]
+    return Result(requeue_at=min(deadlines) if deadlines else None, enqueue=tuple(dict.fromkeys(enqueue)))

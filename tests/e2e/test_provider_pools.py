@@ -106,7 +106,8 @@ def test_max_unready_limits_creation_until_handles_become_ready(stack: LocalStac
     user.pool("pool-unready", pool_spec("pp-unready", 3, maxUnready=1))
     first = wait_pool_handles(user, "pool-unready", 1)
     # the pool has reconciled with one unready handle: its status says so, and nothing more was created
-    wait_for(lambda: status(user.get_pool("pool-unready")).get("resourceHandleCount") == {"available": 1, "ready": 0},
+    wait_for(lambda: status(user.get_pool("pool-unready")).get("resourceHandleCount") == {
+        "available": 1, "ready": 0, "updated": 1, "outdated": 0},
              timeout=10, message="pool status 1 available, 0 ready")
     assert len(user.pool_handles("pool-unready")) == 1
 

@@ -144,7 +144,12 @@ def test_requeue_at_lifespan_end(env: ClaimEnv) -> None:
     env.claim("c", {"resources": [{"provider": {"name": "p"}, "template": {}}]})
     now = env.converger.clock()
     outcome = env.reconcile_claim("c", now=now)
+    # the default warnings (24h,1h,10m): 24h and 1h are not shorter than the 1h lifespan, so 10m before the end
+    assert outcome.requeue_at == now + timedelta(minutes=50)
+    outcome = env.reconcile_claim("c", now=now + timedelta(minutes=50))
     assert outcome.requeue_at == now + timedelta(hours=1)
+    lifespan = env.get_claim("c")["status"]["lifespan"]
+    assert lifespan["warnings"] == {"end": lifespan["end"], "sent": ["10m"]}
 
 
 def test_managed_resource_state_is_mirrored_end_to_end(env: ClaimEnv) -> None:

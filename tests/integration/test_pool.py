@@ -105,7 +105,7 @@ def test_pool_status_lists_unbound_handles_and_counts(henv: HandleEnv) -> None:
     _set_handle_status(henv, names[0], ready=True, healthy=True)
     henv.reconcile("pool", "pool")
     status = henv.get("ResourcePool", "pool")["status"]
-    assert status["resourceHandleCount"] == {"available": 2, "ready": 1}
+    assert status["resourceHandleCount"] == {"available": 2, "ready": 1, "updated": 2, "outdated": 0}
     assert {"name": names[0], "healthy": True, "ready": True} in status["resourceHandles"]
     assert {"name": names[1]} in status["resourceHandles"], "unknown values are omitted, never null"
     ready = next(c for c in status["conditions"] if c["type"] == "Ready")

@@ -95,3 +95,60 @@ def test_waiting_claims_are_counted_per_provider() -> None:
     stats.on_event("MODIFIED", claim("a", bound=True, provider="p1"))
     stats.on_event("DELETED", claim("b", waiting=True, provider="p1"))
     assert ("poolboy_claims_waiting", "p1") not in samples(stats)
+
+
+def test_outdated_pool_handles_follow_the_pools_revision() -> None:
+    stats = PoolStats(WAITING, f"{D}/resource-pool-revision")
+
+    def revised(name: str, revision: str) -> dict:
+        obj = handle(name)
+        obj["metadata"]["annotations"] = {f"{D}/resource-pool-revision": revision}
+        return obj
+
+    stats.on_event("ADDED", revised("h1", "r1"))
+    stats.on_event("ADDED", revised("h2", "r2"))
+    stats.on_event("ADDED", handle("h3"))  # made before revisions
+    assert gauge(stats, "poolboy_pool_handles_outdated", "pool-a") == 0, "no pool revision known yet"
+    stats.on_event("MODIFIED", {"kind": "ResourcePool", "metadata": {"namespace": "poolboy", "name": "pool-a"},
+                                "status": {"revision": "r2"}})
+    assert gauge(stats, "poolboy_pool_handles_outdated", "pool-a") == 2
+
+
+def gauge(stats: PoolStats, name: str, pool: str) -> float:
+    registry = CollectorRegistry()
+    registry.register(stats)
+    return registry.get_sample_value(name, {"pool": pool}) or 0.0
+
+
+def sample(metric, suffix: str, **labels) -> float:
+    """The value of ``metric``'s sample named ``…suffix`` with exactly ``labels`` (0 when absent)."""
+    return next((s.value for m in metric.collect() for s in m.samples
+                 if s.name.endswith(suffix) and s.labels == labels), 0.0)
+
+
+def test_pool_flow_counts_warm_hits_unready_binds_cold_creations_and_time_to_ready() -> None:
+    from watcher.pool_flow import COLD_CREATIONS, HANDLE_READY, POOL_BINDS, PoolFlow
+
+    flow = PoolFlow()
+    before = (sample(POOL_BINDS, "_total", pool="pool-f", handle="ready"),
+              sample(POOL_BINDS, "_total", pool="pool-f", handle="unready"),
+              sample(COLD_CREATIONS, "_total", provider="p"), sample(HANDLE_READY, "_count", pool="pool-f"))
+
+    def h(name: str, pool: str | None = "pool-f", **state) -> dict:
+        obj = handle(name, pool=pool, **state)
+        obj["metadata"]["uid"] = name
+        return obj
+
+    flow.on_event("ADDED", h("a"))
+    flow.on_event("MODIFIED", h("a", ready=True))
+    flow.on_event("MODIFIED", h("a", ready=True, bound=True))
+    flow.on_event("MODIFIED", h("a", ready=True, bound=True))  # still bound: not a second bind
+    flow.on_event("ADDED", h("b"))
+    flow.on_event("MODIFIED", h("b", bound=True))
+    cold = h("c", pool=None, bound=True)
+    cold["spec"]["provider"] = {"name": "p"}
+    flow.on_event("ADDED", cold)
+    after = (sample(POOL_BINDS, "_total", pool="pool-f", handle="ready"),
+             sample(POOL_BINDS, "_total", pool="pool-f", handle="unready"),
+             sample(COLD_CREATIONS, "_total", provider="p"), sample(HANDLE_READY, "_count", pool="pool-f"))
+    assert [a - b for a, b in zip(after, before, strict=True)] == [1, 1, 1, 1]

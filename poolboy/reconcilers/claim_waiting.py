@@ -1,0 +1,51 @@
+"""A waiting claim's ``status.queue`` and ``Bound=False`` message (issue 20), kept apart from the claim reconciler.
+
+:mod:`poolboy.domain.claim_queue` decides what to say and when to rewrite it; this module reads the claim's place
+from the engine's index (one Redis round trip) and the pools that serve its scope (from the shared cache).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from poolboy.context import Context
+from poolboy.domain import claim_queue
+
+NO_QUEUE = "No matching unbound ResourceHandle; handle creation is disabled."
+
+
+def scope_pools(ctx: Context, scope: str) -> list[dict[str, Any]]:
+    """The pools that make handles for a binding scope: the pool itself, or the pools of the provider."""
+    kind, _, name = scope.partition("=")
+    if kind == "pool":
+        pool = ctx.kube.get_or_none(ctx.settings.api_version, "ResourcePool", name, ctx.settings.operator_namespace)
+        return [pool] if pool else []
+    pools = ctx.kube.list(ctx.settings.api_version, "ResourcePool", ctx.settings.operator_namespace)
+    return [p for p in pools if name and name == _first_provider(p)]
+
+
+def _first_provider(pool: Mapping[str, Any]) -> str | None:
+    spec = pool.get("spec") or {}
+    if spec.get("provider"):
+        return spec["provider"].get("name")
+    resources = spec.get("resources") or []
+    return ((resources[0] or {}).get("provider") or {}).get("name") if resources else None
+
+
+def update(ctx: Context, claim: dict[str, Any], status: dict[str, Any], scope: str) -> tuple[str, datetime]:
+    """Refresh ``status["queue"]`` within the write bounds; the ``Bound`` message and when to look again."""
+    found = ctx.index.queue_position(scope, claim) if ctx.index is not None else None
+    if found is not None:
+        where = claim_queue.place(scope, *found, scope_pools(ctx, scope))
+        interval = timedelta(seconds=ctx.settings.queue_status_interval)
+        write, again = claim_queue.refresh(status.get("queue"), where, ctx.now, interval)
+        if write:
+            status["queue"] = claim_queue.record(where, ctx.now)
+    else:
+        again = None  # no index (or it cannot answer): keep what was last known
+    look_again = ctx.now + timedelta(seconds=min(ctx.settings.queue_status_interval,
+                                                 ctx.settings.manage_claims_interval))
+    message = claim_queue.message(status["queue"]) if status.get("queue") else NO_QUEUE
+    return message, look_again if again is None else min(again, look_again)

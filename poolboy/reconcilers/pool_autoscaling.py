@@ -1,0 +1,110 @@
+"""The pool's autoscaling step (``spec.autoscaling``, issue 20): measure, decide, scale down, report.
+
+:mod:`poolboy.domain.autoscaling` holds the model. The pool measures its own demand: a handle its last status listed
+as unbound that is now bound to a claim is one bind (read from the shared cache, one read per vanished handle).
+Scaling up needs nothing here: the target is passed to the creation step as handles above ``minAvailable``.
+Scaling down deletes unbound handles beyond the target, the newest unready ones first, then the newest ready
+ones; never a bound handle (the delete is conditional on the resourceVersion read unbound), nor one a
+ResourcePoolScaling made (its count would only make the pool replace it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from poolboy.context import Context
+from poolboy.domain import autoscaling, conditions
+from poolboy.reconcilers import pool_members
+from poolboy.result import PermanentError
+
+CONDITION = "Autoscaled"
+
+
+@dataclass(frozen=True)
+class Step:
+    policy: autoscaling.Policy
+    decision: autoscaling.Decision
+    record: dict[str, Any]
+    message: str
+
+
+def _observe_binds(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]]) -> int:
+    """Handles the pool's last status listed unbound that are now bound to a claim."""
+    before = {entry.get("name") for entry in (pool.get("status") or {}).get("resourceHandles") or []}
+    vanished = before - {h["metadata"]["name"] for h in handles} - {None}
+    binds = 0
+    for name in vanished:
+        handle = ctx.kube.get_or_none(ctx.settings.api_version, "ResourceHandle", name,
+                                      ctx.settings.operator_namespace)
+        if handle is not None and (handle.get("spec") or {}).get("resourceClaim"):
+            binds += 1
+    return binds
+
+
+def plan(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]]) -> Step | None:
+    """This run's target, or None for a pool without autoscaling; ``InvalidAutoscaling`` when it is wrong."""
+    spec, status = pool.get("spec") or {}, pool.get("status") or {}
+    try:
+        chosen = autoscaling.policy(spec)
+    except ValueError as error:
+        raise PermanentError("InvalidAutoscaling", str(error)) from None
+    if chosen is None:
+        return None
+    previous = status.get("autoscaling") or {}
+    buckets = autoscaling.record_binds(previous.get("binds"), _observe_binds(ctx, pool, handles), ctx.now, chosen)
+    created = autoscaling._parse(pool["metadata"].get("creationTimestamp"))
+    rate = autoscaling.claim_rate(buckets, ctx.now, chosen, created)
+    measured = status.get("timeToReadySeconds")
+    time_to_ready = float(measured) if isinstance(measured, int | float) and not isinstance(measured, bool) else None
+    decision = autoscaling.decide(rate, time_to_ready, chosen, previous, ctx.now)
+    record: dict[str, Any] = {"claimsPerHour": round(rate * 3600, 1), "desired": decision.desired,
+                              "target": decision.target, "binds": buckets}
+    if time_to_ready is not None:
+        record["timeToReadySeconds"] = round(time_to_ready)
+    if decision.lower_since:
+        record["lowerSince"] = decision.lower_since
+    return Step(chosen, decision, record, autoscaling.explain(rate, time_to_ready, decision, chosen))
+
+
+def extra(step: Step | None, pool: dict[str, Any]) -> int:
+    """Handles to keep above ``minAvailable``."""
+    return 0 if step is None else max(0, step.decision.target - int((pool.get("spec") or {}).get("minAvailable") or 0))
+
+
+def scale_down(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]],
+               step: Step | None) -> tuple[dict[str, Any], list[dict[str, Any]], list[str]]:
+    """Delete unbound handles beyond the target (see the module docstring)."""
+    if step is None or len(handles) <= step.decision.target:
+        return pool, handles, []
+    scaling_label = ctx.label("resource-pool-scaling-name")
+
+    def choose(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        own = [h for h in found if scaling_label not in (h["metadata"].get("labels") or {})]
+        own.sort(key=lambda h: h["metadata"].get("creationTimestamp") or "", reverse=True)
+        own.sort(key=lambda h: (h.get("status") or {}).get("ready") is True)  # stable: unready first, newest first
+        return own[:max(0, len(own) - step.decision.target)]
+
+    pool, deleted, enqueue = pool_members.delete_unbound(ctx, pool, choose, "surplus")
+    return pool, [h for h in handles if h["metadata"]["name"] not in deleted], enqueue
+
+
+def report(ctx: Context, pool: dict[str, Any], status: dict[str, Any], step: Step | None) -> datetime | None:
+    """``status.autoscaling``, the ``Autoscaled`` condition, and an Event when the target changed; returns when a
+    delayed scale-down is due."""
+    if step is None:
+        status.pop("autoscaling", None)
+        return None
+    previous_target = ((pool.get("status") or {}).get("autoscaling") or {}).get("target")
+    status["autoscaling"] = step.record
+    decision = step.decision
+    reason = "ScaleDownDelayed" if decision.target > decision.desired else "Steady"
+    status["conditions"] = conditions.set_condition(status.get("conditions"), CONDITION, True, reason, step.message,
+                                                    ctx.now, pool["metadata"].get("generation"))
+    if previous_target is not None and previous_target != decision.target:
+        kind = "ScaledUp" if decision.target > int(previous_target) else "ScaledDown"
+        ctx.kube.emit_event(pool, kind, f"Target {previous_target} → {decision.target} unbound handles: "
+                                        f"{step.message}")
+    return decision.recheck_at
+

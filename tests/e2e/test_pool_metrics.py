@@ -1,0 +1,76 @@
+"""Per-pool metrics on the running stack (issue 20): the watcher's /metrics counts a warm hit when a claim takes a
+ready pool handle, a cold creation when a claim makes its own handle, the pool handles' time to ready, and the
+outdated handles of a pool whose spec changed under ``updateStrategy: Keep``."""
+
+from __future__ import annotations
+
+import socket
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from stack.local import LocalStack, StackOptions
+from tests.e2e.conftest import FAST_INTERVALS
+from tests.e2e.provider_support import NS, D, User, config_map_provider, status
+from tests.waiting import wait_for
+from workers.redis_server import free_port
+
+
+def free_port_pair() -> int:
+    """A free port whose successor is free too: the watcher serves metrics on it, worker 0 on the next one."""
+    for _ in range(50):
+        port = free_port()
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no two consecutive free ports")
+
+
+@pytest.fixture(scope="module")
+def stack() -> Iterator[LocalStack]:
+    with LocalStack(StackOptions(workers=1, concurrency=2, env=dict(FAST_INTERVALS),
+                                 metrics_port=free_port_pair())) as running:
+        yield running
+
+
+def watcher_sample(stack: LocalStack, name: str, **labels: str) -> float:
+    with urllib.request.urlopen(f"http://127.0.0.1:{stack.options.metrics_port}/metrics", timeout=5) as response:
+        text = response.read().decode()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
+                return sample.value
+    return 0.0
+
+
+def ready_unbound(user: User) -> int:
+    return sum(1 for h in user.pool_handles("pool-metrics")
+               if status(h).get("ready") and not h["metadata"].get("deletionTimestamp"))
+
+
+def test_warm_hits_cold_creations_time_to_ready_and_outdated_handles(stack: LocalStack) -> None:
+    user = User(stack)
+    ns = user.namespace("metrics")
+    user.provider("p-metrics", config_map_provider(ns))
+    user.pool("pool-metrics", {"minAvailable": 2, "provider": {"name": "p-metrics", "parameterValues": {}}})
+    wait_for(lambda: ready_unbound(user) == 2, timeout=30, message="2 ready pool handles")
+    user.claim(ns, "warm", {"provider": {"name": "p-metrics", "parameterValues": {}}})
+    user.wait_bound(ns, "warm")
+    user.claim(ns, "cold", {"provider": {"name": "p-metrics", "parameterValues": {"greeting": "other"}}})
+    user.wait_bound(ns, "cold")
+    wait_for(lambda: watcher_sample(stack, "poolboy_pool_binds_total", pool="pool-metrics", handle="ready") == 1,
+             timeout=15, message="one warm hit")
+    wait_for(lambda: watcher_sample(stack, "poolboy_claim_handles_created_total", provider="p-metrics") == 1,
+             timeout=15, message="one cold creation")
+    assert watcher_sample(stack, "poolboy_pool_handle_ready_seconds_count", pool="pool-metrics") >= 2
+    wait_for(lambda: ready_unbound(user) == 2, timeout=30, message="the pool refilled to 2 ready handles")
+
+    user.custom.patch_namespaced_custom_object(D, "v1", NS, "resourcepools", "pool-metrics",
+                                               {"spec": {"provider": {"parameterValues": {"greeting": "new"}}}})
+    wait_for(lambda: watcher_sample(stack, "poolboy_pool_handles_outdated", pool="pool-metrics") == 2, timeout=15,
+             message="the two unbound handles outdated (updateStrategy Keep)")
