@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import redis
 
@@ -123,11 +124,9 @@ class Gate:
         keys = list(keys)
         if not keys:
             return []
-        pipe = self.redis.pipeline(transaction=False)
-        for key in keys:
-            script_keys, args = self._add_args(key, priority)
-            self._add(keys=script_keys, args=args, client=pipe)
-        return [self._add_result(key, reply) for key, reply in zip(keys, pipe.execute(), strict=True)]
+        calls = [self._add_args(key, priority) for key in keys]
+        replies = _evalsha_pipelined(self.redis, self._add, calls)
+        return [self._add_result(key, reply) for key, reply in zip(keys, replies, strict=True)]
 
     # --- START / DONE / RENEW --------------------------------------------------------------------------------
 
@@ -212,6 +211,25 @@ class LeaseKeeper:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
+
+
+def _evalsha_pipelined(client: redis.Redis, script: Any, calls: list[tuple[list[str], list[object]]]) -> list[Any]:
+    """One script for many (keys, args) in one pipelined round trip.
+
+    redis-py's pipeline asks ``SCRIPT EXISTS`` for its scripts before every execution (one more command each time);
+    the script is there after its first use, so send EVALSHA directly and load it only on the NOSCRIPT of a Redis
+    that restarted or was flushed."""
+    for attempt in (1, 2):
+        pipe = client.pipeline(transaction=False)
+        for keys, args in calls:
+            pipe.evalsha(script.sha, len(keys), *keys, *args)
+        try:
+            return pipe.execute()
+        except redis.exceptions.NoScriptError:
+            if attempt == 2:
+                raise
+            client.script_load(script.script)
+    raise AssertionError("unreachable")
 
 
 def _text(value: bytes | str) -> str:

@@ -146,3 +146,13 @@ def test_done_clears_the_backoff_counter_only_when_asked(gate, r):
     gate.done(KEY, "t2", also_delete=backoff.failures_key(KEY))
     assert r.exists(backoff.failures_key(KEY)) == 0
     assert backoff.record_failure(r, KEY) == 1, "after a success the next failure starts from the bottom"
+
+
+def test_add_many_sends_no_script_exists_and_survives_a_flushed_script_cache(gate, r):
+    gate.add_many(["claim/ns/warm"])  # the script is loaded from now on
+    before = {name: s["calls"] for name, s in r.info("commandstats").items()}
+    assert [outcome for outcome, _ in gate.add_many(["claim/ns/a", "claim/ns/b"])] == ["published"] * 2
+    after = {name: s["calls"] for name, s in r.info("commandstats").items()}
+    assert after.get("cmdstat_script|exists", 0) == before.get("cmdstat_script|exists", 0)
+    r.script_flush()  # a restarted or flushed Redis has no scripts
+    assert [outcome for outcome, _ in gate.add_many(["claim/ns/c"])] == ["published"]
