@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import tempfile
 import time
 import urllib.error
@@ -247,7 +248,9 @@ class LocalStack:
 
     def _start_components(self) -> None:
         add = self.add
-        add("watcher", "watcher")
+        # a stable Lease identity: the watcher restarted after a crash takes its own Lease back at once (as a
+        # restarted container of the same pod does), instead of waiting out the dead process's Lease
+        add("watcher", "watcher", "--identity", f"{socket.gethostname()}-watcher")
         for index in range(self.options.workers):
             add(f"worker-{index}", "worker", "--queues", DEFAULT_QUEUES,
                 "--concurrency", str(self.options.concurrency), "--pool", self.options.pool,
