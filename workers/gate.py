@@ -10,7 +10,7 @@ deadline) lets the beat sweep find runs whose holder died without DONE (SIGKILL 
 worker) and re-publish them within about one lease period: a lease-check message could only cover the first case,
 because a hard-killed worker's message returns only after the transport's visibility timeout.
 
-See ``/work/shared/notes/celery-on-redis.md`` §3 for the design and the race windows each rule closes.
+The rules in short, with the race each one closes: docs/behaviour.md#work-gate.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Metadata rules shared by every Poolboy kind: the ignore label and the finalizer (spec §3.1).
+"""Metadata rules shared by every Poolboy kind: the ignore label and the finalizer
+(docs/behaviour.md#triggers-and-finalizers).
 
 Legacy upstream finalizers ``D/handler`` and ``D/handler-<N>`` are treated as ours: cleanup runs, then they are
 removed; they are never added.

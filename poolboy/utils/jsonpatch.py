@@ -1,7 +1,9 @@
-"""JSON-patch diff, ``updateFilters`` and RFC 6902 apply (spec §1 "JSON-patch diff", §3.8, §3.12).
+"""JSON-patch diff, ``updateFilters`` and RFC 6902 apply (docs/behaviour.md#json-patch-diff, #binding, #handles).
 
-Why our own diff: the diff is part of the API. Template matching (§3.8) counts and filters its ops, and
-``updateFilters`` (§3.12) decide per op, so it must be the leaf-level, index-by-index add/remove/replace diff the
+Why our own diff: the diff is part of the API. Template matching (docs/behaviour.md#binding) counts and filters its ops,
+and
+``updateFilters`` (docs/behaviour.md#handles) decide per op, so it must be the leaf-level, index-by-index
+add/remove/replace diff the
 spec describes — never move/copy, never a "smart" list diff. Paths are RFC 6901 JSON pointers.
 
 Op order of ``diff(source, target)``:
@@ -175,14 +177,14 @@ def _anchored(pattern: str) -> re.Pattern[str]:
 
 
 def path_matches(pattern: str, path: str) -> bool:
-    """Whether the regex ``pattern`` fully matches the JSON-pointer ``path`` (spec §1 "Regex paths")."""
+    """Whether the regex ``pattern`` fully matches the JSON-pointer ``path`` (docs/behaviour.md#regex-paths)."""
     return _anchored(pattern).match(path) is not None
 
 
 def filter_ops(
     ops: Iterable[dict], update_filters: list[dict] | None, always_allowed: Iterable[str] = ()
 ) -> list[dict]:
-    """Keep the ops that ``updateFilters`` allow (spec §3.12).
+    """Keep the ops that ``updateFilters`` allow (docs/behaviour.md#handles).
 
     For each op the FIRST filter whose ``pathMatch`` fully matches the op's path decides: the op is kept iff its
     ``op`` is in that filter's ``allowedOps`` (every op when ``allowedOps`` is omitted). Ops that no filter

@@ -1,4 +1,4 @@
-"""JSON-patch diff, updateFilters and apply (spec §1, §3.8, §3.12)."""
+"""JSON-patch diff, updateFilters and apply (docs/behaviour.md#conventions, #binding, #handles)."""
 
 from __future__ import annotations
 
