@@ -157,9 +157,6 @@ class Gate:
         """Extend the lease; False means it was lost (expired, or taken by another run)."""
         return bool(self._renew(keys=[active_key(key), LEASES], args=[token, self.lease_ms, key]))
 
-    def lease_pttl(self, key: str) -> int:
-        return int(self.redis.pttl(active_key(key)))
-
     # --- recovery and observation ----------------------------------------------------------------------------
 
     def reap(self, limit: int = 1000) -> list[Publish]:

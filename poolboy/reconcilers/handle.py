@@ -57,10 +57,6 @@ def _keys(*candidates: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(k for k in candidates if k))
 
 
-def _drop_none(mapping: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in mapping.items() if v is not None}
-
-
 class _Providers:
     """Per-reconcile provider cache: each provider is read once per reconcile, fresh from the API."""
 
