@@ -103,7 +103,7 @@ class Gate:
 
     # --- ADD -------------------------------------------------------------------------------------------------
 
-    def _add_args(self, key: str, priority: str) -> tuple[list[str], list[object]]:
+    def _add_args(self, key: str, priority: str) -> tuple[list[str], list[str | int]]:
         return [pending_key(key), active_key(key)], [new_id(), CLASSES[priority], self.pending_ttl, self.stale_ms]
 
     @staticmethod

@@ -69,7 +69,7 @@ def check_given(parameters: list[dict[str, Any]], given: dict[str, Any] | None, 
     """Schema and check errors of the values ``given`` for defined parameters, nothing else (no defaults, no
     required or immutability rules): what a pool's ``parameterValues`` must pass before handles are made from them."""
     given = given or {}
-    defined = {p.get("name"): p for p in parameters if p.get("name")}
+    defined: dict[str, Any] = {p["name"]: p for p in parameters if p.get("name")}
     check_variables = {**given, **context_variables}
     errors: list[str] = []
     for name, value in given.items():
@@ -90,7 +90,7 @@ def evaluate(parameters: list[dict[str, Any]], spec_values: dict[str, Any] | Non
     spec_values = spec_values or {}
     accepted = status_values is not None
     status_values = status_values or {}
-    defined = {p.get("name"): p for p in parameters if p.get("name")}
+    defined: dict[str, Any] = {p["name"]: p for p in parameters if p.get("name")}
 
     values: dict[str, Any] = {}
     from_spec: set[str] = set()

@@ -39,8 +39,8 @@ def prune_state(resource: dict[str, Any], domain: str) -> dict[str, Any]:
 
 def _rv(state: dict[str, Any] | None) -> int | None:
     try:
-        return int(((state or {}).get("metadata") or {}).get("resourceVersion"))
-    except (TypeError, ValueError):
+        return int(((state or {}).get("metadata") or {})["resourceVersion"])
+    except (KeyError, TypeError, ValueError):
         return None
 
 

@@ -89,7 +89,8 @@ def _get(obj: Any, *path: str) -> Any:
 
 
 def _provider_name(resource: Any) -> str | None:
-    return _get(resource, "provider", "name")
+    name: str | None = _get(resource, "provider", "name")
+    return name
 
 
 def _match_ignore(providers: dict[str, dict], name: str | None) -> list[str]:

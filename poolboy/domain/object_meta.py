@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 
 def is_ignored(ctx: Context, obj: dict[str, Any] | None) -> bool:
-    return bool(obj) and ctx.label("ignore") in ((obj.get("metadata") or {}).get("labels") or {})
+    return bool(obj) and ctx.label("ignore") in (((obj or {}).get("metadata") or {}).get("labels") or {})
 
 
 def our_finalizers(ctx: Context, obj: dict[str, Any]) -> list[str]:

@@ -111,11 +111,13 @@ class Provider:
 
     @property
     def name(self) -> str:
-        return self.obj["metadata"]["name"]
+        name: str = self.obj["metadata"]["name"]
+        return name
 
     @property
     def namespace(self) -> str:
-        return self.obj["metadata"].get("namespace", "")
+        namespace: str = self.obj["metadata"].get("namespace", "")
+        return namespace
 
     @property
     def ref(self) -> dict[str, str]:
@@ -311,7 +313,8 @@ class Provider:
         variables = {**self._base_variables(resource_claim, None), "resource_index": resource_index,
                      "resource_name": resource_name}
         variables.pop("resource_handle")
-        return self._render("default", default, variables, self.template_vars())
+        rendered: dict[str, Any] = self._render("default", default, variables, self.template_vars())
+        return rendered
 
     def definition(self, ctx: Context, parameter_values: Mapping[str, Any] | None, *,
                    resource_claim: Mapping[str, Any] | None = None,
@@ -323,8 +326,9 @@ class Provider:
         values = self.effective_parameter_values(parameter_values, resource_claim=resource_claim,
                                                  resource_handle=resource_handle)
         variables = {**values, **self._base_variables(resource_claim, resource_handle)}
-        return self._render("template.definition", copy.deepcopy(self.template_definition), variables,
-                            self.template_vars(resource_handle))
+        rendered: dict[str, Any] | None = self._render("template.definition", copy.deepcopy(self.template_definition),
+                                                       variables, self.template_vars(resource_handle))
+        return rendered
 
     def resource_list(self, ctx: Context, parameter_values: Mapping[str, Any] | None, *,
                       resource_claim: Mapping[str, Any] | None = None,
@@ -376,8 +380,9 @@ class Provider:
         override = copy.deepcopy(self.override or {})
         if not self.template_enable:
             return override
-        return self._render("override", override, variables,
-                            self.template_vars() if template_vars is None else template_vars)
+        rendered: dict[str, Any] = self._render("override", override, variables,
+                                                self.template_vars() if template_vars is None else template_vars)
+        return rendered
 
     # --- lifespan ------------------------------------------------------------------------------------------
 

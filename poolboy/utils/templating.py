@@ -32,7 +32,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from jinja2 import nodes, pass_context
 from jinja2.compiler import CodeGenerator, Frame
@@ -277,7 +277,8 @@ def _strgen(context: Any, pattern: str) -> str:
     for match in _STRGEN_COUNT.finditer(pattern):
         if any(int(group) > 10_000 for group in match.groups() if group):
             raise guards.LimitError("strgen pattern repeats too much")
-    return StringGenerator(pattern).render()
+    rendered: str = StringGenerator(pattern).render()
+    return rendered
 
 
 def _to_datetime(value: str, fmt: str = "%Y-%m-%d %H:%M:%S") -> datetime:
@@ -349,7 +350,7 @@ class _Environment(ImmutableSandboxedEnvironment):
 
     code_generator_class = _CodeGenerator
     intercepted_binops = frozenset({"*", "**", "+", "%"})
-    concat = staticmethod(guards.concat)  # type: ignore[assignment]
+    concat = staticmethod(guards.concat)
 
     def __init__(self) -> None:
         super().__init__(undefined=_StrictChainableUndefined, autoescape=False, finalize=_finalize)
@@ -412,7 +413,7 @@ def _make_environment() -> _Environment:
     )
     for name, func in list(env.filters.items()):  # every filter, built-in or ours, runs guarded
         env.filters[name] = guards.guard_filter(name, func)
-    env.globals["lipsum"] = guards.guard_lipsum(env.globals["lipsum"])
+    env.globals["lipsum"] = guards.guard_lipsum(cast(Callable[..., str], env.globals["lipsum"]))
     env.globals.update({"datetime": datetime, "timedelta": timedelta, "timezone": timezone, "now": _now})
     return env
 
