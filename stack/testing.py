@@ -10,7 +10,6 @@ import os
 import shutil
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -18,7 +17,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from procutil import ChildProcess, die_with_parent, free_port
+from procutil import ChildProcess, free_port
 from stack.redis_server import RedisServer
 
 if TYPE_CHECKING:
@@ -139,7 +138,7 @@ class SentinelCluster:
         self.sentinel_ports = [free_port() for _ in range(sentinels)]
         self.down_after_ms = down_after_ms
         self._tmp = tempfile.TemporaryDirectory(prefix="sentinels-")
-        self.sentinels: list[subprocess.Popen[bytes]] = []
+        self.sentinels: list[ChildProcess] = []
 
     @property
     def url(self) -> str:
@@ -166,8 +165,8 @@ class SentinelCluster:
                 f"sentinel down-after-milliseconds {self.master} {self.down_after_ms}",
                 f"sentinel failover-timeout {self.master} 10000",
                 f"sentinel parallel-syncs {self.master} 1", ""]))
-            self.sentinels.append(subprocess.Popen(self._sentinel_command(config), stdout=subprocess.DEVNULL,
-                                                   stderr=subprocess.DEVNULL, preexec_fn=die_with_parent))
+            output = Path(self._tmp.name) / f"sentinel-{index}.out"
+            self.sentinels.append(ChildProcess(self._sentinel_command(config), output).start())
         self.wait_ready()
         return self
 
@@ -201,10 +200,10 @@ class SentinelCluster:
         raise RuntimeError(f"sentinels not ready after {timeout}s; logs in {self._tmp.name}")
 
     def stop(self) -> None:
-        for process in self.sentinels:
-            if process.poll() is None:
-                process.kill()
-                process.wait(5)
+        for sentinel in self.sentinels:
+            sentinel.signal(signal.SIGKILL)
+            if sentinel.process is not None:
+                sentinel.process.wait(5)
         self.sentinels.clear()
         self.replica.stop()
         self.primary.stop()
