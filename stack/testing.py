@@ -6,6 +6,7 @@ persistence off, bound to 127.0.0.1 only.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -80,12 +81,11 @@ class WorkerProcess(_ServiceProcess):
         super().__init__(redis_url, args, env, kubeconfig, log_path)
 
     def __enter__(self) -> WorkerProcess:
-        self.launch()
-        try:
+        with contextlib.ExitStack() as on_failure:  # a worker that never answers is stopped, not left behind
+            on_failure.callback(self.__exit__)
+            self.launch()
             self.wait_ready()
-        except BaseException:
-            self.__exit__()
-            raise
+            on_failure.pop_all()
         return self
 
     def wait_ready(self) -> None:
