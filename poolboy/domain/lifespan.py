@@ -152,8 +152,7 @@ def new_handle_end(
     requested_end: datetime | None, limits: Limits, now: datetime, start: datetime | None = None
 ) -> datetime | None:
     """End of a handle created for a claim (docs/behaviour.md#handle-creation): the requested end, else now + default,
-    else
-    now + relativeMaximum, else now + maximum — always clamped to the maximum end measured from ``start``
+    else now + relativeMaximum, else now + maximum — always clamped to the maximum end measured from ``start``
     (default ``now``, the bind/create time)."""
     if requested_end is not None:
         end = requested_end

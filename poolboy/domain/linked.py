@@ -3,8 +3,7 @@
 A dependent resource may only be created once the resource it links to satisfies the link's ``waitFor``; its
 override can read values out of the linked resource's live state through ``templateVars`` (JSON pointers).
 The linked resource is identified by provider name AND resource name (docs/behaviour.md#hard-cases: matching the
-provider alone is
-an upstream bug).
+provider alone is an upstream bug).
 """
 
 from __future__ import annotations

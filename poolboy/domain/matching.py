@@ -4,7 +4,7 @@ Why pure: binding must be deterministic and must apply *every* exclusion and ran
 several of them broken at one time or another), so the whole decision is a function of the claim, the candidate
 handles, the providers and one ``now``, with table-driven tests.
 
-Decisions where the spec leaves room:
+Decisions the upstream behaviour leaves open (docs/behaviour.md#binding states the outcome):
 
 - ``matches(match, template)`` is a deep subset: every key of ``match`` must be in ``template`` with a matching
   value; lists match element-wise by index (``match``'s list may be shorter than the template's, never longer);

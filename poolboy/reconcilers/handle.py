@@ -1,10 +1,8 @@
 """ResourceHandle reconciler (docs/behaviour.md#handles, #health, #deletion): creates and updates the managed resources
-of a handle
-and computes its health, readiness and summary.
+of a handle and computes its health, readiness and summary.
 
 Order (docs/behaviour.md#handles): expiry → provider-mode regeneration of ``spec.resources`` → ``status.resources``
-shape →
-per resource (claim requirement, linked waits, render, record reference, create/update) → status → enqueue the
+shape → per resource (claim requirement, linked waits, render, record reference, create/update) → status → enqueue the
 claim. A reference is made durable in status BEFORE the resource is created (with an rv precondition), so that a
 deletion that starts meanwhile either fails our write (and we re-read and clean up) or sees the reference: a
 resource is never created without its handle knowing it.

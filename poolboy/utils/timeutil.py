@@ -72,8 +72,7 @@ def format_single_unit(value: timedelta | int | float) -> str:
     """The largest single unit that divides the interval exactly ("36h", "90m", "1d", "45s").
 
     Needed for status fields whose schema pattern is ``^[0-9]+[smhd]$`` (docs/behaviour.md#lifespans). Negative values
-    cannot match
-    that pattern, so they raise ``ValueError``.
+    cannot match that pattern, so they raise ``ValueError``.
     """
     seconds = _total_seconds(value)
     if seconds < 0:

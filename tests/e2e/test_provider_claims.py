@@ -1,9 +1,8 @@
 """Provider-mode claims (``spec.provider`` with ``parameterValues``) on the running stack, as a user sees them.
 
-Each test is one user scenario from the spec (docs/behaviour.md#triggers-and-finalizers, #provider-selection,
+Each test is one user scenario from docs/behaviour.md (docs/behaviour.md#triggers-and-finalizers, #provider-selection,
 #parameters, #approval, #linked-providers, #claim-status, #auto-delete-and-auto-detach, #lifespans, #deletion), with its
-own
-namespace and provider so the scenarios stay independent while sharing one module-scoped stack.
+own namespace and provider so the scenarios stay independent while sharing one module-scoped stack.
 """
 
 from __future__ import annotations

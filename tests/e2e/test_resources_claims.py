@@ -1,13 +1,11 @@
 """Resources-mode claims (``spec.resources[]`` with templates) and bad input, on the running stack, as a user sees them.
 
-Each test is one user scenario from the spec (docs/behaviour.md#provider-selection, #claim-initialisation,
+Each test is one user scenario from docs/behaviour.md (docs/behaviour.md#provider-selection, #claim-initialisation,
 #resource-validation, #binding, #handle-creation, #propagation, #handles, #health, #watching-managed-resources and the
-"errors" convention
-of docs/behaviour.md#conventions): manifests written the way an upstream Poolboy user writes them, applied with the
-official client (and
-``kubectl`` where the user would use it), checked only through what a user can observe — status fields,
-conditions, Events and the managed resources. Every scenario has its own namespace and providers, so the tests
-stay independent while sharing one module-scoped stack.
+"errors" convention of docs/behaviour.md#conventions): manifests written the way an upstream Poolboy user writes them,
+applied with the official client (and ``kubectl`` where the user would use it), checked only through what a user can
+observe — status fields, conditions, Events and the managed resources. Every scenario has its own namespace and
+providers, so the tests stay independent while sharing one module-scoped stack.
 """
 
 from __future__ import annotations

@@ -1,13 +1,12 @@
 """Upstream parity on the running stack (issue 9): behaviours existing upstream providers rely on, and edge cases.
 
-Each scenario is written from the spec as a user or an administrator drives it with the official client: templated
-lifespans without ``template.enable`` (docs/behaviour.md#resources, #lifespans), a timezone-aware ``now(true)`` in a
-validation check (docs/behaviour.md#template-filters-and-globals),
-linked providers whose base resource has a generated name (docs/behaviour.md#linked-providers, #binding), and the
-ignore/pool/empty-spec/clamp edge
+Each scenario is written from docs/behaviour.md as a user or an administrator drives it with the official client:
+templated lifespans without ``template.enable`` (docs/behaviour.md#resources, #lifespans), a timezone-aware
+``now(true)`` in a validation check (docs/behaviour.md#template-filters-and-globals), linked providers whose base
+resource has a generated name (docs/behaviour.md#linked-providers, #binding), and the ignore/pool/empty-spec/clamp edge
 cases (docs/behaviour.md#triggers-and-finalizers, #propagation, #pools). The managed resources are of a custom kind
-(``Widget``) whose CRD each scenario
-creates, because upstream's scenarios read and patch ``spec.vars`` of the managed resource.
+(``Widget``) whose CRD each scenario creates, because upstream's scenarios read and patch ``spec.vars`` of the managed
+resource.
 """
 
 from __future__ import annotations
