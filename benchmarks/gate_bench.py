@@ -16,12 +16,12 @@ import redis
 from celery import Celery
 
 from poolboy.settings import Settings
+from stack.testing import RedisServer, WorkerProcess
 from tests.integration import engine_reconcilers as er
 from tests.integration.test_engine import ENV, LEASE
 from tests.waiting import wait_for
 from workers.enqueue import Enqueuer
 from workers.gate import Gate
-from workers.testing import RedisServer, WorkerProcess
 
 
 def add_cost(client: redis.Redis, n: int = 20000) -> dict[str, float]:

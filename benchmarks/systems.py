@@ -30,9 +30,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
-from devcluster.process import DevCluster, die_with_parent
+from devcluster.process import DevCluster
+from procutil import die_with_parent
 from stack.local import LocalStack, StackOptions
-from workers.redis_server import RedisServer
+from stack.redis_server import RedisServer
 
 ROOT = Path(__file__).resolve().parent.parent
 SYSTEMS = ("project", "upstream")

@@ -6,41 +6,29 @@ process (never in-thread) so that tests exercise real HTTP, real chunked watch s
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import json
 import os
 import re
-import signal
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 import urllib.request
 from pathlib import Path
 from typing import Any
 
-READY_PATTERN = re.compile(r"(http://127\.0\.0\.1:\d+)")
+from procutil import ChildProcess, die_with_parent
+
+READY_PATTERN = re.compile(r"devcluster ready at (http://127\.0\.0\.1:\d+)")
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CRDS = ROOT / "helm" / "crds"
 
-
-PR_SET_PDEATHSIG = 1
-
-
-def die_with_parent() -> None:
-    """``preexec_fn`` for helper subprocesses: SIGTERM when the process that started them dies, so a killed test
-    run or ``poolboy dev`` never leaves orphaned servers behind (Linux ``prctl``; a no-op elsewhere). Start them
-    from a long-lived thread: the signal follows the death of the forking thread."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+__all__ = ["DEFAULT_CRDS", "READY_PATTERN", "DevCluster", "die_with_parent"]
 
 
-class DevCluster:
+class DevCluster(ChildProcess):
     """A devcluster subprocess on a free loopback port, with a kubeconfig pointing at it.
 
-    ``with DevCluster(crds=[...]) as cluster: cluster.url, cluster.kubeconfig``.
+    ``with DevCluster(crds=[...]) as cluster: cluster.url, cluster.kubeconfig``. The server prints its URL when it
+    listens, on stdout (its log is stderr); that line is the sign it is ready.
     """
 
     def __init__(
@@ -58,54 +46,26 @@ class DevCluster:
         self.extra_args = list(extra_args or [])
         self.startup_timeout = startup_timeout
         self.port = port
-        self.log_path = Path(log_path) if log_path else Path(self._tmp.name) / "devcluster.log"
         self.url: str = ""
-        self.process: subprocess.Popen[str] | None = None
+        super().__init__([], Path(log_path) if log_path else Path(self._tmp.name) / "devcluster.log",
+                         env={**os.environ, "PYTHONUNBUFFERED": "1"}, cwd=ROOT,
+                         stdout_path=Path(self._tmp.name) / "devcluster.stdout")
 
     def start(self) -> DevCluster:
         cmd = [sys.executable, "-m", "devcluster", "--port", str(self.port), "--kubeconfig", str(self.kubeconfig)]
         for crd in self.crds:
             cmd += ["--crds", str(crd)]
-        cmd += self.extra_args
-        log = open(self.log_path, "w")  # noqa: SIM115 - closed with the process
-        self.process = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=log, text=True, cwd=ROOT, start_new_session=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=die_with_parent,
-        )
-        self.url = self._wait_ready(log)
-        # Keep draining stdout so the server never blocks on a full pipe.
-        threading.Thread(target=self._drain, daemon=True).start()
+        self.cmdline = cmd + self.extra_args
+        super().start()
+        self.wait_until(self._found_url, self.startup_timeout, "devcluster")
         return self
 
-    def _wait_ready(self, log: Any) -> str:
-        assert self.process is not None and self.process.stdout is not None
-        deadline = time.monotonic() + self.startup_timeout
-        while time.monotonic() < deadline:
-            line = self.process.stdout.readline()
-            if not line:
-                if self.process.poll() is not None:
-                    break
-                continue
-            match = READY_PATTERN.search(line)
-            if match:
-                return match.group(1)
-        self.stop()
-        log.flush()
-        raise RuntimeError(f"devcluster did not become ready; {self.log_path}:\n{self.log_path.read_text()[-4000:]}")
-
-    def _drain(self) -> None:
-        assert self.process is not None and self.process.stdout is not None
-        for _ in self.process.stdout:
-            pass
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(10)
+    def _found_url(self) -> bool:
+        assert self.stdout_path is not None
+        match = READY_PATTERN.search(self.stdout_path.read_text(errors="replace"))
+        if match:
+            self.url = match.group(1)
+        return match is not None
 
     def __enter__(self) -> DevCluster:
         return self.start()

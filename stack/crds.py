@@ -1,7 +1,8 @@
 """Poolboy's CustomResourceDefinitions, rendered for any operator domain.
 
 The YAML files in ``helm/crds/`` are the single source of the schemas and are written for the default domain
-``poolboy.gpte.redhat.com``. The domain D is also the API group (spec §1), and a CRD's name must be
+``poolboy.gpte.redhat.com``. The domain D is also the API group (docs/behaviour.md#conventions), and a CRD's name must
+be
 ``<plural>.<group>``, so running a second Poolboy side by side needs the same CRDs under another group: this
 module rewrites exactly those two fields instead of keeping a second copy of the schemas.
 

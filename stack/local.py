@@ -159,7 +159,7 @@ class LocalStack:
         if self.options.redis_url:
             self.redis_url = self.options.redis_url
             return
-        from workers.redis_server import RedisServer
+        from stack.redis_server import RedisServer
 
         self.redis = RedisServer().start()
         self.redis_url = self.redis.url

@@ -6,66 +6,30 @@ that dies is reported with its own last lines of *this* run (:class:`ComponentEx
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from devcluster.process import die_with_parent
+from procutil import ChildProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-class Child:
-    """One component process (``poolboy <command> ...``) with its output in a log file."""
+class Child(ChildProcess):
+    """One component process (``poolboy <command> ...``) with its output in ``<log_dir>/<name>.log``."""
 
     def __init__(self, name: str, argv: Sequence[str], env: dict[str, str], log_dir: Path) -> None:
+        super().__init__([sys.executable, "-m", "stack.cli", *argv], log_dir / f"{name}.log", env=env, cwd=ROOT)
         self.name = name
         self.argv = list(argv)
-        self.env = env
-        self.log_path = log_dir / f"{name}.log"
-        self.process: subprocess.Popen[bytes] | None = None
+        self.env: dict[str, str] = env
 
     def start(self) -> Child:
-        log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child for its lifetime
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "stack.cli", *self.argv], stdout=log, stderr=subprocess.STDOUT,
-            env=self.env, cwd=ROOT, start_new_session=True, preexec_fn=die_with_parent,
-        )
-        log.close()
+        super().start()
         return self
 
-    @property
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def signal(self, sig: int) -> None:
-        if self.alive:
-            assert self.process is not None
-            os.killpg(self.process.pid, sig)
-
     def stop(self, timeout: float = 15.0) -> None:
-        if not self.alive:
-            return
-        assert self.process is not None
-        self.signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.signal(signal.SIGKILL)
-            self.process.wait(10)
-
-    def tail(self, chars: int = 3000) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-chars:]
-        except FileNotFoundError:
-            return ""
-
-    def last_lines(self, count: int = 20) -> list[str]:
-        """The last ``count`` lines of this component's log (its traceback, when it died of one)."""
-        return self.tail(200 * count).splitlines()[-count:]
+        super().stop(timeout)
 
 
 class ComponentExited(RuntimeError):

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from devcluster.testing import DEFAULT_CRDS, DevCluster
-from workers.testing import RedisServer
+from stack.testing import RedisServer
 
 
 @pytest.fixture(scope="session")

@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from poolboy.kube import ApiError, Gone, KubeClient
 from poolboy.utils.backoff import Backoff
@@ -55,7 +56,7 @@ class Informer:
         #: monotonic time at which the callback now running began (None when idle): a delivery that never ends
         #: (e.g. a sink retrying while Redis is away) is a stuck watch loop, which /healthz reports
         self.busy_since: float | None = None
-        self._stream = None  # the open watch response, so stop() can interrupt a quiet stream
+        self._stream: Any = None  # the open watch response, so stop() can interrupt a quiet stream
 
     @property
     def name(self) -> str:
@@ -134,8 +135,10 @@ class Informer:
                 self._stop.wait(delay)
 
     def _list(self) -> None:
-        items, version = self.kube.list_with_version(self.api_version, self.kind, self.namespace,
-                                                     label_selector=self.label_selector)
+        items: list[dict[str, Any]]
+        # the annotation is explicit because KubeClient's own ``list`` method shadows the builtin in its signatures
+        items, version = self.kube.list_with_version(
+            self.api_version, self.kind, self.namespace, label_selector=self.label_selector)
         for obj in items:
             obj.setdefault("apiVersion", self.api_version)
             obj.setdefault("kind", self.kind)

@@ -55,7 +55,8 @@ POOLBOY_KINDS: tuple[tuple[str, bool], ...] = (
     (keys.KINDS[keys.SCALING], False),
 )
 
-#: kinds watched only to fill the shared read cache (no key of their own): the requester's namespace (§3.14)
+#: kinds watched only to fill the shared read cache (no key of their own): the requester's namespace
+# (docs/behaviour.md#requester)
 CACHE_ONLY_KINDS: tuple[tuple[str, str], ...] = (("v1", "Namespace"),)
 
 

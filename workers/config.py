@@ -1,4 +1,5 @@
-"""Celery configuration built from :class:`Settings` (notes §5.5): the delivery guarantees the gate relies on.
+"""Celery configuration built from :class:`Settings` (docs/behaviour.md#delivery): the delivery guarantees the gate
+relies on.
 
 * ``task_acks_late`` + ``task_retry_on_worker_lost`` (bounded by each task's ``max_retries``): a pool child killed
   mid-run gives its message back; the gate turns the copy into a pending mark, never a concurrent run.

@@ -42,8 +42,8 @@ class Enqueuer:
     def add_many(self, keys: Iterable[str], priority: str = "event", countdown: float | None = None) -> list[str]:
         """``add`` for many keys: one pipelined round trip to the gate, one producer connection for publishing.
 
-        With ``countdown`` (a few seconds at most: an ETA message is held by a worker, see the notes §5.2) the run
-        starts that much later, and adds meanwhile coalesce into it: a burst of them costs the key one run."""
+        With ``countdown`` (a few seconds at most: an ETA message is held by a worker, see docs/behaviour.md#delivery)
+        the run starts that much later, and adds meanwhile coalesce into it: a burst of them costs the key one run."""
         results = self.gate.add_many(keys, priority)
         to_publish = [publish for _, publish in results if publish]
         for outcome, _ in results:

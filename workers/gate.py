@@ -10,7 +10,7 @@ deadline) lets the beat sweep find runs whose holder died without DONE (SIGKILL 
 worker) and re-publish them within about one lease period: a lease-check message could only cover the first case,
 because a hard-killed worker's message returns only after the transport's visibility timeout.
 
-See ``/work/shared/notes/celery-on-redis.md`` §3 for the design and the race windows each rule closes.
+The rules in short, with the race each one closes: docs/behaviour.md#work-gate.
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ class Gate:
 
     # --- ADD -------------------------------------------------------------------------------------------------
 
-    def _add_args(self, key: str, priority: str) -> tuple[list[str], list[object]]:
+    def _add_args(self, key: str, priority: str) -> tuple[list[str], list[str | int]]:
         return [pending_key(key), active_key(key)], [new_id(), CLASSES[priority], self.pending_ttl, self.stale_ms]
 
     @staticmethod
@@ -155,9 +155,6 @@ class Gate:
     def renew(self, key: str, token: str) -> bool:
         """Extend the lease; False means it was lost (expired, or taken by another run)."""
         return bool(self._renew(keys=[active_key(key), LEASES], args=[token, self.lease_ms, key]))
-
-    def lease_pttl(self, key: str) -> int:
-        return int(self.redis.pttl(active_key(key)))
 
     # --- recovery and observation ----------------------------------------------------------------------------
 

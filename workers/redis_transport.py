@@ -26,6 +26,7 @@ over the URL's scheme, so ``redis://``, ``rediss://`` and ``sentinel://`` URLs k
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -58,7 +59,7 @@ class _RemembersConnectionInfo:
         self._default_port = self.connection.default_port
 
     @contextmanager
-    def _connection_info(self):  # type: ignore[no-untyped-def]
+    def _connection_info(self) -> Iterator[None]:
         """Stand in for the transport while a pool is built, if the transport no longer holds the connection info."""
         transport = self.connection
         if transport is not None and transport.client is not None:

@@ -103,7 +103,7 @@ def permanent_level(client: redis.Redis, key: str, error: PermanentError) -> int
         if client.set(memory, fingerprint, ex=ttl, nx=True):
             return logging.WARNING
         previous = client.get(memory)
-        if previous is not None and previous.decode() == fingerprint:
+        if previous is not None and (previous.decode() if isinstance(previous, bytes) else previous) == fingerprint:
             return logging.DEBUG
         client.set(memory, fingerprint, ex=ttl)
     except redis.RedisError:

@@ -108,7 +108,8 @@ def forward_to_busy_children() -> None:
     (idle ones are ended by the pool as usual)."""
     from celery.worker import state
 
-    pids = {getattr(request, "worker_pid", None) for request in tuple(state.active_requests)}
-    for pid in pids - {None, os.getpid()}:
+    pids: set[int] = {pid for request in tuple(state.active_requests)
+                      if isinstance(pid := getattr(request, "worker_pid", None), int)}
+    for pid in pids - {os.getpid()}:
         with suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)

@@ -1,4 +1,4 @@
-"""Claim-side lifespan decisions (spec §3.9, §3.10, §3.11, §3.16).
+"""Claim-side lifespan decisions (docs/behaviour.md#handle-creation, #propagation, #claim-status, #lifespans).
 
 After bind, the handle's ``spec.lifespan`` strings are the authority (a pool handle carries its pool's or its
 provider's; a created handle its provider's). They may be templates, so they are rendered on every reconcile with
@@ -50,7 +50,8 @@ def parse_optional(value: Any) -> datetime | None:
 
 
 def claim_start(claim: Mapping[str, Any]) -> datetime | None:
-    """status.lifespan.start, else spec.lifespan.start, else creationTimestamp (§3.16); unparsable → None."""
+    """status.lifespan.start, else spec.lifespan.start, else creationTimestamp (docs/behaviour.md#lifespans); unparsable
+    → None."""
     try:
         return lifespan.lifespan_start(claim)
     except lifespan.LifespanError:
@@ -102,7 +103,7 @@ def lifespan_request(requested: datetime, limits: lifespan.Limits) -> str:
 
 def end_for_request(requested: datetime, max_end: datetime | None, current_end: datetime | None,
                     same_request: bool) -> datetime:
-    """The handle end a claim's requested end asks for (spec §3.10).
+    """The handle end a claim's requested end asks for (docs/behaviour.md#propagation).
 
     A request within the limits is applied exactly. One beyond them is clamped to the maximum end once: while the
     inputs are those the handle's end was computed from (``same_request``) and that end is still within the limits,

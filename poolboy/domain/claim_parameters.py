@@ -1,4 +1,4 @@
-"""Effective parameter values of a ``spec.provider`` claim and their validation (spec §3.5).
+"""Effective parameter values of a ``spec.provider`` claim and their validation (docs/behaviour.md#parameters).
 
 Why a module of its own: the rules are order-sensitive (status value first, then immutability, schema, checks,
 required) and the messages are part of the API. Keeping them pure — the caller passes the provider's parameter
@@ -46,7 +46,7 @@ def _default_value(parameter: dict[str, Any], variables: dict[str, Any], templat
 
 def _check_value(name: str, value: Any, parameter: dict[str, Any], check_variables: dict[str, Any],
                  template_vars: dict[str, Any] | None) -> list[str]:
-    """Schema then checks for one value; messages exactly as §3.5 states them."""
+    """Schema then checks for one value; messages exactly as docs/behaviour.md#parameters states them."""
     validation = parameter.get("validation") or {}
     param_schema = validation.get("openAPIV3Schema")
     if param_schema:
@@ -69,7 +69,7 @@ def check_given(parameters: list[dict[str, Any]], given: dict[str, Any] | None, 
     """Schema and check errors of the values ``given`` for defined parameters, nothing else (no defaults, no
     required or immutability rules): what a pool's ``parameterValues`` must pass before handles are made from them."""
     given = given or {}
-    defined = {p.get("name"): p for p in parameters if p.get("name")}
+    defined: dict[str, Any] = {p["name"]: p for p in parameters if p.get("name")}
     check_variables = {**given, **context_variables}
     errors: list[str] = []
     for name, value in given.items():
@@ -90,7 +90,7 @@ def evaluate(parameters: list[dict[str, Any]], spec_values: dict[str, Any] | Non
     spec_values = spec_values or {}
     accepted = status_values is not None
     status_values = status_values or {}
-    defined = {p.get("name"): p for p in parameters if p.get("name")}
+    defined: dict[str, Any] = {p["name"]: p for p in parameters if p.get("name")}
 
     values: dict[str, Any] = {}
     from_spec: set[str] = set()

@@ -1,4 +1,4 @@
-"""Handle → claim status mirroring (spec §3.11, §3.13) as pure functions over JSON documents.
+"""Handle → claim status mirroring (docs/behaviour.md#claim-status, #health) as pure functions over JSON documents.
 
 The claim reconciler reads the handle and the live managed resources fresh and calls these to compute the
 claim's desired status; it then writes the status once, with a precondition, only when it changed. Keeping the
@@ -39,13 +39,13 @@ def prune_state(resource: dict[str, Any], domain: str) -> dict[str, Any]:
 
 def _rv(state: dict[str, Any] | None) -> int | None:
     try:
-        return int(((state or {}).get("metadata") or {}).get("resourceVersion"))
-    except (TypeError, ValueError):
+        return int(((state or {}).get("metadata") or {})["resourceVersion"])
+    except (KeyError, TypeError, ValueError):
         return None
 
 
 def newest_state(stored: dict[str, Any] | None, observed: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The newer of two observations of one resource; never go back to an older copy (§5).
+    """The newer of two observations of one resource; never go back to an older copy (docs/behaviour.md#hard-cases).
 
     resourceVersions are compared as integers when both are numeric and describe the same object (same uid);
     a different uid means the resource was recreated, and the fresh observation wins.

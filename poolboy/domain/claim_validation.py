@@ -1,4 +1,4 @@
-"""Validation of ``spec.resources`` claim templates against their providers (spec §3.4).
+"""Validation of ``spec.resources`` claim templates against their providers (docs/behaviour.md#resource-validation).
 
 Schema first (the validator's own message), then ``validation.checks[]`` as ``{{ (check) | bool }}`` with the
 template's top-level keys as variables. The result is one message (or ``None``) per resource: exactly what goes to

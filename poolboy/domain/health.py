@@ -1,4 +1,4 @@
-"""Health, readiness and status summary of a handle's managed resources (spec §3.13).
+"""Health, readiness and status summary of a handle's managed resources (docs/behaviour.md#health).
 
 Computed by the handle reconciler into the HANDLE status; the claim reconciler only mirrors it. A check that
 raises gives "unknown" rather than an error, because checks are routinely written against fields that appear
@@ -42,7 +42,7 @@ def resource_health(health_check: str | None, readiness_check: str | None, state
 
 
 def aggregate(values: Iterable[bool | None]) -> bool | None:
-    """False if any is False; else None if any is None or none is True; else True (spec §3.13)."""
+    """False if any is False; else None if any is None or none is True; else True (docs/behaviour.md#health)."""
     values = list(values)
     if any(v is False for v in values):
         return False

@@ -1,4 +1,5 @@
-"""Lifespan arithmetic (spec §3.8, §3.9, §3.10, §3.11, §3.16), as pure functions of an explicit ``now``.
+"""Lifespan arithmetic (docs/behaviour.md#binding, #handle-creation, #propagation, #claim-status, #lifespans), as pure
+functions of an explicit ``now``.
 
 Why pure and explicit: every value computed in one reconcile must use the same ``now`` so that exact differences
 hold (``end - start == default``, ``end - firstReady == default``). The reconciler renders the lifespan templates
@@ -122,7 +123,8 @@ def _min_field(limits: list[Limits], name: str) -> tuple[timedelta | None, str |
 
 
 def combine_limits(limits: Iterable[Limits]) -> Limits:
-    """The minimum of each field across providers (spec §3.9 resources mode); missing fields are ignored."""
+    """The minimum of each field across providers (docs/behaviour.md#handle-creation resources mode); missing fields are
+    ignored."""
     items = list(limits)
     default, default_raw = _min_field(items, "default")
     maximum, maximum_raw = _min_field(items, "maximum")
@@ -149,8 +151,8 @@ def clamp_end(requested: datetime, max_end: datetime | None) -> datetime:
 def new_handle_end(
     requested_end: datetime | None, limits: Limits, now: datetime, start: datetime | None = None
 ) -> datetime | None:
-    """End of a handle created for a claim (spec §3.9): the requested end, else now + default, else
-    now + relativeMaximum, else now + maximum — always clamped to the maximum end measured from ``start``
+    """End of a handle created for a claim (docs/behaviour.md#handle-creation): the requested end, else now + default,
+    else now + relativeMaximum, else now + maximum — always clamped to the maximum end measured from ``start``
     (default ``now``, the bind/create time)."""
     if requested_end is not None:
         end = requested_end
@@ -186,7 +188,8 @@ def first_ready_end(
     now: datetime,
     max_end: datetime | None = None,
 ) -> datetime | None:
-    """The claim's new ``spec.lifespan.end`` on first ready (spec §3.11), or ``None`` when it must not change.
+    """The claim's new ``spec.lifespan.end`` on first ready (docs/behaviour.md#claim-status), or ``None`` when it must
+    not change.
 
     With a default, the end is reset to now + default when the claim has no requested end, or when its end is
     exactly lifespan start + default (i.e. the user did not choose it). ``max_end`` (measured from firstReady)
@@ -228,7 +231,7 @@ def status_interval(value: timedelta | str) -> str:
 def pool_handle_lifespan(
     provider_lifespan: Mapping[str, Any] | None, pool_lifespan: Mapping[str, Any] | None, now: datetime
 ) -> dict[str, str]:
-    """``spec.lifespan`` of a new pool handle (spec §3.16).
+    """``spec.lifespan`` of a new pool handle (docs/behaviour.md#lifespans).
 
     Fields come from the provider's lifespan, each into its own field (``relativeMaximum`` stays
     ``relativeMaximum``); a present ``pool.spec.lifespan`` replaces the whole block. Raw strings are copied for

@@ -1,9 +1,9 @@
-"""Linked-provider waits and template variables at handle reconcile (spec §3.7, last bullets).
+"""Linked-provider waits and template variables at handle reconcile (docs/behaviour.md#linked-providers, last bullets).
 
 A dependent resource may only be created once the resource it links to satisfies the link's ``waitFor``; its
 override can read values out of the linked resource's live state through ``templateVars`` (JSON pointers).
-The linked resource is identified by provider name AND resource name (spec §5: matching the provider alone is
-an upstream bug).
+The linked resource is identified by provider name AND resource name (docs/behaviour.md#hard-cases: matching the
+provider alone is an upstream bug).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def entry_name(resource: Mapping[str, Any]) -> str | None:
 
     Why: a resources-mode claim (``spec.resources: [{provider: {name: base}}, …]``, as upstream's own scenarios
     write them) gives its entries no names, and neither does a hand-made handle; such an entry is the provider's
-    default entry, which a link names by the linked provider's name (spec §2.1, §3.7).
+    default entry, which a link names by the linked provider's name (docs/behaviour.md#resources, #linked-providers).
     """
     return resource.get("name") or (resource.get("provider") or {}).get("name")
 

@@ -1,5 +1,5 @@
 """Managed resources of a handle: naming, Poolboy annotations, reference stickiness, create / filtered update
-(spec §3.12).
+(docs/behaviour.md#handles).
 
 Updates go through ``updateFilters``: the JSON-patch diff from the live object to the desired definition is
 filtered op by op, so Poolboy never reverts fields that others own unless the provider allows it. Poolboy's own
@@ -72,7 +72,7 @@ def enforce_reference(definition: dict[str, Any], reference: Mapping[str, Any] |
 
 def poolboy_annotations(ctx: Context, handle: Mapping[str, Any], provider_name: str, index: int,
                         requester_annotations: Mapping[str, str]) -> dict[str, str]:
-    """The ``D/resource-*`` annotations every managed resource carries (spec §3.12)."""
+    """The ``D/resource-*`` annotations every managed resource carries (docs/behaviour.md#handles)."""
     metadata = handle["metadata"]
     spec = handle.get("spec") or {}
     result = {

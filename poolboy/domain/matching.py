@@ -1,10 +1,10 @@
-"""Provider matching, template matching and handle ranking for binding (spec §3.2, §3.8).
+"""Provider matching, template matching and handle ranking for binding (docs/behaviour.md#provider-selection, #binding).
 
 Why pure: binding must be deterministic and must apply *every* exclusion and ranking criterion (upstream shipped
 several of them broken at one time or another), so the whole decision is a function of the claim, the candidate
 handles, the providers and one ``now``, with table-driven tests.
 
-Decisions where the spec leaves room:
+Decisions the upstream behaviour leaves open (docs/behaviour.md#binding states the outcome):
 
 - ``matches(match, template)`` is a deep subset: every key of ``match`` must be in ``template`` with a matching
   value; lists match element-wise by index (``match``'s list may be shorter than the template's, never longer);
@@ -72,7 +72,7 @@ def template_diff_ops(handle_template: Any, claim_template: Any) -> list[dict]:
 
 
 def template_matches(handle_template: Any, claim_template: Any, match_ignore: list[str] | None) -> bool:
-    """Whether every kept diff op's path is fully matched by some ``matchIgnore`` regex (spec §3.8)."""
+    """Whether every kept diff op's path is fully matched by some ``matchIgnore`` regex (docs/behaviour.md#binding)."""
     patterns = [str(pattern) for pattern in match_ignore or []]
     return all(
         any(path_matches(pattern, op["path"]) for pattern in patterns)
@@ -89,7 +89,8 @@ def _get(obj: Any, *path: str) -> Any:
 
 
 def _provider_name(resource: Any) -> str | None:
-    return _get(resource, "provider", "name")
+    name: str | None = _get(resource, "provider", "name")
+    return name
 
 
 def _match_ignore(providers: dict[str, dict], name: str | None) -> list[str]:
@@ -114,7 +115,8 @@ def _pool_name(handle: dict, domain: str) -> str | None:
 
 
 def end_too_soon(end: str | None, now: datetime) -> bool:
-    """A handle whose lifespan ``end`` falls within :data:`EXPIRY_MARGIN` of ``now`` is no candidate (spec §3.8)."""
+    """A handle whose lifespan ``end`` falls within :data:`EXPIRY_MARGIN` of ``now`` is no candidate
+    (docs/behaviour.md#binding)."""
     if not end:
         return False
     try:
@@ -136,7 +138,8 @@ def exclusion_reason(
     domain: str = DEFAULT_DOMAIN,
     claim_resources: list[dict] | None = None,
 ) -> str | None:
-    """Why ``handle`` cannot bind ``claim`` (spec §3.8 candidate rules), or ``None`` when it is a candidate."""
+    """Why ``handle`` cannot bind ``claim`` (docs/behaviour.md#binding candidate rules), or ``None`` when it is a
+    candidate."""
     resources = claim_resources if claim_resources is not None else (_get(claim, "spec", "resources") or [])
     handle_resources = _get(handle, "spec", "resources") or []
     now = parse_timestamp(now)  # accepts naive (taken as UTC) and aware datetimes
@@ -205,7 +208,7 @@ def rank_candidates(
     domain: str = DEFAULT_DOMAIN,
     claim_resources: list[dict] | None = None,
 ) -> list[dict]:
-    """Candidate handles for ``claim``, best first (spec §3.8 exclusions, then ranking criteria 1–8).
+    """Candidate handles for ``claim``, best first (docs/behaviour.md#binding exclusions, then ranking criteria 1–8).
 
     ``claim_resources`` defaults to ``claim.spec.resources``; in provider mode pass the provider's generated list.
     ``providers`` maps provider name → provider object (for ``matchIgnore``). An invalid ``matchIgnore`` regex is

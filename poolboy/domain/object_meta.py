@@ -1,4 +1,5 @@
-"""Metadata rules shared by every Poolboy kind: the ignore label and the finalizer (spec §3.1).
+"""Metadata rules shared by every Poolboy kind: the ignore label and the finalizer
+(docs/behaviour.md#triggers-and-finalizers).
 
 Legacy upstream finalizers ``D/handler`` and ``D/handler-<N>`` are treated as ours: cleanup runs, then they are
 removed; they are never added.
@@ -13,7 +14,7 @@ if TYPE_CHECKING:
 
 
 def is_ignored(ctx: Context, obj: dict[str, Any] | None) -> bool:
-    return bool(obj) and ctx.label("ignore") in ((obj.get("metadata") or {}).get("labels") or {})
+    return bool(obj) and ctx.label("ignore") in (((obj or {}).get("metadata") or {}).get("labels") or {})
 
 
 def our_finalizers(ctx: Context, obj: dict[str, Any]) -> list[str]:

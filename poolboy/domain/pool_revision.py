@@ -27,8 +27,8 @@ def revision(pool: Mapping[str, Any], provider_specs: Iterable[tuple[str, Mappin
         "provider": spec.get("provider"),
         "resources": spec.get("resources"),
         "vars": spec.get("vars") or {},
-        "providers": sorted(([name, dict(provider_spec)] for name, provider_spec in provider_specs),
-                             key=lambda item: item[0]),
+        "providers": [[name, dict(provider_spec)]
+                      for name, provider_spec in sorted(provider_specs, key=lambda item: item[0])],
     }
     return hashlib.blake2b(orjson.dumps(inputs, option=orjson.OPT_SORT_KEYS), digest_size=8).hexdigest()
 

@@ -1,9 +1,11 @@
-"""ResourceProvider wrapper: typed access to the spec and the provider-side rendering rules (spec §2.1, §3.3, §3.7).
+"""ResourceProvider wrapper: typed access to the spec and the provider-side rendering rules
+(docs/behaviour.md#resources, #claim-initialisation, #linked-providers).
 
 Both reconcilers (claim and handle) need the same answers from a provider — "what is the resource list for
 these parameter values", "what is the final definition", "what are the lifespan limits" — so they live here,
 once, instead of being re-derived in each reconciler. The wrapper reads nothing from a cache: ``Provider.get``
-goes to the API every time, because a reconcile must see the provider as it is now (spec §3.1).
+goes to the API every time, because a reconcile must see the provider as it is now
+(docs/behaviour.md#triggers-and-finalizers).
 """
 
 from __future__ import annotations
@@ -101,7 +103,7 @@ class Provider:
 
     @classmethod
     def list_all(cls, ctx: Context) -> list[Provider]:
-        """Every provider, from the API (matching must consider all providers, spec §3.2)."""
+        """Every provider, from the API (matching must consider all providers, docs/behaviour.md#provider-selection)."""
         items = ctx.kube.list(ctx.settings.api_version, KIND, ctx.settings.operator_namespace)
         return sorted((cls(item) for item in items), key=lambda p: p.name)
 
@@ -109,15 +111,17 @@ class Provider:
 
     @property
     def name(self) -> str:
-        return self.obj["metadata"]["name"]
+        name: str = self.obj["metadata"]["name"]
+        return name
 
     @property
     def namespace(self) -> str:
-        return self.obj["metadata"].get("namespace", "")
+        namespace: str = self.obj["metadata"].get("namespace", "")
+        return namespace
 
     @property
     def ref(self) -> dict[str, str]:
-        """Full reference ``{apiVersion, kind, name, namespace}`` (spec §1)."""
+        """Full reference ``{apiVersion, kind, name, namespace}`` (docs/behaviour.md#conventions)."""
         return {"apiVersion": self.obj.get("apiVersion", ""), "kind": KIND, "name": self.name,
                 "namespace": self.namespace}
 
@@ -227,7 +231,8 @@ class Provider:
 
     @property
     def has_template_definition(self) -> bool:
-        """Spec §3.3: a provider with neither ``override`` nor ``template.definition`` is a pure linker."""
+        """docs/behaviour.md#claim-initialisation: a provider with neither ``override`` nor ``template.definition`` is a
+        pure linker."""
         return self.override is not None or self.template_definition is not None
 
     @property
@@ -253,7 +258,7 @@ class Provider:
     # --- template variables --------------------------------------------------------------------------------
 
     def template_vars(self, handle: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """Provider ``vars`` overlaid by the handle's ``spec.vars`` (spec §4.3)."""
+        """Provider ``vars`` overlaid by the handle's ``spec.vars`` (docs/behaviour.md#template-variables)."""
         result = self.vars
         if handle is not None:
             result.update((handle.get("spec") or {}).get("vars") or {})
@@ -275,9 +280,10 @@ class Provider:
     def effective_parameter_values(self, parameter_values: Mapping[str, Any] | None, *,
                                    resource_claim: Mapping[str, Any] | None = None,
                                    resource_handle: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """Given values, then each missing parameter's default (template, value, schema default; spec §3.5).
+        """Given values, then each missing parameter's default (template, value, schema default;
+        docs/behaviour.md#parameters).
 
-        Extra keys are kept: values passed to a linked provider are not validated (spec §3.7).
+        Extra keys are kept: values passed to a linked provider are not validated (docs/behaviour.md#linked-providers).
         """
         values = dict(parameter_values or {})
         for parameter in self.parameters:
@@ -299,32 +305,37 @@ class Provider:
 
     def render_default(self, ctx: Context, *, resource_claim: Mapping[str, Any] | None, resource_index: int,
                        resource_name: str | None) -> dict[str, Any]:
-        """The fill-only ``default`` template for claim initialisation (spec §3.3), rendered if enabled."""
+        """The fill-only ``default`` template for claim initialisation (docs/behaviour.md#claim-initialisation),
+        rendered if enabled."""
         default = copy.deepcopy(self.default or {})
         if not self.template_enable:
             return default
         variables = {**self._base_variables(resource_claim, None), "resource_index": resource_index,
                      "resource_name": resource_name}
         variables.pop("resource_handle")
-        return self._render("default", default, variables, self.template_vars())
+        rendered: dict[str, Any] = self._render("default", default, variables, self.template_vars())
+        return rendered
 
     def definition(self, ctx: Context, parameter_values: Mapping[str, Any] | None, *,
                    resource_claim: Mapping[str, Any] | None = None,
                    resource_handle: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
-        """``template.definition`` rendered with the parameter values, vars and objects (spec §3.3, §4.4)."""
+        """``template.definition`` rendered with the parameter values, vars and objects
+        (docs/behaviour.md#claim-initialisation, #template-variables)."""
         if self.template_definition is None:
             return None
         values = self.effective_parameter_values(parameter_values, resource_claim=resource_claim,
                                                  resource_handle=resource_handle)
         variables = {**values, **self._base_variables(resource_claim, resource_handle)}
-        return self._render("template.definition", copy.deepcopy(self.template_definition), variables,
-                            self.template_vars(resource_handle))
+        rendered: dict[str, Any] | None = self._render("template.definition", copy.deepcopy(self.template_definition),
+                                                       variables, self.template_vars(resource_handle))
+        return rendered
 
     def resource_list(self, ctx: Context, parameter_values: Mapping[str, Any] | None, *,
                       resource_claim: Mapping[str, Any] | None = None,
                       resource_handle: Mapping[str, Any] | None = None,
                       resource_name: str | None = None, _depth: int = 0) -> list[dict[str, Any]]:
-        """The provider's resources, dependencies first (spec §3.7): ``[{name, provider, template?}]``.
+        """The provider's resources, dependencies first (docs/behaviour.md#linked-providers): ``[{name, provider,
+        template?}]``.
 
         ``resource_name`` names this provider's own entry (a link's ``resourceName``); default: ``resourceName``
         or the provider name.
@@ -364,12 +375,14 @@ class Provider:
 
     def render_override(self, ctx: Context, variables: dict[str, Any],
                         template_vars: dict[str, Any] | None = None) -> dict[str, Any]:
-        """``override``, rendered with the §4.4 override variables when ``template.enable``; else literal."""
+        """``override``, rendered with the docs/behaviour.md#template-variables override variables when
+        ``template.enable``; else literal."""
         override = copy.deepcopy(self.override or {})
         if not self.template_enable:
             return override
-        return self._render("override", override, variables,
-                            self.template_vars() if template_vars is None else template_vars)
+        rendered: dict[str, Any] = self._render("override", override, variables,
+                                                self.template_vars() if template_vars is None else template_vars)
+        return rendered
 
     # --- lifespan ------------------------------------------------------------------------------------------
 
@@ -395,7 +408,8 @@ class Provider:
     def lifespan_limits(self, ctx: Context, *, resource_claim: Mapping[str, Any] | None,
                         resource_handle: Mapping[str, Any] | None = None,
                         vars: dict[str, Any] | None = None) -> Limits:
-        """Evaluated ``lifespan.default/maximum/relativeMaximum`` (spec §3.16); unparsable → ``InvalidLifespan``."""
+        """Evaluated ``lifespan.default/maximum/relativeMaximum`` (docs/behaviour.md#lifespans); unparsable →
+        ``InvalidLifespan``."""
         variables: dict[str, Any] = {"resource_claim": _wrap(resource_claim)}
         if resource_handle is not None:
             variables["resource_handle"] = _wrap(resource_handle)

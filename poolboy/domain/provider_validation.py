@@ -186,7 +186,9 @@ def _schemas(spec: dict[str, Any]) -> Iterator[Problem]:
 def _lifespans(spec: dict[str, Any]) -> Iterator[Problem]:
     """Plain values parse as intervals; templates (rendered per claim) must at least compile."""
     lifespan = spec.get("lifespan")
-    for key in _LIFESPAN_KEYS if isinstance(lifespan, dict) else ():
+    if not isinstance(lifespan, dict):
+        return
+    for key in _LIFESPAN_KEYS:
         value = lifespan.get(key)
         path = f"spec.lifespan.{key}"
         if value in (None, ""):

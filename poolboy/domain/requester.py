@@ -1,4 +1,5 @@
-"""Who asked for a resource (spec §3.14): the OpenShift user named by the claim namespace's requester annotation.
+"""Who asked for a resource (docs/behaviour.md#requester): the OpenShift user named by the claim namespace's requester
+annotation.
 
 The OpenShift ``user.openshift.io`` API is absent on plain Kubernetes (and in devcluster); an absent API, user or
 identity is treated exactly like a missing object so that templates see stable placeholder shapes.

@@ -1,8 +1,8 @@
-"""ResourceHandle reconciler (spec §3.12, §3.13, §3.17): creates and updates the managed resources of a handle
-and computes its health, readiness and summary.
+"""ResourceHandle reconciler (docs/behaviour.md#handles, #health, #deletion): creates and updates the managed resources
+of a handle and computes its health, readiness and summary.
 
-Order (spec §3.12): expiry → provider-mode regeneration of ``spec.resources`` → ``status.resources`` shape →
-per resource (claim requirement, linked waits, render, record reference, create/update) → status → enqueue the
+Order (docs/behaviour.md#handles): expiry → provider-mode regeneration of ``spec.resources`` → ``status.resources``
+shape → per resource (claim requirement, linked waits, render, record reference, create/update) → status → enqueue the
 claim. A reference is made durable in status BEFORE the resource is created (with an rv precondition), so that a
 deletion that starts meanwhile either fails our write (and we re-read and clean up) or sees the reference: a
 resource is never created without its handle knowing it.
@@ -53,10 +53,6 @@ def _pool_key(ctx: Context, handle: dict[str, Any]) -> str | None:
 
 def _keys(*candidates: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(k for k in candidates if k))
-
-
-def _drop_none(mapping: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in mapping.items() if v is not None}
 
 
 class _Providers:
@@ -115,7 +111,8 @@ def _delete_bound_claim(ctx: Context, handle: dict[str, Any]) -> None:
     if claim is None or claim["metadata"].get("deletionTimestamp") or not binding.bound_to(ctx, handle, claim):
         return  # gone, going, or a claim recreated under the same name (another object: never ours to delete)
     if is_ignored(ctx, claim):
-        return  # Poolboy writes nothing to an ignored object, deletion included (§3.1)
+        # Poolboy writes nothing to an ignored object, deletion included (docs/behaviour.md#triggers-and-finalizers)
+        return
     status_handle = (claim.get("status") or {}).get("resourceHandle") or {}
     if status_handle.get("detached"):
         return
@@ -127,7 +124,8 @@ def _delete_bound_claim(ctx: Context, handle: dict[str, Any]) -> None:
 
 
 def _cleanup(ctx: Context, handle: dict[str, Any]) -> Result:
-    """Spec §3.17: resources, then the bound claim (unless detached), then the finalizer; enqueue the pool."""
+    """docs/behaviour.md#deletion: resources, then the bound claim (unless detached), then the finalizer; enqueue the
+    pool."""
     if not our_finalizers(ctx, handle):
         return Result()
     for ref in _references(handle):
@@ -472,7 +470,9 @@ def _live(ctx: Context, handle: dict[str, Any]) -> Result:
     read_version = _version(handle)
     claim = _read_claim(ctx, handle)
     if is_ignored(ctx, claim):
-        return Result()  # even expiry waits: it would delete the ignored claim (§3.1); resuming runs it again
+        # even expiry waits: it would delete the ignored claim (docs/behaviour.md#triggers-and-finalizers); resuming
+        # runs it again
+        return Result()
     expired = _expiry(ctx, handle, claim)
     if expired is not None:
         return expired

@@ -1,5 +1,5 @@
 """ResourceProvider reconciler: report the provider's own validity, and make a change take effect on its dependants
-at once by enqueueing them (spec §3.1).
+at once by enqueueing them (docs/behaviour.md#triggers-and-finalizers).
 
 Validity (beyond upstream): the spec is checked by :mod:`poolboy.domain.provider_validation`; the status carries
 ``Valid`` (True ``Valid`` / False ``InvalidSpec`` with ``<field path>: <problem>`` messages) and ``Ready`` mirroring

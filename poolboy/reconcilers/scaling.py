@@ -1,4 +1,5 @@
-"""ResourcePoolScaling reconciler (spec §3.19): ownerReference to its pool, exact ``status.count``, ``state``.
+"""ResourcePoolScaling reconciler (docs/behaviour.md#scalings): ownerReference to its pool, exact ``status.count``,
+``state``.
 
 The scaling is the only writer of its status. ``status.count`` is the size of the set of handles it owns (see
 :mod:`poolboy.domain.pool_handles`), kept in ``status.handles`` so that handles claimed and deleted later still count.

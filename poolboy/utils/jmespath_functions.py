@@ -1,4 +1,5 @@
-"""JMESPath with the community functions provider templates use in ``json_query`` (spec §4.2).
+"""JMESPath with the community functions provider templates use in ``json_query``
+(docs/behaviour.md#template-filters-and-globals).
 
 Why: Ansible's ``community.general.json_query`` adds ``from_items``, ``items`` and ``zip`` on top of standard
 JMESPath (which already has ``keys``, ``values``, ``length``, ``contains``, ``||`` …). Templates written for upstream

@@ -1,8 +1,9 @@
-"""JSON-patch diff, ``updateFilters`` and RFC 6902 apply (spec §1 "JSON-patch diff", §3.8, §3.12).
+"""JSON-patch diff, ``updateFilters`` and JSON pointers (docs/behaviour.md#json-patch-diff, #binding, #handles).
 
-Why our own diff: the diff is part of the API. Template matching (§3.8) counts and filters its ops, and
-``updateFilters`` (§3.12) decide per op, so it must be the leaf-level, index-by-index add/remove/replace diff the
-spec describes — never move/copy, never a "smart" list diff. Paths are RFC 6901 JSON pointers.
+Why our own diff: the diff is part of the API. Template matching (docs/behaviour.md#binding) counts and filters its
+ops, and ``updateFilters`` (docs/behaviour.md#handles) decide per op, so it must be the leaf-level, index-by-index
+add/remove/replace diff docs/behaviour.md#json-patch-diff describes — never move/copy, never a "smart" list diff.
+Paths are RFC 6901 JSON pointers.
 
 Op order of ``diff(source, target)``:
 
@@ -12,7 +13,8 @@ Op order of ``diff(source, target)``:
 2. for lists, index by index as above, then surplus ``source`` indexes removed from the highest down, then
    the extra ``target`` items ``add``-ed at their index.
 
-So ``apply(source, diff(source, target)) == target`` always holds. Equality is JSON equality: ``True`` differs from
+So applying ``diff(source, target)`` to ``source`` always gives ``target`` (the tests apply it with devcluster's
+JSON Patch, the API server stand-in's, as the server would). Equality is JSON equality: ``True`` differs from
 ``1`` (Python says they are equal), while ``1 == 1.0``.
 """
 
@@ -26,7 +28,6 @@ from typing import Any
 
 __all__ = [
     "PatchError",
-    "apply",
     "diff",
     "escape_pointer",
     "filter_ops",
@@ -175,14 +176,14 @@ def _anchored(pattern: str) -> re.Pattern[str]:
 
 
 def path_matches(pattern: str, path: str) -> bool:
-    """Whether the regex ``pattern`` fully matches the JSON-pointer ``path`` (spec §1 "Regex paths")."""
+    """Whether the regex ``pattern`` fully matches the JSON-pointer ``path`` (docs/behaviour.md#regex-paths)."""
     return _anchored(pattern).match(path) is not None
 
 
 def filter_ops(
     ops: Iterable[dict], update_filters: list[dict] | None, always_allowed: Iterable[str] = ()
 ) -> list[dict]:
-    """Keep the ops that ``updateFilters`` allow (spec §3.12).
+    """Keep the ops that ``updateFilters`` allow (docs/behaviour.md#handles).
 
     For each op the FIRST filter whose ``pathMatch`` fully matches the op's path decides: the op is kept iff its
     ``op`` is in that filter's ``allowedOps`` (every op when ``allowedOps`` is omitted). Ops that no filter
@@ -200,112 +201,3 @@ def filter_ops(
                     kept.append(op)
                 break
     return kept
-
-
-# ---------------------------------------------------------------------------------------------------- apply
-
-
-def apply(document: Any, ops: Iterable[dict]) -> Any:
-    """Apply RFC 6902 ops (add/remove/replace/test/move/copy) to a copy of ``document``; raise ``PatchError``.
-
-    ``test`` follows the API server: a missing member of an existing object tests equal to ``null``. Otherwise this
-    is stricter than the server (which, e.g., lets ``replace`` add a missing member): it checks patches we build.
-    """
-    result = copy.deepcopy(document)
-    for op in ops:
-        result = _apply_one(result, op)
-    return result
-
-
-def _require(op: dict, field: str) -> Any:
-    if field not in op:
-        raise PatchError(f"patch operation {op!r} lacks {field!r}")
-    return op[field]
-
-
-def _apply_one(document: Any, op: dict) -> Any:
-    if not isinstance(op, dict):
-        raise PatchError(f"patch operation {op!r} is not an object")
-    kind = _require(op, "op")
-    path = _require(op, "path")
-    if kind == "add":
-        return _add(document, path, copy.deepcopy(_require(op, "value")))
-    if kind == "remove":
-        return _remove(document, path)[0]
-    if kind == "replace":
-        return _replace(document, path, copy.deepcopy(_require(op, "value")))
-    if kind == "test":
-        actual = _tested(document, path)
-        if not json_equal(actual, _require(op, "value")):
-            raise PatchError(f"test failed at {path!r}: expected {op['value']!r}, found {actual!r}")
-        return document
-    if kind == "move":
-        source = _require(op, "from")
-        if path != source and path.startswith(source + "/"):
-            raise PatchError(f"cannot move {source!r} into its own child {path!r}")
-        document, value = _remove(document, source)
-        return _add(document, path, value)
-    if kind == "copy":
-        value = copy.deepcopy(resolve_pointer(document, _require(op, "from")))
-        return _add(document, path, value)
-    raise PatchError(f"unknown patch operation {kind!r}")
-
-
-def _tested(document: Any, path: str) -> Any:
-    """The value a ``test`` op compares. As in kube-apiserver (evanphx/json-patch), a member missing from an
-    existing object reads as ``null``, so ``test`` of ``null`` guards "still absent"; a missing parent fails."""
-    if path == "":
-        return document
-    parent, token = _parent(document, path)
-    if isinstance(parent, dict):
-        return parent.get(token)
-    return _child(parent, token, path)
-
-
-def _parent(document: Any, path: str) -> tuple[Any, str]:
-    tokens = _split(path)
-    node = document
-    for token in tokens[:-1]:
-        node = _child(node, token, path)
-    return node, tokens[-1]
-
-
-def _add(document: Any, path: str, value: Any) -> Any:
-    if path == "":
-        return value
-    parent, token = _parent(document, path)
-    if isinstance(parent, dict):
-        parent[token] = value
-    elif isinstance(parent, list):
-        parent.insert(_list_index(token, len(parent), path, allow_end=True), value)
-    else:
-        raise PatchError(f"cannot add at {path!r}: parent is {type(parent).__name__}")
-    return document
-
-
-def _replace(document: Any, path: str, value: Any) -> Any:
-    if path == "":
-        return value
-    parent, token = _parent(document, path)
-    if isinstance(parent, dict):
-        if token not in parent:
-            raise PatchError(f"cannot replace {path!r}: key {token!r} not found")
-        parent[token] = value
-    elif isinstance(parent, list):
-        parent[_list_index(token, len(parent), path)] = value
-    else:
-        raise PatchError(f"cannot replace {path!r}: parent is {type(parent).__name__}")
-    return document
-
-
-def _remove(document: Any, path: str) -> tuple[Any, Any]:
-    if path == "":
-        raise PatchError("cannot remove the whole document")
-    parent, token = _parent(document, path)
-    if isinstance(parent, dict):
-        if token not in parent:
-            raise PatchError(f"cannot remove {path!r}: key {token!r} not found")
-        return document, parent.pop(token)
-    if isinstance(parent, list):
-        return document, parent.pop(_list_index(token, len(parent), path))
-    raise PatchError(f"cannot remove {path!r}: parent is {type(parent).__name__}")

@@ -1,4 +1,4 @@
-"""Deep merge of JSON documents (spec §1 "Deep merge").
+"""Deep merge of JSON documents (docs/behaviour.md#deep-merge).
 
 Used for provider ``default`` (fill-only), ``override`` (overwrite) and claim → handle template propagation
 (overwrite). Rules:

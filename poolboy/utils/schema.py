@@ -1,4 +1,5 @@
-"""OpenAPI 3.0 schema validation and defaults (spec §2.1 ``validation.openAPIV3Schema``, §3.3, §3.4, §3.5).
+"""OpenAPI 3.0 schema validation and defaults (docs/behaviour.md#resources ``validation.openAPIV3Schema``,
+docs/behaviour.md#claim-initialisation, #resource-validation, #parameters).
 
 Why a translation step: ``jsonschema`` speaks JSON Schema, not OpenAPI 3.0. OpenAPI 3.0 schema objects are close to
 JSON Schema draft 4 (boolean ``exclusiveMinimum``/``exclusiveMaximum``, ``integer`` excludes ``1.0``), so we validate
@@ -181,7 +182,8 @@ def validate_value(value: Any, schema: dict | None) -> list[str]:
 
 
 def defaults_from_schema(schema: Any) -> Any:
-    """Defaults declared in a schema (spec §3.3): collected recursively, only through ``type: object`` properties.
+    """Defaults declared in a schema (docs/behaviour.md#claim-initialisation): collected recursively, only through
+    ``type: object`` properties.
 
     For an object schema returns a dict (possibly empty): each property's ``default`` (filled with its own nested
     defaults when it is itself an object), or the nested defaults of an object property that has no ``default``

@@ -34,9 +34,9 @@ import contextvars
 import inspect
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sized
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from jinja2.exceptions import SecurityError
 
@@ -81,6 +81,8 @@ class Budget:
 
 
 BUDGET: contextvars.ContextVar[Budget | None] = contextvars.ContextVar("poolboy_template_budget", default=None)
+
+_T = TypeVar("_T")
 
 
 def new_budget() -> Budget:
@@ -196,7 +198,7 @@ def refuse_estimate(what: str, estimate: int, limit: int = MAX_STRING) -> None:
         raise LimitError(f"{what} would produce about {estimate} characters or items (limit {limit}): too large")
 
 
-def account(result: Any) -> Any:
+def account(result: _T) -> _T:
     """After a call: bound the result and charge what it produced to the render's budget."""
     if isinstance(result, str | bytes):
         check_length(len(result), "string")
@@ -263,7 +265,7 @@ def replace_estimate(text: str, old: str, new: str, count: Any = None) -> int:
     return len(text) + occurrences * max(0, len(new) - len(old))
 
 
-def join_estimate(separator: str | bytes, items: Sized) -> int:
+def join_estimate(separator: str | bytes, items: Collection[Any]) -> int:
     return max(0, len(items) - 1) * len(separator) + sum(_text_size(item) for item in items)
 
 
@@ -303,7 +305,7 @@ def _urlize_estimate(a: Mapping[str, Any]) -> int:
 def _sum_estimate(a: Mapping[str, Any]) -> int:
     """``sum`` of sequences copies the running total at every step: quadratic. Bound the copying work."""
     start, items = a["start"], a["iterable"]
-    if not isinstance(start, str | list | tuple) or not isinstance(items, Sized):
+    if not isinstance(start, str | list | tuple) or not isinstance(items, Collection):
         return 0
     total = len(start) + sum(len(item) if isinstance(item, Sized) else 1 for item in items)
     check_length(total, "list")
@@ -316,7 +318,7 @@ FILTER_ESTIMATES: dict[str, tuple[Callable[[Mapping[str, Any]], int], int]] = {
     "center": (lambda a: max(len(str(a["value"])), _as_int(a["width"])), MAX_STRING),
     "replace": (lambda a: replace_estimate(str(a["s"]), str(a["old"]), str(a["new"]), a["count"]), MAX_STRING),
     "format": (lambda a: format_estimate(str(a["value"]), a["args"], a["kwargs"]), MAX_STRING),
-    "join": (lambda a: join_estimate(str(a["d"]), a["value"]) if isinstance(a["value"], Sized) else 0, MAX_STRING),
+    "join": (lambda a: join_estimate(str(a["d"]), a["value"]) if isinstance(a["value"], Collection) else 0, MAX_STRING),
     "wordwrap": (_wordwrap_estimate, MAX_STRING),
     "truncate": (lambda a: len(str(a["s"])) + len(str(a["end"])), MAX_STRING),
     "urlize": (_urlize_estimate, 4 * MAX_STRING),
@@ -415,7 +417,7 @@ def guard_method(obj: Any, args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, 
     name = getattr(obj, "__name__", "")
     if isinstance(owner, str | bytes):
         if name == "join" and args:
-            items = args[0] if isinstance(args[0], Sized) else list(charge_iterations(args[0]))
+            items = args[0] if isinstance(args[0], Collection) else list(charge_iterations(args[0]))
             check_size(items)
             refuse_estimate(f"{type(owner).__name__}.join", join_estimate(owner, items))
             return (items, *args[1:]), kwargs

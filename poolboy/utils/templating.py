@@ -1,4 +1,5 @@
-"""Jinja2 templating for providers (spec §4): sandboxed, chainable-undefined, typed output, lazy template vars.
+"""Jinja2 templating for providers (docs/behaviour.md#templates): sandboxed, chainable-undefined, typed output, lazy
+template vars.
 
 Why it looks like this:
 
@@ -11,7 +12,8 @@ Why it looks like this:
   loop step; loop iterations and everything a render produces are budgeted; the output is capped.
 - **Undefined.** ``ChainableUndefined`` semantics (``a.b.c | default(0)`` works) but printing an undefined value
   raises, so ``{{ missing }}`` fails loudly instead of rendering "".
-- **Typed output** (§4.1): a string that is exactly one ``{{ … }}`` whose outermost expression is a ``bool``,
+- **Typed output** (docs/behaviour.md#templates): a string that is exactly one ``{{ … }}`` whose outermost expression is
+a ``bool``,
   ``float``, ``int``, ``list`` or ``object`` filter keeps that type; detection works on the parsed template, not a
   regex, so ``{{ x | int + 1 }}`` stays a string.
 - **Users' values are data.** Only the template strings given to :func:`render` and the template vars are ever
@@ -30,7 +32,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from jinja2 import nodes, pass_context
 from jinja2.compiler import CodeGenerator, Frame
@@ -57,7 +59,7 @@ __all__ = [
     "wrap_object",
 ]
 
-MAX_VAR_DEPTH = 100  # nesting of template vars rendering other template vars (spec §4.3)
+MAX_VAR_DEPTH = 100  # nesting of template vars rendering other template vars (docs/behaviour.md#template-variables)
 RECURSION_LIMIT = 3000  # raised to this (never lowered) so MAX_VAR_DEPTH levels fit
 TYPED_FILTERS = frozenset({"bool", "float", "int", "list", "object"})
 
@@ -106,7 +108,8 @@ def str2bool(value: Any) -> bool:
 
 
 class K8sObject(dict):
-    """A Kubernetes object as a template variable (spec §4.1): the JSON document plus upstream's shortcuts.
+    """A Kubernetes object as a template variable (docs/behaviour.md#templates): the JSON document plus upstream's
+    shortcuts.
 
     Shortcut attributes (``name``, ``namespace``, ``uid``, ``labels``, ``annotations``, ``metadata``, ``spec``,
     ``status``, ``creation_timestamp``, ``api_version``) read from the document; missing maps are empty, so
@@ -167,7 +170,8 @@ def wrap_object(obj: Mapping | None) -> K8sObject | None:
 
 
 class Timestamp:
-    """The ``timestamp`` global (spec §4.2): now by default, callable to parse, ``.add()`` to shift."""
+    """The ``timestamp`` global (docs/behaviour.md#template-filters-and-globals): now by default, callable to parse,
+    ``.add()`` to shift."""
 
     def __init__(self, value: datetime | str | None = None) -> None:
         self.datetime = timeutil.utcnow() if value is None else timeutil.parse_timestamp(value)
@@ -219,7 +223,7 @@ class Timestamp:
 
 
 class _StrictChainableUndefined(ChainableUndefined):
-    """Chainable for attribute/index access and ``default``; printing it raises (spec §4.1)."""
+    """Chainable for attribute/index access and ``default``; printing it raises (docs/behaviour.md#templates)."""
 
     __slots__ = ()
 
@@ -273,7 +277,8 @@ def _strgen(context: Any, pattern: str) -> str:
     for match in _STRGEN_COUNT.finditer(pattern):
         if any(int(group) > 10_000 for group in match.groups() if group):
             raise guards.LimitError("strgen pattern repeats too much")
-    return StringGenerator(pattern).render()
+    rendered: str = StringGenerator(pattern).render()
+    return rendered
 
 
 def _to_datetime(value: str, fmt: str = "%Y-%m-%d %H:%M:%S") -> datetime:
@@ -281,7 +286,8 @@ def _to_datetime(value: str, fmt: str = "%Y-%m-%d %H:%M:%S") -> datetime:
 
 
 def _now(utc: bool = False, fmt: str | None = None) -> datetime | str:
-    """``now(true)``: timezone-aware UTC, so it subtracts from ``to_datetime(..., '...%z')`` values (spec §4.2);
+    """``now(true)``: timezone-aware UTC, so it subtracts from ``to_datetime(..., '...%z')`` values
+    (docs/behaviour.md#template-filters-and-globals);
     ``now()``: naive local time, which pairs with naive values (``to_datetime`` without ``%z``, ``datetime.now()``).
     """
     current = timeutil.utcnow()
@@ -344,7 +350,7 @@ class _Environment(ImmutableSandboxedEnvironment):
 
     code_generator_class = _CodeGenerator
     intercepted_binops = frozenset({"*", "**", "+", "%"})
-    concat = staticmethod(guards.concat)  # type: ignore[assignment]
+    concat = staticmethod(guards.concat)
 
     def __init__(self) -> None:
         super().__init__(undefined=_StrictChainableUndefined, autoescape=False, finalize=_finalize)
@@ -407,7 +413,7 @@ def _make_environment() -> _Environment:
     )
     for name, func in list(env.filters.items()):  # every filter, built-in or ours, runs guarded
         env.filters[name] = guards.guard_filter(name, func)
-    env.globals["lipsum"] = guards.guard_lipsum(env.globals["lipsum"])
+    env.globals["lipsum"] = guards.guard_lipsum(cast(Callable[..., str], env.globals["lipsum"]))
     env.globals.update({"datetime": datetime, "timedelta": timedelta, "timezone": timezone, "now": _now})
     return env
 
@@ -619,7 +625,8 @@ def render_string(
 def check(
     expression: str, variables: Mapping[str, Any] | None = None, template_vars: Mapping[str, Any] | None = None
 ) -> bool:
-    """Evaluate a condition as ``{{ (expression) | bool }}`` (spec §4.1). Raises :class:`TemplateError`."""
+    """Evaluate a condition as ``{{ (expression) | bool }}`` (docs/behaviour.md#templates). Raises
+    :class:`TemplateError`."""
     source = "{{ (" + expression + ") | bool }}"
     result = _run(source, variables, template_vars)
     return result if isinstance(result, bool) else str2bool(result)

@@ -1,4 +1,4 @@
-"""Intervals and timestamps in the forms Poolboy reads and writes (spec §1).
+"""Intervals and timestamps in the forms Poolboy reads and writes (docs/behaviour.md#conventions).
 
 Why one module: every lifespan, template global and status field agrees on the same parsing rules, the same
 ``%Y-%m-%dT%H:%M:%SZ`` format and the same whole-second ``now``. ``utcnow()`` goes through a replaceable clock so
@@ -71,8 +71,8 @@ def format_interval(value: timedelta | int | float) -> str:
 def format_single_unit(value: timedelta | int | float) -> str:
     """The largest single unit that divides the interval exactly ("36h", "90m", "1d", "45s").
 
-    Needed for status fields whose schema pattern is ``^[0-9]+[smhd]$`` (spec §3.16). Negative values cannot match
-    that pattern, so they raise ``ValueError``.
+    Needed for status fields whose schema pattern is ``^[0-9]+[smhd]$`` (docs/behaviour.md#lifespans). Negative values
+    cannot match that pattern, so they raise ``ValueError``.
     """
     seconds = _total_seconds(value)
     if seconds < 0:

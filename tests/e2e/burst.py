@@ -1,5 +1,5 @@
 """Burst scenarios on the running stack: a ConfigMap provider and pool, many claims, and the invariants that must hold
-however the work was spread, interrupted or repeated (DESIGN invariants 3 and 5; spec §3.8, §3.18).
+however the work was spread, interrupted or repeated (docs/behaviour.md#design-rules 3 and 5, #binding, #pools).
 
 :class:`Watchdog` checks the binding invariants continuously from watches (every event, not only at the end);
 :func:`final_violations` checks everything once the system has settled.
@@ -187,7 +187,8 @@ class Watchdog:
             self.violations += [v for v in found if v not in self.violations]
 
     def _check_cleanup(self, obj: dict) -> None:
-        """An object is gone, so its finalizer was removed: its cleanup must be done already (DESIGN invariant 5)."""
+        """An object is gone, so its finalizer was removed: its cleanup must be done already
+        (docs/behaviour.md#design-rules, rule 5)."""
         name = obj["metadata"]["name"]
         if obj["kind"] == "ResourceHandle":
             for ref in [r.get("reference") or {} for r in (obj.get("status") or {}).get("resources", [])]:

@@ -1,6 +1,7 @@
 """Concurrency on the real stack: 200 claims at once against a pool of 100, with a worker SIGKILLed mid-burst.
 
-Outcomes that must hold however the work is spread over worker processes (spec §3.8, §3.18, DESIGN invariant 3):
+Outcomes that must hold however the work is spread over worker processes (docs/behaviour.md#binding, #pools,
+#design-rules rule 3):
 no handle bound twice, no claim with two handles, every claim bound (100 from the pool, the rest on new
 handles), and the pool refilled to minAvailable.
 """

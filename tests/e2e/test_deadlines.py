@@ -1,4 +1,4 @@
-"""Spec §1 "Periodic work … Deadlines must fire close to the time they name", on the running stack.
+"""docs/behaviour.md#periodic-work, on the running stack.
 
 Three deadlines a user can watch: a handle whose provider reads the clock re-renders its time-dependent template
 every ``POOLBOY_TIME_DEPENDENT_INTERVAL`` (5 s here), a claim's future ``spec.lifespan.start`` binds within about a

@@ -19,8 +19,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from procutil import free_port
 from tests.waiting import wait_for
-from workers.redis_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 

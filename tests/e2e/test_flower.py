@@ -19,10 +19,10 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from poolboy.kube import AlreadyExists, KubeClient
+from procutil import free_port
 from stack.local import LocalStack, StackOptions
 from tests.e2e.conftest import FAST_INTERVALS
 from tests.waiting import wait_for
-from workers.redis_server import free_port
 
 D = "poolboy.gpte.redhat.com"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

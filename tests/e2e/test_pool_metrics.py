@@ -11,11 +11,11 @@ from collections.abc import Iterator
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from procutil import free_port
 from stack.local import LocalStack, StackOptions
 from tests.e2e.conftest import FAST_INTERVALS
 from tests.e2e.provider_support import NS, D, User, config_map_provider, status
 from tests.waiting import wait_for
-from workers.redis_server import free_port
 
 
 def free_port_pair() -> int:

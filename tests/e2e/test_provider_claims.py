@@ -1,7 +1,8 @@
 """Provider-mode claims (``spec.provider`` with ``parameterValues``) on the running stack, as a user sees them.
 
-Each test is one user scenario from the spec (§3.1, §3.2, §3.5, §3.6, §3.7, §3.11, §3.15–3.17), with its own
-namespace and provider so the scenarios stay independent while sharing one module-scoped stack.
+Each test is one user scenario from docs/behaviour.md (docs/behaviour.md#triggers-and-finalizers, #provider-selection,
+#parameters, #approval, #linked-providers, #claim-status, #auto-delete-and-auto-detach, #lifespans, #deletion), with its
+own namespace and provider so the scenarios stay independent while sharing one module-scoped stack.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ def resource_name(user: User, claim: dict, index: int = 0) -> str:
     return wait_for(reference, timeout=15, interval=0.1, message="resource reference recorded")
 
 
-# --- §3.1 finalizer, ignore label ------------------------------------------------------------------------------
+# --- docs/behaviour.md#triggers-and-finalizers finalizer, ignore label
+# ------------------------------------------------------------------------------
 
 
 def test_claim_gets_finalizer_and_ignored_claim_is_untouched_until_label_removed(stack: LocalStack) -> None:
@@ -106,7 +108,8 @@ def test_an_ignored_handle_is_left_alone_until_resumed(stack: LocalStack) -> Non
              message="the change flows once the handle is resumed")
 
 
-# --- §3.2 provider selection --------------------------------------------------------------------------------
+# --- docs/behaviour.md#provider-selection provider selection
+# --------------------------------------------------------------------------------
 
 
 def test_missing_provider_is_reported_then_the_claim_recovers_when_it_appears(stack: LocalStack) -> None:
@@ -137,7 +140,8 @@ def test_changing_provider_name_is_refused(stack: LocalStack) -> None:
                     message="immutable provider error")
 
 
-# --- §3.5 parameters ------------------------------------------------------------------------------------------
+# --- docs/behaviour.md#parameters parameters
+# ------------------------------------------------------------------------------------------
 
 
 def parameters_provider(ns: str) -> dict:
@@ -279,7 +283,8 @@ def test_allow_update_parameter_change_reaches_the_live_resource(stack: LocalSta
                     message="summary and state follow")
 
 
-# --- §3.6 approval --------------------------------------------------------------------------------------------
+# --- docs/behaviour.md#approval approval
+# --------------------------------------------------------------------------------------------
 
 
 def test_approval_pending_then_approved_processes_promptly_and_rejected_stays_blocked(stack: LocalStack) -> None:
@@ -305,7 +310,8 @@ def test_approval_pending_then_approved_processes_promptly_and_rejected_stays_bl
     assert len(user.handles(f"{D}/resource-claim-namespace={ns}")) == 1
 
 
-# --- §3.7 linked providers ------------------------------------------------------------------------------------
+# --- docs/behaviour.md#linked-providers linked providers
+# ------------------------------------------------------------------------------------
 
 
 def test_linked_provider_waits_for_the_base_resource_then_uses_its_state(stack: LocalStack) -> None:
@@ -373,7 +379,8 @@ def test_linked_provider_when_and_resource_name(stack: LocalStack) -> None:
     assert resource_name(user, no_db, 0).startswith("web-")
 
 
-# --- §3.11 mirroring, §3.15 autoDelete/autoDetach -------------------------------------------------------------
+# --- docs/behaviour.md#claim-status mirroring, docs/behaviour.md#auto-delete-and-auto-detach autoDelete/autoDetach
+# -------------------------------------------------------------
 
 
 def summary_provider(ns: str) -> dict:
@@ -448,7 +455,8 @@ def test_detached_claim_is_deleted_when_its_lifespan_ends(stack: LocalStack) -> 
     assert parse(timestamp()) >= end
 
 
-# --- §3.16 lifespans ------------------------------------------------------------------------------------------
+# --- docs/behaviour.md#lifespans lifespans
+# ------------------------------------------------------------------------------------------
 
 
 def test_lifespan_default_maximum_and_clamped_requested_end(stack: LocalStack) -> None:
@@ -499,7 +507,8 @@ def test_lifespan_start_in_the_future_delays_everything(stack: LocalStack) -> No
     assert parse(status(claim)["lifespan"]["start"]) >= parse(start)
 
 
-# --- §3.17 deletion cascades ----------------------------------------------------------------------------------
+# --- docs/behaviour.md#deletion deletion cascades
+# ----------------------------------------------------------------------------------
 
 
 def test_deleting_the_claim_or_the_handle_cascades(stack: LocalStack) -> None:

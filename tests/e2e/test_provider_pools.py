@@ -1,4 +1,5 @@
-"""Provider pools on the running stack (spec §3.8, §3.16, §3.18, §3.19), as an administrator and a user see them.
+"""Provider pools on the running stack (docs/behaviour.md#binding, #lifespans, #pools, #scalings), as an administrator
+and a user see them.
 
 Every scenario has its own provider, pool and namespace; the pools are small so each scenario takes seconds.
 """
@@ -46,7 +47,8 @@ def handle_config_map(user: User, handle: str, namespace: str) -> str:
     return cm
 
 
-# --- §3.8 binding from a provider pool ------------------------------------------------------------------------
+# --- docs/behaviour.md#binding binding from a provider pool
+# ------------------------------------------------------------------------
 
 
 def test_claim_binds_a_pool_handle_and_the_pool_refills(stack: LocalStack) -> None:
@@ -95,7 +97,8 @@ def test_disable_creation_waits_then_binds_when_a_pool_handle_appears(stack: Loc
     assert condition(claim, "Bound")["status"] == "True"
 
 
-# --- §3.18 pools ----------------------------------------------------------------------------------------------
+# --- docs/behaviour.md#pools pools
+# ----------------------------------------------------------------------------------------------
 
 
 def test_max_unready_limits_creation_until_handles_become_ready(stack: LocalStack) -> None:
@@ -148,7 +151,8 @@ def test_deleting_a_pool_deletes_unbound_handles_and_keeps_bound_ones(stack: Loc
     assert user.get_claim(ns, "c") is not None
 
 
-# --- §3.19 scalings -------------------------------------------------------------------------------------------
+# --- docs/behaviour.md#scalings scalings
+# -------------------------------------------------------------------------------------------
 
 
 def test_scaling_with_a_future_at_waits_then_adds_handles(stack: LocalStack) -> None:

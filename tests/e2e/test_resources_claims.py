@@ -1,10 +1,11 @@
 """Resources-mode claims (``spec.resources[]`` with templates) and bad input, on the running stack, as a user sees them.
 
-Each test is one user scenario from the spec (§3.2–3.4, §3.8–3.10, §3.12, §3.13, §3.20 and the "errors" convention
-of §1): manifests written the way an upstream Poolboy user writes them, applied with the official client (and
-``kubectl`` where the user would use it), checked only through what a user can observe — status fields,
-conditions, Events and the managed resources. Every scenario has its own namespace and providers, so the tests
-stay independent while sharing one module-scoped stack.
+Each test is one user scenario from docs/behaviour.md (docs/behaviour.md#provider-selection, #claim-initialisation,
+#resource-validation, #binding, #handle-creation, #propagation, #handles, #health, #watching-managed-resources and the
+"errors" convention of docs/behaviour.md#conventions): manifests written the way an upstream Poolboy user writes them,
+applied with the official client (and ``kubectl`` where the user would use it), checked only through what a user can
+observe — status fields, conditions, Events and the managed resources. Every scenario has its own namespace and
+providers, so the tests stay independent while sharing one module-scoped stack.
 """
 
 from __future__ import annotations
@@ -115,7 +116,8 @@ def claim_writes(user: User, namespace: str) -> tuple[int, int, int]:
     return reads, writes, events
 
 
-# --- §3.2, §3.3, §3.9, §3.12: a resources-mode claim end to end -----------------------------------------------------
+# --- docs/behaviour.md#provider-selection, #claim-initialisation, #handle-creation, #handles: a resources-mode claim
+# end to end -----------------------------------------------------
 
 
 @needs_kubectl
@@ -189,11 +191,13 @@ def test_resources_claim_is_initialised_from_defaults_and_gets_its_own_handle(st
     described = kubectl(stack, "describe", "rclaim", "-n", ns, "c")
     assert "HandleCreated" in described.stdout and f"Created ResourceHandle {handle_name}" in described.stdout
 
-    user.core.delete_namespaced_config_map(f"guid0-{guid}", ns)  # §3.12 recreate under the same name
+    # docs/behaviour.md#handles: recreate under the same name
+    user.core.delete_namespaced_config_map(f"guid0-{guid}", ns)
     wait_for(lambda: user.config_map(ns, f"guid0-{guid}"), timeout=15, interval=0.1, message="resource recreated")
 
 
-# --- §3.2 matching against every provider; zero and ambiguous matches ------------------------------------------------
+# --- docs/behaviour.md#provider-selection matching against every provider; zero and ambiguous matches
+# ------------------------------------------------
 
 
 def test_zero_and_ambiguous_provider_matches_report_and_recover(stack: LocalStack) -> None:
@@ -224,7 +228,8 @@ def test_zero_and_ambiguous_provider_matches_report_and_recover(stack: LocalStac
     assert status(claim)["resources"][0]["provider"]["name"] == f"{ns}-b"
 
 
-# --- §3.4 validation ------------------------------------------------------------------------------------------------
+# --- docs/behaviour.md#resource-validation validation
+# ------------------------------------------------------------------------------------------------
 
 
 def test_validation_errors_are_exact_block_updates_and_clear_when_fixed(stack: LocalStack) -> None:
@@ -280,7 +285,8 @@ def test_validation_errors_are_exact_block_updates_and_clear_when_fixed(stack: L
              timeout=15, interval=0.1, message="fixed template reaches the live resource")
 
 
-# --- §3.10 propagation through updateFilters; §3.13 / §3.20 status-only changes -------------------------------------
+# --- docs/behaviour.md#propagation propagation through updateFilters; docs/behaviour.md#health /
+# docs/behaviour.md#watching-managed-resources status-only changes -------------------------------------
 
 
 def test_template_changes_reach_the_resource_only_where_update_filters_allow(stack: LocalStack) -> None:
@@ -314,7 +320,8 @@ def test_template_changes_reach_the_resource_only_where_update_filters_allow(sta
     assert condition(claim, "Ready")["status"] == "True"
 
 
-# --- §3.12: reference stickiness ------------------------------------------------------------------------------------
+# --- docs/behaviour.md#handles: reference stickiness
+# ------------------------------------------------------------------------------------
 
 
 def test_changing_the_kind_of_a_created_resource_is_refused(stack: LocalStack) -> None:
@@ -336,7 +343,8 @@ def test_changing_the_kind_of_a_created_resource_is_refused(stack: LocalStack) -
     user.wait_claim_for(ns, "c", lambda c: condition(c, "Synced").get("status") == "True", "Synced again")
 
 
-# --- §3.12: a missing API, then the custom kind is created at runtime -------------------------------------------------
+# --- docs/behaviour.md#handles: a missing API, then the custom kind is created at runtime
+# -------------------------------------------------
 
 
 def test_missing_api_is_reported_then_a_crd_created_at_runtime_is_used(stack: LocalStack) -> None:
@@ -368,7 +376,8 @@ def test_missing_api_is_reported_then_a_crd_created_at_runtime_is_used(stack: Lo
     assert condition(claim, "Ready")["status"] == "False"
     name = reference(user, claim)["name"]
 
-    # a status-only change of the custom resource makes the claim ready promptly (watched kind, §3.20)
+    # a status-only change of the custom resource makes the claim ready promptly (watched kind,
+    # docs/behaviour.md#watching-managed-resources)
     user.custom.patch_namespaced_custom_object_status(group, "v1alpha1", ns, "gadgets", name,
                                                       {"status": {"phase": "Running"}})
     claim = user.wait_claim_for(ns, "c", lambda c: status(c).get("ready") is True, "ready after status change",
@@ -377,7 +386,8 @@ def test_missing_api_is_reported_then_a_crd_created_at_runtime_is_used(stack: Lo
     assert status(claim)["healthy"] is True
 
 
-# --- §3.8 binding pool handles in resources mode ------------------------------------------------------------------
+# --- docs/behaviour.md#binding binding pool handles in resources mode
+# ------------------------------------------------------------------
 
 
 def test_pool_handles_bind_by_template_with_match_ignore_and_the_expiry_filter(stack: LocalStack) -> None:

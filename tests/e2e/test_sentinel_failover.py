@@ -16,10 +16,10 @@ from collections.abc import Iterator
 import pytest
 
 from stack.local import LocalStack, StackOptions
+from stack.testing import SentinelCluster
 from tests.e2e.burst import Burst, Watchdog, custom_api, wait_settled
 from tests.e2e.conftest import FAST_INTERVALS
 from tests.waiting import wait_for
-from workers.testing import SentinelCluster
 
 POOL = 30
 CLAIMS = 60

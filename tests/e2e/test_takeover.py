@@ -1,11 +1,11 @@
 """Taking over from upstream Poolboy (docs/install.md, "Moving from upstream Poolboy").
 
-The cluster holds what an upstream Poolboy v1 leaves behind (written here from the API's shapes, spec §2–§3): a
-provider, a pool, a pool handle bound to a claim, an unbound pool handle, the claim, and the two ConfigMaps those
-handles manage, with upstream's finalizers (``D`` and the legacy ``D/handler``) and no bookkeeping of this
-project. Then this project starts on the same API server. Measured with devcluster's request counters: it creates,
-deletes and rebinds nothing — no new claim, handle or managed resource, every uid and binding the same — and only
-adds its own bookkeeping (conditions, annotations) with patches and status updates.
+The cluster holds what an upstream Poolboy v1 leaves behind (written here from the API's shapes,
+docs/behaviour.md#resources): a provider, a pool, a pool handle bound to a claim, an unbound pool handle, the claim, and
+the two ConfigMaps those handles manage, with upstream's finalizers (``D`` and the legacy ``D/handler``) and no
+bookkeeping of this project. Then this project starts on the same API server. Measured with devcluster's request
+counters: it creates, deletes and rebinds nothing — no new claim, handle or managed resource, every uid and binding the
+same — and only adds its own bookkeeping (conditions, annotations) with patches and status updates.
 """
 
 from __future__ import annotations

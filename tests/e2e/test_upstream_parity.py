@@ -1,10 +1,12 @@
 """Upstream parity on the running stack (issue 9): behaviours existing upstream providers rely on, and edge cases.
 
-Each scenario is written from the spec as a user or an administrator drives it with the official client: templated
-lifespans without ``template.enable`` (§2.1, §3.16), a timezone-aware ``now(true)`` in a validation check (§4.2),
-linked providers whose base resource has a generated name (§3.7, §3.8), and the ignore/pool/empty-spec/clamp edge
-cases (§3.1, §3.10, §3.18). The managed resources are of a custom kind (``Widget``) whose CRD each scenario
-creates, because upstream's scenarios read and patch ``spec.vars`` of the managed resource.
+Each scenario is written from docs/behaviour.md as a user or an administrator drives it with the official client:
+templated lifespans without ``template.enable`` (docs/behaviour.md#resources, #lifespans), a timezone-aware
+``now(true)`` in a validation check (docs/behaviour.md#template-filters-and-globals), linked providers whose base
+resource has a generated name (docs/behaviour.md#linked-providers, #binding), and the ignore/pool/empty-spec/clamp edge
+cases (docs/behaviour.md#triggers-and-finalizers, #propagation, #pools). The managed resources are of a custom kind
+(``Widget``) whose CRD each scenario creates, because upstream's scenarios read and patch ``spec.vars`` of the managed
+resource.
 """
 
 from __future__ import annotations
@@ -71,7 +73,8 @@ def wait_warning(user: User, ns: str, name: str, reason: str) -> Any:
                                  None), timeout=10, interval=0.1, message=f"Warning Event {reason} on {ns}/{name}")
 
 
-# --- item 1: lifespan strings are templates whether or not template.enable is set (§2.1, §3.16) ------------------
+# --- item 1: lifespan strings are templates whether or not template.enable is set (docs/behaviour.md#resources,
+# #lifespans) ------------------
 
 
 def _extended(long: str, short: str) -> str:
@@ -108,7 +111,8 @@ def test_lifespan_strings_are_templates_without_template_enable(stack: LocalStac
     assert condition(claim, "Synced")["status"] == "True"
 
 
-# --- item 2: now(true) is timezone-aware (§4.2) --------------------------------------------------------------------
+# --- item 2: now(true) is timezone-aware (docs/behaviour.md#template-filters-and-globals)
+# --------------------------------------------------------------------
 
 
 def test_now_true_is_timezone_aware_in_a_validation_check(stack: LocalStack) -> None:
@@ -137,7 +141,8 @@ def test_now_true_is_timezone_aware_in_a_validation_check(stack: LocalStack) -> 
     assert parse(template["spec"]["end"]) < parse(timestamp(timedelta(minutes=2)))  # the change never reached it
 
 
-# --- item 3: linked providers whose base resource has a generated name (§3.7, §3.8) ---------------------------------
+# --- item 3: linked providers whose base resource has a generated name (docs/behaviour.md#linked-providers, #binding)
+# ---------------------------------
 
 
 def linked_providers(user: User, ns: str) -> tuple[str, str, str]:
@@ -202,7 +207,8 @@ def test_a_hand_made_one_resource_handle_is_bound_and_extended_with_the_linked_r
     assert len(widgets(user, api, ns)) == 2
 
 
-# --- item 4: edge cases (§3.1, §3.10, §3.18) -------------------------------------------------------------------------
+# --- item 4: edge cases (docs/behaviour.md#triggers-and-finalizers, #propagation, #pools)
+# -------------------------------------------------------------------------
 
 
 def test_an_ignored_unbound_handle_does_not_count_in_its_pool(stack: LocalStack) -> None:

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from stack.testing import BeatProcess, RedisServer
 from tests.waiting import wait_for
-from workers.testing import BeatProcess, RedisServer
 
 LOCK_KEY = "poolboy:beat::lock"
 SWEEP_ENTRY = "poolboy:beat:sweep-due"

@@ -1,4 +1,5 @@
-"""Binding (§3.8), handle creation (§3.9), claim → handle propagation (§3.10), and the §5 bind races."""
+"""Binding (docs/behaviour.md#binding), handle creation (docs/behaviour.md#handle-creation), claim → handle propagation
+(docs/behaviour.md#propagation), and the docs/behaviour.md#hard-cases bind races."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ def _resources_claim(env: ClaimEnv, name: str = "c", template: dict | None = Non
     env.claim(name, {"resources": [{"name": "r", "provider": {"name": "p"}, "template": template or {}}], **spec})
 
 
-# --- §3.8 ---------------------------------------------------------------------------------------------------------
+# --- docs/behaviour.md#binding
+# ---------------------------------------------------------------------------------------------------------
 
 
 def test_claim_binds_matching_unbound_handle(env: ClaimEnv) -> None:
@@ -89,7 +91,8 @@ def test_unhealthy_and_deleting_handles_are_not_candidates(env: ClaimEnv) -> Non
 
 
 def test_ignored_unbound_handle_is_not_a_candidate(env: ClaimEnv) -> None:
-    """Binding writes to the handle, and Poolboy writes nothing to an ignored object (§3.1)."""
+    """Binding writes to the handle, and Poolboy writes nothing to an ignored object
+    (docs/behaviour.md#triggers-and-finalizers)."""
     env.configmap_provider("p")
     ignored = _pool_handle(env, "guid-aaaa1")
     ignored["metadata"]["labels"][f"{env.d}/ignore"] = ""
@@ -101,7 +104,8 @@ def test_ignored_unbound_handle_is_not_a_candidate(env: ClaimEnv) -> None:
 
 
 def test_claim_bound_to_an_ignored_handle_writes_nothing_to_it_until_it_is_resumed(env: ClaimEnv) -> None:
-    """An ignored bound handle gets no propagation, and autoDelete waits until it is resumed (§3.1, §3.15)."""
+    """An ignored bound handle gets no propagation, and autoDelete waits until it is resumed
+    (docs/behaviour.md#triggers-and-finalizers, #auto-delete-and-auto-detach)."""
     env.configmap_provider("p", parameters=[{"name": "size", "allowUpdate": True, "default": {"value": "s"}}],
                            template={"definition": {"data": {"size": "{{ size }}"}}})
     env.claim("c", {"provider": {"name": "p"}, "autoDelete": {"when": "spec.provider.parameterValues.size == 'l'"}})
@@ -190,7 +194,8 @@ def test_disable_creation_stays_unbound_then_binds_when_a_handle_appears(env: Cl
 
 
 def test_waiting_claim_is_enqueued_by_a_new_unbound_handle_and_unlabelled_once_bound(env: ClaimEnv) -> None:
-    """The claim must not wait for its periodic re-check: the new handle's reconcile enqueues it (§3.8)."""
+    """The claim must not wait for its periodic re-check: the new handle's reconcile enqueues it
+    (docs/behaviour.md#binding)."""
     env.configmap_provider("p")
     _resources_claim(env, disableCreation=True)
     env.converge("c")
@@ -228,7 +233,8 @@ def test_live_handle_already_bound_to_the_claim_is_adopted(env: ClaimEnv) -> Non
     assert len(env.handles()) == 1
 
 
-# --- §3.9 ---------------------------------------------------------------------------------------------------------
+# --- docs/behaviour.md#handle-creation
+# ---------------------------------------------------------------------------------------------------------
 
 
 def test_created_handle_name_finalizer_labels_and_spec(env: ClaimEnv) -> None:
@@ -304,7 +310,8 @@ def test_provider_mode_relative_maximum_kept_in_its_own_field(env: ClaimEnv) -> 
     assert parse_ts(lifespan["end"]) == now + timedelta(days=2)
 
 
-# --- §3.10 --------------------------------------------------------------------------------------------------------
+# --- docs/behaviour.md#propagation
+# --------------------------------------------------------------------------------------------------------
 
 
 def test_claim_template_change_is_merged_into_the_handle(env: ClaimEnv) -> None:
@@ -367,7 +374,8 @@ def test_lifespan_end_change_emits_event(env: ClaimEnv) -> None:
     assert events and events[0]["action"] == "LifespanChange" and events[0]["type"] == "Normal"
 
 
-# --- §5 races -----------------------------------------------------------------------------------------------------
+# --- docs/behaviour.md#hard-cases races
+# -----------------------------------------------------------------------------------------------------
 
 
 def test_candidate_bound_by_someone_else_after_listing_is_skipped(env: ClaimEnv) -> None:

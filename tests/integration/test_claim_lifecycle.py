@@ -1,4 +1,5 @@
-"""Handle → claim status (§3.11), conditions, auto-delete/detach (§3.15), lifespans of claims (§3.16).
+"""Handle → claim status (docs/behaviour.md#claim-status), conditions, auto-delete/detach
+(docs/behaviour.md#auto-delete-and-auto-detach), lifespans of claims (docs/behaviour.md#lifespans).
 
 Most tests write the handle's status by hand and run single claim reconciles, so they test the claim side only;
 ``test_managed_resource_state_is_mirrored_end_to_end`` runs every reconciler through the Converger.
@@ -34,7 +35,8 @@ def _ref(env: ClaimEnv, name: str) -> dict:
     return {"apiVersion": "v1", "kind": "ConfigMap", "name": name, "namespace": env.ns}
 
 
-# --- §3.11 --------------------------------------------------------------------------------------------------------
+# --- docs/behaviour.md#claim-status
+# --------------------------------------------------------------------------------------------------------
 
 
 def test_handle_resource_status_and_aggregates_are_mirrored(env: ClaimEnv) -> None:
@@ -184,7 +186,8 @@ def test_handle_side_error_is_shown_on_the_claim_with_one_event_and_clears_when_
     assert env.get_claim("c")["status"]["resources"][0]["reference"]["kind"] == "ConfigMap"
 
 
-# --- §3.15 --------------------------------------------------------------------------------------------------------
+# --- docs/behaviour.md#auto-delete-and-auto-detach
+# --------------------------------------------------------------------------------------------------------
 
 
 def test_auto_delete_deletes_the_claim(env: ClaimEnv) -> None:
@@ -221,7 +224,8 @@ def test_auto_delete_error_is_a_warning_and_false(env: ClaimEnv) -> None:
     assert env.get_claim("c") is not None
 
 
-# --- §3.16 --------------------------------------------------------------------------------------------------------
+# --- docs/behaviour.md#lifespans
+# --------------------------------------------------------------------------------------------------------
 
 
 def _detached_claim(env: ClaimEnv, end: str) -> None:

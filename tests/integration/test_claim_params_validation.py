@@ -1,4 +1,5 @@
-"""Claim validation (§3.4), parameters (§3.5) and approval (§3.6) through the claim reconciler."""
+"""Claim validation (docs/behaviour.md#resource-validation), parameters (docs/behaviour.md#parameters) and approval
+(docs/behaviour.md#approval) through the claim reconciler."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ def _set_template(env: ClaimEnv, template: dict[str, Any]) -> None:
     env.kube.patch_merge(env.api, "ResourceClaim", "c", env.ns, {"spec": {"resources": resources}})
 
 
-# --- §3.4 ---------------------------------------------------------------------------------------------------------
+# --- docs/behaviour.md#resource-validation
+# ---------------------------------------------------------------------------------------------------------
 
 
 def test_schema_violation_sets_validation_error_and_blocks_binding(env: ClaimEnv) -> None:
@@ -79,7 +81,8 @@ def test_provider_validation_not_applied_in_provider_mode(env: ClaimEnv) -> None
     assert env.get_claim("c")["status"]["resourceHandle"]
 
 
-# --- §3.5 ---------------------------------------------------------------------------------------------------------
+# --- docs/behaviour.md#parameters
+# ---------------------------------------------------------------------------------------------------------
 
 PARAMS = [
     {"name": "size", "allowUpdate": False, "default": {"value": "s"},
@@ -213,7 +216,8 @@ def test_validation_errors_written_only_when_changed(env: ClaimEnv) -> None:
     assert env.get_claim("c")["metadata"]["resourceVersion"] == rv
 
 
-# --- §3.6 ---------------------------------------------------------------------------------------------------------
+# --- docs/behaviour.md#approval
+# ---------------------------------------------------------------------------------------------------------
 
 
 def test_approval_pending_blocks_everything_until_approved(env: ClaimEnv) -> None:

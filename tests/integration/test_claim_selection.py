@@ -1,5 +1,6 @@
-"""Claim reconcile: ignore label, finalizer, provider selection (§3.2), initialisation (§3.3), start (§3.16),
-deletion (§3.17)."""
+"""Claim reconcile: ignore label, finalizer, provider selection (docs/behaviour.md#provider-selection), initialisation
+(docs/behaviour.md#claim-initialisation), start (docs/behaviour.md#lifespans),
+deletion (docs/behaviour.md#deletion)."""
 
 from __future__ import annotations
 

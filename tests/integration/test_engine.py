@@ -15,10 +15,10 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from stack.testing import BeatProcess, WorkerProcess
 from tests.integration import engine_reconcilers as er
 from tests.integration.engine_settings import ENV, LEASE
 from tests.waiting import wait_for
-from workers.testing import BeatProcess, WorkerProcess
 
 pytestmark = pytest.mark.slow
 

@@ -7,10 +7,10 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from stack.testing import WorkerProcess, free_port
 from tests.integration import engine_reconcilers as er
 from tests.integration.engine_settings import ENV
 from tests.waiting import wait_for
-from workers.testing import WorkerProcess, free_port
 
 pytestmark = pytest.mark.slow
 

@@ -10,10 +10,10 @@ import pytest
 
 from poolboy.kube import KubeClient
 from poolboy.settings import Settings
+from stack.testing import BeatProcess, WorkerProcess
 from tests.integration import engine_reconcilers as er
 from tests.integration.engine_settings import ENV
 from tests.waiting import wait_for
-from workers.testing import BeatProcess, WorkerProcess
 
 pytestmark = pytest.mark.slow
 GROUP = "/apis/poolboy.gpte.redhat.com/v1"

@@ -151,9 +151,9 @@ def test_a_stopping_worker_child_sends_its_queued_events(fresh_devcluster, redis
     ``worker_process_shutdown`` flush must send the Event it still owes. The API answers every Event create with
     429 and Retry-After 3 s until the worker has been told to stop, so the retry that succeeds comes after that
     second."""
+    from stack.testing import WorkerProcess
     from tests.integration import engine_reconcilers as er
     from tests.integration.engine_settings import ENV
-    from workers.testing import WorkerProcess
 
     kube = make_kube(fresh_devcluster)
     try:

@@ -1,4 +1,5 @@
-"""Handle reconcile (spec §3.7, §3.12–3.14, §3.17 handle deleted, §3.20 handle side, §5 handle items)."""
+"""Handle reconcile (docs/behaviour.md#linked-providers, #handles, #health, #requester, #deletion handle deleted,
+docs/behaviour.md#watching-managed-resources handle side, docs/behaviour.md#hard-cases handle items)."""
 
 from __future__ import annotations
 
@@ -143,7 +144,8 @@ def test_health_readiness_and_summary(henv: HandleEnv) -> None:
     assert status["healthy"] is True and status["ready"] is False
     assert status["summary"] == {"value": "no"}
     henv.kube.patch_merge("v1", "ConfigMap", "guid0-hlth", henv.ns, {"data": {"ready": "yes"}})
-    henv.converge("handle", "guid-hlth")  # a resource event enqueues the handle (§3.20)
+    # a resource event enqueues the handle (docs/behaviour.md#watching-managed-resources)
+    henv.converge("handle", "guid-hlth")
     status = _status(henv, "guid-hlth")
     assert status["ready"] is True and status["summary"] == {"value": "yes"}
     ready = next(c for c in status["conditions"] if c["type"] == "Ready")

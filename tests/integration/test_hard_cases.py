@@ -1,4 +1,4 @@
-"""Spec §5 hard cases that had no test of their own, written as a user would meet them."""
+"""Hard cases (docs/behaviour.md#hard-cases) that had no test of their own, written as a user would meet them."""
 
 from __future__ import annotations
 

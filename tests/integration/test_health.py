@@ -20,8 +20,8 @@ import pytest
 from devcluster.testing import DEFAULT_CRDS, DevCluster
 from poolboy.kube import KubeClient
 from poolboy.settings import Settings
+from stack.testing import BeatProcess, RedisServer, WorkerProcess, _ServiceProcess, free_port
 from tests.waiting import wait_for
-from workers.testing import BeatProcess, RedisServer, WorkerProcess, _ServiceProcess, free_port
 
 pytestmark = pytest.mark.slow
 

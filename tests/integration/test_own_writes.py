@@ -32,10 +32,10 @@ from poolboy.keys import CLAIM, HANDLE, KINDS
 from poolboy.kube import KubeClient
 from poolboy.result import Result
 from poolboy.settings import Settings
+from stack.testing import RedisServer, WorkerProcess, _ServiceProcess, free_port
 from tests.integration import engine_reconcilers as er
 from tests.integration.engine_settings import ENV
 from tests.waiting import wait_for
-from workers.testing import RedisServer, WorkerProcess, _ServiceProcess, free_port
 
 pytestmark = pytest.mark.slow
 

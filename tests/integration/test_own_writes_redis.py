@@ -14,6 +14,7 @@ from poolboy import observability
 from poolboy.kube import KubeClient
 from poolboy.observability import Write
 from poolboy.settings import Settings
+from stack.testing import free_port
 from watcher.main import Watcher
 from workers import own_writes
 from workers.due import DueIndex
@@ -22,7 +23,6 @@ from workers.gate import Gate
 from workers.own_writes import ADD, DEFERRED, SKIP, OwnWrites
 from workers.runtime import Runtime
 from workers.tasks import settle
-from workers.testing import free_port
 
 KEY = "claim/ns/a"
 

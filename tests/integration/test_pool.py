@@ -1,4 +1,5 @@
-"""Pools (spec §3.18, §3.17 pool deleted, §3.16 pool handle lifespans, §5 pool items).
+"""Pools (docs/behaviour.md#pools, #deletion pool deleted, docs/behaviour.md#lifespans pool handle lifespans,
+docs/behaviour.md#hard-cases pool items).
 
 Pool reconciles are run one at a time so handle health/readiness can be set by hand in between (as the
 handle reconciler would): the pool only reads handle status.

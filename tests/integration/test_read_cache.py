@@ -12,6 +12,7 @@ import redis
 
 from poolboy import kube as kube_errors
 from poolboy.kube import KubeClient
+from stack.testing import RedisServer
 from tests.integration.test_watcher import (
     API,
     RunningWatcher,
@@ -25,7 +26,6 @@ from tests.waiting import wait_for
 from watcher.cache_writer import EPOCH, CacheWriter
 from workers.cache import ALIVE, ObjectCache
 from workers.cached_client import CachedKubeClient
-from workers.testing import RedisServer
 
 DOMAIN = "poolboy.gpte.redhat.com"
 

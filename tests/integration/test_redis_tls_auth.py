@@ -12,12 +12,12 @@ import pytest
 import redis
 
 from poolboy.settings import Settings
+from stack.testing import RedisServer, WorkerProcess, free_port
 from tests.integration import engine_reconcilers as er
 from tests.integration.engine_settings import ENV
 from tests.waiting import wait_for
 from workers import redis_client
 from workers.enqueue import Enqueuer
-from workers.testing import RedisServer, WorkerProcess, free_port
 
 PASSWORD = "s3cret pass"
 

@@ -15,8 +15,8 @@ import pytest
 import redis
 from kombu import Connection, Consumer, Producer, Queue
 
+from stack.testing import RedisServer
 from workers.redis_transport import TRANSPORT
-from workers.testing import RedisServer
 
 
 @pytest.fixture()

@@ -1,4 +1,4 @@
-"""Pool scaling (spec §3.19)."""
+"""Pool scaling (docs/behaviour.md#scalings)."""
 
 from __future__ import annotations
 

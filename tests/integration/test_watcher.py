@@ -213,7 +213,8 @@ def test_managed_resource_events_map_to_their_handle(kube, opns, userns) -> None
         before = rec.count(f"handle/{opns}/guid-h1")
         kube.patch_merge("v1", "ConfigMap", "managed", userns, {"data": {"state": "ready"}})
         rec.wait(f"handle/{opns}/guid-h1", before + 1)
-        # skipped (§3.20): no annotations, D/resource-handle-deleted, no D/resource-handle-name
+        # skipped (docs/behaviour.md#watching-managed-resources): no annotations, D/resource-handle-deleted, no
+        # D/resource-handle-name
         assert {k for k in rec.keys if k.startswith("handle/")} == {f"handle/{opns}/guid-h1", f"handle/{opns}/h-early"}
 
 

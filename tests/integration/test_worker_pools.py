@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from stack.testing import WorkerProcess
 from tests.integration import engine_reconcilers as er
 from tests.integration.engine_settings import ENV
 from tests.waiting import wait_for
-from workers.testing import WorkerProcess
 
 pytestmark = pytest.mark.slow
 

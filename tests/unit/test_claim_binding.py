@@ -1,4 +1,5 @@
-"""The bind JSON patch (spec §3.8): a resourceVersion test first, then labels, claim ref, provider, resources."""
+"""The bind JSON patch (docs/behaviour.md#binding): a resourceVersion test first, then labels, claim ref, provider,
+resources."""
 
 from __future__ import annotations
 

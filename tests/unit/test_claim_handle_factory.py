@@ -1,4 +1,4 @@
-"""Deterministic handle names and handle bodies for claims (spec §2.3, §3.9)."""
+"""Deterministic handle names and handle bodies for claims (docs/behaviour.md#resources, #handle-creation)."""
 
 from __future__ import annotations
 

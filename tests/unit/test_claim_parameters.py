@@ -1,4 +1,4 @@
-"""Effective parameter values and their validation messages (spec §3.5), pure."""
+"""Effective parameter values and their validation messages (docs/behaviour.md#parameters), pure."""
 
 from __future__ import annotations
 
@@ -48,7 +48,8 @@ def test_check_message_and_exception_message() -> None:
 
 
 def test_exception_message_embeds_only_the_exception_text() -> None:
-    """Spec §3.5: ``Parameter <X> exception on check <name>: <text>``, <text> being the exception's own."""
+    """docs/behaviour.md#parameters: ``Parameter <X> exception on check <name>: <text>``, <text> being the exception's
+    own."""
     params = [{"name": "x", "validation": {"checks": [{"name": "boom", "check": "value / 0"}]}}]
     assert _eval({"x": 1}, None, params).errors == ["Parameter x exception on check boom: division by zero"]
 

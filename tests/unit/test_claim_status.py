@@ -1,4 +1,5 @@
-"""Pure claim-status helpers: state pruning, newest observation, resource mirroring (spec §3.11, §5)."""
+"""Pure claim-status helpers: state pruning, newest observation, resource mirroring (docs/behaviour.md#claim-status,
+#hard-cases)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Claim template validation messages (spec §3.4), pure."""
+"""Claim template validation messages (docs/behaviour.md#resource-validation), pure."""
 
 from __future__ import annotations
 
@@ -36,7 +36,8 @@ def test_raising_check_message() -> None:
 
 
 def test_raising_check_message_embeds_only_the_exception_text() -> None:
-    """Spec §3.4: ``Validation check "<name>" failed with exception: <text>``, <text> being the exception's own."""
+    """docs/behaviour.md#resource-validation: ``Validation check "<name>" failed with exception: <text>``, <text> being
+    the exception's own."""
     validation = {"checks": [{"name": "boom", "check": "spec.count / 0"}]}
     assert validate_template({"spec": {"count": 5}}, validation, context_variables=CTX) == \
         'Validation check "boom" failed with exception: division by zero'

@@ -1,4 +1,5 @@
-"""The CRDs in ``helm/crds/``: structural, complete against spec §2, and validating the way the spec needs.
+"""The CRDs in ``helm/crds/``: structural, complete against docs/behaviour.md#resources, and validating the way the spec
+needs.
 
 Pure and fast: the schemas are read from disk and sample objects are checked with ``jsonschema`` (the
 ``x-kubernetes-*`` keywords are unknown to it and ignored, which matches their meaning closely enough here).
@@ -31,7 +32,7 @@ BUILTIN_SHORT_NAMES = {
     "bc", "dc", "is", "istag", "isimage", "route", "project", "rolebinding", "vac", "ipa", "cidr", "ic",
 }
 
-#: kind -> paths that spec §2 (and §3 for status shapes) requires; ``[]`` steps into array items
+#: kind -> paths that docs/behaviour.md#resources (fields and status shapes) requires; ``[]`` steps into array items
 FIELDS: dict[str, list[str]] = {
     "ResourceProvider": [
         "spec.approval.required", "spec.approval.pendingMessage", "spec.default", "spec.disableCreation",

@@ -8,11 +8,11 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from stack.testing import RedisServer
 from tests.waiting import wait_for
 from workers import backoff
 from workers.due import DueIndex
 from workers.gate import Gate, LeaseKeeper, active_key, pending_key
-from workers.testing import RedisServer
 
 KEY = "claim/ns/a"
 

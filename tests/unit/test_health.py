@@ -1,4 +1,4 @@
-"""Health/readiness aggregation (spec §3.13)."""
+"""Health/readiness aggregation (docs/behaviour.md#health)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Lifespan arithmetic (spec §3.9, §3.10, §3.11, §3.16)."""
+"""Lifespan arithmetic (docs/behaviour.md#handle-creation, #propagation, #claim-status, #lifespans)."""
 
 from __future__ import annotations
 
@@ -330,7 +330,8 @@ def test_status_interval_errors(bad):
         status_interval(bad)
 
 
-# --- a requested end clamped once (§3.10; issue 9) -----------------------------------------------------------------
+# --- a requested end clamped once (docs/behaviour.md#propagation; issue 9)
+# -----------------------------------------------------------------
 
 
 def test_lifespan_request_records_the_request_and_the_evaluated_limits() -> None:

@@ -1,4 +1,5 @@
-"""Which handle resource a link points at (spec §3.7, §5 "linked lookups match resource name and provider")."""
+"""Which handle resource a link points at (docs/behaviour.md#linked-providers, #hard-cases "linked lookups match
+resource name and provider")."""
 
 from __future__ import annotations
 

@@ -14,9 +14,9 @@ import redis
 from poolboy import logs
 from poolboy.result import PermanentError
 from stack.cli import COMMANDS, build_parser
+from stack.testing import RedisServer
 from workers import run_log
 from workers.gate import Gate
-from workers.testing import RedisServer
 
 KEY = "claim/demo/hello"
 

@@ -1,4 +1,5 @@
-"""Provider matching, template matching, candidate exclusion and ranking (spec §3.2, §3.8)."""
+"""Provider matching, template matching, candidate exclusion and ranking (docs/behaviour.md#provider-selection,
+#binding)."""
 
 from __future__ import annotations
 

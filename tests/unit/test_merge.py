@@ -1,4 +1,4 @@
-"""Deep merge (spec §1): overwrite and fill-only modes, list merge by index, inputs untouched."""
+"""Deep merge (docs/behaviour.md#conventions): overwrite and fill-only modes, list merge by index, inputs untouched."""
 
 from __future__ import annotations
 

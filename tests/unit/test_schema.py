@@ -1,4 +1,5 @@
-"""OpenAPI 3.0 validation and schema defaults (spec §3.3, §3.4, §3.5)."""
+"""OpenAPI 3.0 validation and schema defaults (docs/behaviour.md#claim-initialisation, #resource-validation,
+#parameters)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Every datetime a template can produce, paired with every other (spec §4.2, issue 9 item 2).
+"""Every datetime a template can produce, paired with every other (docs/behaviour.md#template-filters-and-globals, issue
+9 item 2).
 
 Upstream evaluates templates with plain Python semantics: two timezone-aware values (``now(true)``, ``to_datetime``
 with ``%z``, ``timestamp.datetime``, ``datetime(..., tzinfo=timezone.utc)``) subtract and compare, as do two naive

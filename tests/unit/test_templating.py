@@ -1,4 +1,5 @@
-"""Templating engine (spec §4): rendering, typed output, omit, undefined, filters, globals, template vars."""
+"""Templating engine (docs/behaviour.md#templates): rendering, typed output, omit, undefined, filters, globals, template
+vars."""
 
 from __future__ import annotations
 
@@ -187,7 +188,7 @@ def test_omit_placeholder_differs_per_render():
 
 
 def test_values_from_variables_are_never_rendered():
-    # User data containing template syntax stays data (spec §4.1).
+    # User data containing template syntax stays data (docs/behaviour.md#templates).
     assert render_string("{{ x }}", {"x": "{{ 7 * 6 }}"}) == "{{ 7 * 6 }}"
     assert render({"a": "{{ x }}"}, {"x": "{% raw %}"}) == {"a": "{% raw %}"}
 

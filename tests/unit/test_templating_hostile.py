@@ -297,7 +297,8 @@ def test_ordinary_uses_of_the_guarded_operations_still_work(source, expected):
     assert render_string(source, {}) == expected
 
 
-# Users' values are data, never templates (DESIGN invariant 7): template syntax inside a value is printed as is.
+# Users' values are data, never templates (docs/behaviour.md#design-rules, rule 7): template syntax inside a value is
+# printed as is.
 USER_VALUES = ["{{ 7 * 7 }}", "{% for i in range(10**6) %}x{% endfor %}", "{{ ''.__class__.__mro__ }}"]
 
 

@@ -1,4 +1,4 @@
-"""Intervals and timestamps (spec §1, §3.16)."""
+"""Intervals and timestamps (docs/behaviour.md#conventions, #lifespans)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Testing helpers shipped with the engine: a real ``redis-server``, real worker and beat subprocesses.
+"""Testing helpers shipped with the stack: a real ``redis-server``, real worker and beat subprocesses.
 
 Tests never use fakes of Redis for anything but pure unit tests of scripts; this starts the real binary with
 persistence off, bound to 127.0.0.1 only.
@@ -11,7 +11,6 @@ import os
 import shutil
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -19,18 +18,20 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from devcluster.process import die_with_parent
-from workers.redis_server import RedisServer, free_port
+from procutil import ChildProcess, free_port
+from stack.redis_server import RedisServer
 
 if TYPE_CHECKING:
     import redis
 
+__all__ = ["BeatProcess", "RedisServer", "SentinelCluster", "WorkerProcess", "free_port"]
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-class _ServiceProcess:
-    """A ``poolboy <command>`` subprocess in its own session, torn down SIGTERM -> SIGKILL of its process group."""
+class _ServiceProcess(ChildProcess):
+    """A ``poolboy <command>`` subprocess in its own session: SIGTERM to its leader (a worker's warm shutdown), then
+    SIGKILL to whatever is left of its process group."""
 
     command: str = ""
 
@@ -38,44 +39,24 @@ class _ServiceProcess:
                  kubeconfig: str | Path | None = None, log_path: str | Path | None = None) -> None:
         self.redis_url = redis_url
         self.args = args
-        self.env = {**os.environ, "POOLBOY_REDIS_URL": redis_url, "PYTHONUNBUFFERED": "1", **(env or {})}
+        full_env = {**os.environ, "POOLBOY_REDIS_URL": redis_url, "PYTHONUNBUFFERED": "1", **(env or {})}
         if kubeconfig:
-            self.env["KUBECONFIG"] = str(kubeconfig)
+            full_env["KUBECONFIG"] = str(kubeconfig)
         self._tmp = tempfile.TemporaryDirectory(prefix=f"poolboy-{self.command}-")
-        self.log_path = Path(log_path) if log_path else Path(self._tmp.name) / f"{self.command}.log"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def pid(self) -> int:
-        assert self.process is not None
-        return self.process.pid
+        super().__init__([sys.executable, "-m", "stack.cli", self.command, *args],
+                         Path(log_path) if log_path else Path(self._tmp.name) / f"{self.command}.log",
+                         env=full_env, cwd=ROOT, term_group=False, tie_to_parent=False)
+        self.env: dict[str, str] = full_env
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
     def launch(self) -> None:
-        with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "stack.cli", self.command, *self.args], cwd=ROOT, env=self.env,
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-            )
+        self.start()
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
         """Signal the whole process group (parent and pool children), e.g. to simulate node loss."""
-        if self.process is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, sig)
-
-    def stop(self, timeout: float = 10.0) -> None:
-        if self.process is None:
-            return
-        if self.process.poll() is None:
-            self.process.terminate()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.process.wait(timeout)
-        self.kill(signal.SIGKILL)  # leftover pool children, or a parent that ignored SIGTERM
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(5)
+        self.signal(sig)
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
@@ -100,12 +81,11 @@ class WorkerProcess(_ServiceProcess):
         super().__init__(redis_url, args, env, kubeconfig, log_path)
 
     def __enter__(self) -> WorkerProcess:
-        self.launch()
-        try:
+        with contextlib.ExitStack() as on_failure:  # a worker that never answers is stopped, not left behind
+            on_failure.callback(self.__exit__)
+            self.launch()
             self.wait_ready()
-        except BaseException:
-            self.__exit__()
-            raise
+            on_failure.pop_all()
         return self
 
     def wait_ready(self) -> None:
@@ -158,7 +138,7 @@ class SentinelCluster:
         self.sentinel_ports = [free_port() for _ in range(sentinels)]
         self.down_after_ms = down_after_ms
         self._tmp = tempfile.TemporaryDirectory(prefix="sentinels-")
-        self.sentinels: list[subprocess.Popen[bytes]] = []
+        self.sentinels: list[ChildProcess] = []
 
     @property
     def url(self) -> str:
@@ -185,8 +165,8 @@ class SentinelCluster:
                 f"sentinel down-after-milliseconds {self.master} {self.down_after_ms}",
                 f"sentinel failover-timeout {self.master} 10000",
                 f"sentinel parallel-syncs {self.master} 1", ""]))
-            self.sentinels.append(subprocess.Popen(self._sentinel_command(config), stdout=subprocess.DEVNULL,
-                                                   stderr=subprocess.DEVNULL, preexec_fn=die_with_parent))
+            output = Path(self._tmp.name) / f"sentinel-{index}.out"
+            self.sentinels.append(ChildProcess(self._sentinel_command(config), output).start())
         self.wait_ready()
         return self
 
@@ -220,10 +200,10 @@ class SentinelCluster:
         raise RuntimeError(f"sentinels not ready after {timeout}s; logs in {self._tmp.name}")
 
     def stop(self) -> None:
-        for process in self.sentinels:
-            if process.poll() is None:
-                process.kill()
-                process.wait(5)
+        for sentinel in self.sentinels:
+            sentinel.signal(signal.SIGKILL)
+            if sentinel.process is not None:
+                sentinel.process.wait(5)
         self.sentinels.clear()
         self.replica.stop()
         self.primary.stop()

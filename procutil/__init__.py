@@ -1,0 +1,133 @@
+"""One child-process helper for everything the project starts: redis-server, devcluster, the stack's components.
+
+It belongs to no layer of the engine (``poolboy/``, ``workers/``, ``watcher/`` never import it): ``poolboy dev``,
+the test fixtures and the benchmarks do. A child runs in a session of its own, with stdout and stderr in a log file,
+so that it can be stopped as a group (SIGTERM, then SIGKILL for whatever is left, e.g. a worker's pool children)
+and so that its last lines can be shown when it dies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """``preexec_fn`` for helper subprocesses: SIGTERM when the process that started them dies, so a killed test
+    run or ``poolboy dev`` never leaves orphaned servers behind (Linux ``prctl``; a no-op elsewhere). Start them
+    from a long-lived thread: the signal follows the death of the forking thread."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def free_port() -> int:
+    """A TCP port that is free on loopback right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class ChildProcess:
+    """``cmdline`` as a child in its own session, its output appended to ``log_path``.
+
+    ``term_group`` says who gets the polite SIGTERM: the whole group (a supervisor's components, which all shut
+    down on it) or only the leader (a Celery worker, whose pool children must be left to their parent's warm
+    shutdown). Whatever is left of the group after ``timeout`` gets SIGKILL. ``stdout_path`` keeps stdout apart
+    from the log (stderr), for a child that announces something on stdout only (devcluster's URL).
+    """
+
+    def __init__(self, cmdline: Sequence[str], log_path: str | Path, *, env: Mapping[str, str] | None = None,
+                 cwd: str | Path | None = None, term_group: bool = True, tie_to_parent: bool = True,
+                 stdout_path: str | Path | None = None) -> None:
+        self.cmdline = list(cmdline)
+        self.log_path = Path(log_path)
+        self.env = dict(env) if env is not None else None
+        self.cwd = cwd
+        self.term_group = term_group
+        self.tie_to_parent = tie_to_parent
+        self.stdout_path = Path(stdout_path) if stdout_path else None
+        self.process: subprocess.Popen[bytes] | None = None
+        self._log_offset = 0
+
+    def start(self) -> ChildProcess:
+        """Start the child; its log is appended to, and :meth:`output` reads only what this start wrote."""
+        with contextlib.ExitStack() as files:
+            log = files.enter_context(open(self.log_path, "ab"))
+            self._log_offset = log.tell()
+            stdout = files.enter_context(open(self.stdout_path, "wb")) if self.stdout_path else log
+            self.process = subprocess.Popen(
+                self.cmdline, stdout=stdout, stderr=log if stdout is not log else subprocess.STDOUT, env=self.env,
+                cwd=self.cwd, start_new_session=True, preexec_fn=die_with_parent if self.tie_to_parent else None,
+            )
+        return self
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None, "not started"
+        return self.process.pid
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def wait_until(self, ready: Callable[[], bool], timeout: float, what: str, interval: float = 0.02) -> None:
+        """Return once ``ready()`` holds; stop the child and raise :class:`RuntimeError` with its last output if it
+        exits first or ``timeout`` seconds pass."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if ready():
+                return
+            if self.process is not None and self.process.poll() is not None:
+                raise RuntimeError(f"{what}: exited with {self.process.returncode}; {self.log_path}:\n"
+                                   f"{self.tail(4000)}")
+            time.sleep(interval)
+        self.stop()
+        raise RuntimeError(f"{what}: not ready after {timeout} s; {self.log_path}:\n{self.tail(4000)}")
+
+    def signal(self, sig: int) -> None:
+        """Send ``sig`` to the child's whole process group (parent and children), if any of it is left."""
+        if self.process is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, sig)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM (to the group or the leader, see the class), up to ``timeout`` seconds for an exit, then SIGKILL
+        to the group: leftovers, or a leader that ignored the SIGTERM."""
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            if self.term_group:
+                self.signal(signal.SIGTERM)
+            else:
+                self.process.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout)
+        self.signal(signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(10)
+
+    def output(self) -> str:
+        """Everything the child wrote since it was started (not what earlier runs left in the same log)."""
+        try:
+            with open(self.log_path, "rb") as log:
+                log.seek(self._log_offset)
+                return log.read().decode(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def tail(self, chars: int = 3000) -> str:
+        return self.output()[-chars:]
+
+    def last_lines(self, count: int = 20) -> list[str]:
+        """The last ``count`` lines of the child's output (its traceback, when it died of one)."""
+        return self.tail(200 * count).splitlines()[-count:]
