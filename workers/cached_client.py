@@ -1,8 +1,12 @@
 """The reader a reconcile uses: cache first, the API on a miss; writes go to the API and through to the cache.
 
-Same interface as :class:`poolboy.kube.KubeClient` (the domain cannot tell them apart), like controller-runtime's
-delegating client: ``get``/``get_or_none``/``list`` are answered from :class:`workers.cache.ObjectCache` when it can
-answer, every other call is the real client's. One instance per run (:meth:`for_run`), because a run that met a
+Implements :class:`poolboy.kube.interfaces.Client` as :class:`poolboy.kube.KubeClient` does (the domain cannot tell
+them apart), like controller-runtime's delegating client: the :class:`~poolboy.kube.interfaces.Reader` methods are
+answered from :class:`workers.cache.ObjectCache` when it can answer, the :class:`~poolboy.kube.interfaces.Writer`
+methods go to the real client (and their results into the cache). Every method is written out, so the interface is
+the list below, not whatever the real client happens to have.
+
+One instance per run (:meth:`workers.runtime.Runtime.reader` makes a new one each time), because a run that met a
 failed precondition (409, or a JSON-patch ``test`` that failed with 422) read something stale and reads from the
 API for the rest of the run: "a stale read costs one conflict and a fresh read".
 """
@@ -10,12 +14,16 @@ API for the rest of the run: "a stale read costs one conflict and a fresh read".
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import Counter
 
 from poolboy import kube
 from workers.cache import ObjectCache
+
+if TYPE_CHECKING:  # discovery imports the official client; the types are enough here
+    from poolboy.kube.discovery import ResourceInfo
+    from poolboy.kube.interfaces import Client
 
 log = logging.getLogger(__name__)
 
@@ -26,13 +34,12 @@ _STALE = (kube.Conflict, kube.Invalid)
 
 
 class CachedKubeClient:
-    def __init__(self, client: kube.KubeClient, cache: ObjectCache | None) -> None:
+    """A :class:`~poolboy.kube.interfaces.Client` reading through ``cache``, writing to ``client`` (one per run)."""
+
+    def __init__(self, client: Client, cache: ObjectCache | None) -> None:
         self._client = client
         self._cache = cache
         self.fresh = cache is None  # True: every read goes to the API
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
 
     # --- reads ---------------------------------------------------------------------------------------------------
 
@@ -61,12 +68,13 @@ class CachedKubeClient:
         return self._client.get(api_version, kind, name, namespace)
 
     def list(self, api_version: str, kind: str, namespace: str | None = None, *, label_selector: str | None = None,
-             **kwargs: Any) -> list[dict]:
-        if not kwargs:
+             field_selector: str | None = None) -> list[dict]:
+        if field_selector is None:  # the cache answers label selectors only
             hit = self._cached("list", lambda c: c.list(api_version, kind, namespace, label_selector))
             if hit is not None:
                 return hit
-        return self._client.list(api_version, kind, namespace, label_selector=label_selector, **kwargs)
+        return self._client.list(api_version, kind, namespace, label_selector=label_selector,
+                                 field_selector=field_selector)
 
     # --- writes: through to the API, then the result into the cache ----------------------------------------------
 
@@ -96,14 +104,33 @@ class CachedKubeClient:
     def replace_status(self, body: dict) -> dict:
         return self._write(lambda: self._client.replace_status(body))
 
-    def patch_merge(self, *args: Any, **kwargs: Any) -> dict:
-        return self._write(lambda: self._client.patch_merge(*args, **kwargs))
+    def patch_merge(self, api_version: str, kind: str, name: str, namespace: str | None, patch: dict, *,
+                    resource_version: str | None = None, status: bool = False) -> dict:
+        return self._write(lambda: self._client.patch_merge(api_version, kind, name, namespace, patch,
+                                                            resource_version=resource_version, status=status))
 
-    def patch_json(self, *args: Any, **kwargs: Any) -> dict:
-        return self._write(lambda: self._client.patch_json(*args, **kwargs))
+    def patch_json(self, api_version: str, kind: str, name: str, namespace: str | None, ops: list[dict], *,
+                   status: bool = False) -> dict:
+        return self._write(lambda: self._client.patch_json(api_version, kind, name, namespace, ops, status=status))
 
-    def delete(self, *args: Any, **kwargs: Any) -> dict | None:
-        return self._write(lambda: self._client.delete(*args, **kwargs))
+    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,
+               propagation: str | None = None, uid: str | None = None,
+               resource_version: str | None = None) -> dict | None:
+        return self._write(lambda: self._client.delete(api_version, kind, name, namespace, propagation=propagation,
+                                                       uid=uid, resource_version=resource_version))
 
-    def delete_if_exists(self, *args: Any, **kwargs: Any) -> bool:
-        return self._write(lambda: self._client.delete_if_exists(*args, **kwargs))
+    def delete_if_exists(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,
+                         propagation: str | None = None, uid: str | None = None,
+                         resource_version: str | None = None) -> bool:
+        return self._write(lambda: self._client.delete_if_exists(api_version, kind, name, namespace,
+                                                                 propagation=propagation, uid=uid,
+                                                                 resource_version=resource_version))
+
+    # --- the rest of the Writer: the real client's --------------------------------------------------------------
+
+    def emit_event(self, obj: dict, reason: str, message: str, *, type: str = "Normal", action: str | None = None,
+                   component: str = "poolboy") -> None:
+        self._client.emit_event(obj, reason, message, type=type, action=action, component=component)
+
+    def resource_info(self, api_version: str, kind: str) -> ResourceInfo:
+        return self._client.resource_info(api_version, kind)
