@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         enqueuer = Enqueuer(settings)
         own_writes = OwnWrites(enqueuer.gate.redis)  # events of the operator's own writes add no key
         if settings.read_cache:
-            from watcher.cache_writer import CacheWriter
+            from cache.writer import CacheWriter
 
             cache = CacheWriter(enqueuer.gate.redis, settings.domain, alive_seconds=settings.cache_alive_seconds)
 

@@ -34,7 +34,7 @@ from watcher.observed import ClaimTimings, PoolStats
 from watcher.pool_flow import PoolFlow
 
 if TYPE_CHECKING:
-    from watcher.cache_writer import CacheWriter
+    from cache.writer import CacheWriter
 
 log = logging.getLogger(__name__)
 

@@ -13,14 +13,14 @@ from typing import Any
 
 import redis
 
+from cache.handle_index import RedisHandleIndex
+from cache.reader import CachedKubeClient
+from cache.store import ObjectCache
 from poolboy.settings import Settings
 from workers import redis_client
-from workers.cache import ObjectCache
-from workers.cached_client import CachedKubeClient
 from workers.due import DueIndex
 from workers.enqueue import Enqueuer
 from workers.gate import Gate
-from workers.handle_index import RedisHandleIndex
 from workers.own_writes import OwnWrites
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ class Runtime:
         return self._kube
 
     def reader(self) -> CachedKubeClient | None:
-        """A fresh per-run client: cache-first reads, write-through (see :mod:`workers.cached_client`)."""
+        """A fresh per-run client: cache-first reads, write-through (see :mod:`cache.reader`)."""
         kube = self.kube
         return None if kube is None else CachedKubeClient(kube, self.cache)
 

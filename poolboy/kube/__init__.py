@@ -8,9 +8,10 @@
 * :mod:`~poolboy.kube.client` — :class:`KubeClient`: reads, writes (with their preconditions), watch, events;
 * :mod:`~poolboy.kube.watch` — watch streams;
 * :mod:`~poolboy.kube.events` and :mod:`~poolboy.kube.event_recorder` — Events, aggregated and sent off the caller's
-  path;
-* :mod:`~poolboy.kube.cache_model` — what the shared read cache stores and how it answers a list (the engine's
-  ``workers.cache`` keeps it in Redis; reconcilers read it through the same interface as :class:`KubeClient`).
+  path.
+
+The shared read cache (its model, its Redis store, the watcher's writer, the cached reader) is the top-level
+``cache`` package: an adapter on Redis, used by the watcher and the workers, implementing the interfaces above.
 
 This module is the public surface: ``from poolboy.kube import KubeClient, NotFound``.
 """
@@ -19,7 +20,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 #: public name -> the module that defines it; imported on first use (PEP 562), so that importing one light module
-#: of this package (``cache_model``, ``errors``) does not load the official client (~25 MB per process, e.g. beat)
+#: of this package (``errors``, ``interfaces``) does not load the official client (~25 MB per process, e.g. beat)
 _EXPORTS = {
     "KubeClient": "client", "ResourceInfo": "discovery", "load_configuration": "transport",
     "Client": "interfaces", "Reader": "interfaces", "Writer": "interfaces",

@@ -2,7 +2,7 @@
 ``client.Reader`` / ``client.Writer``), and :class:`Client`, both at once.
 
 Two classes implement them: :class:`poolboy.kube.KubeClient` (every call is a request) and the engine's
-``workers.cached_client.CachedKubeClient`` (reads from the shared cache when it can answer, writes through to the
+``cache.reader.CachedKubeClient`` (reads from the shared cache when it can answer, writes through to the
 API and then into the cache). :attr:`poolboy.context.Context.kube` is typed :class:`Client`, so the domain depends on
 what it calls, not on which of the two it was handed, and a method a reconciler starts to use must be added here
 (and so to both implementations) before a type checker accepts it.

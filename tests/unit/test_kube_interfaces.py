@@ -4,9 +4,9 @@ import inspect
 
 import pytest
 
+from cache.reader import CachedKubeClient
 from poolboy.kube import KubeClient
 from poolboy.kube.interfaces import Client, Reader, Writer
-from workers.cached_client import CachedKubeClient
 
 
 def _methods(protocol: type) -> list[str]:

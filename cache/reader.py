@@ -2,7 +2,7 @@
 
 Implements :class:`poolboy.kube.interfaces.Client` as :class:`poolboy.kube.KubeClient` does (the domain cannot tell
 them apart), like controller-runtime's delegating client: the :class:`~poolboy.kube.interfaces.Reader` methods are
-answered from :class:`workers.cache.ObjectCache` when it can answer, the :class:`~poolboy.kube.interfaces.Writer`
+answered from :class:`cache.store.ObjectCache` when it can answer, the :class:`~poolboy.kube.interfaces.Writer`
 methods go to the real client (and their results into the cache). Every method is written out, so the interface is
 the list below, not whatever the real client happens to have.
 
@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import Counter
 
+from cache.store import ObjectCache
 from poolboy import kube
-from workers.cache import ObjectCache
 
 if TYPE_CHECKING:  # discovery imports the official client; the types are enough here
     from poolboy.kube.discovery import ResourceInfo

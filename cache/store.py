@@ -2,14 +2,14 @@
 
 The active watcher writes each object's latest version as it sees it (on every event and re-list) and removes it on
 DELETED; workers read objects by identity and answer label-selected lists from the indexes of
-:mod:`poolboy.kube.cache_model`. Workers also write through what their own writes returned, so the next run (of this
+:mod:`cache.model`. Workers also write through what their own writes returned, so the next run (of this
 object or of another one reading it) does not read the version before its own write.
 
 Correctness never depends on the cache (DESIGN invariants 3 and 6):
 
 * every write computed from a read keeps its precondition, so a stale read costs one failed write and a fresh read
-  (:class:`workers.cached_client.CachedKubeClient` switches to API reads for the rest of the run);
-* a version only replaces an older one (resourceVersions compared as integers, :func:`poolboy.kube.cache_model.newer`),
+  (:class:`cache.reader.CachedKubeClient` switches to API reads for the rest of the run);
+* a version only replaces an older one (resourceVersions compared as integers, :func:`cache.model.newer`),
   and a DELETED leaves a short tombstone so a late write-through cannot resurrect the object;
 * readers use the cache only while the watcher's ``alive`` key exists (renewed by the active watcher, gone when it
   dies, when Redis restarts empty or on FLUSHALL) and lists only for scopes whose informer has listed since the
@@ -31,8 +31,8 @@ from typing import Any
 import orjson
 import redis
 
+from cache import model as cache_model
 from poolboy.domain import candidates
-from poolboy.kube import cache_model
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ TOMBSTONE_TTL_S = 120
 #: dead watcher's last versions can be read this much longer, on top of the key's own TTL); lists check every time
 ALIVE_MEMO_S = 1.0
 
-# Index entries (see poolboy.kube.cache_model.indexes): "name" (SET), "h:name\tvalue" (HASH), "z:name\tscore" (ZSET)
+# Index entries (see cache.model.indexes): "name" (SET), "h:name\tvalue" (HASH), "z:name\tscore" (ZSET)
 _INDEX_FUNCTIONS = """
 local function split(entry)
   local kind, rest = string.sub(entry, 1, 2), entry
