@@ -78,9 +78,7 @@ def run(args: argparse.Namespace) -> int:
             from cache.writer import CacheWriter
 
             cache = CacheWriter(enqueuer.gate.redis, settings.domain, alive_seconds=settings.cache_alive_seconds)
-
-        def sink(key: str) -> None:
-            enqueuer.add(key, priority="event")
+        sink = enqueuer.add  # each key straight to the gate, with the "event" priority
 
     watcher = Watcher(settings, kube, sink, identity=args.identity, leader_election=not args.no_leader_election,
                       watch_timeout=args.watch_timeout, own_writes=own_writes, cache=cache)
