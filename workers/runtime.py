@@ -7,9 +7,10 @@ processes.
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 
@@ -23,7 +24,21 @@ from workers.enqueue import Enqueuer
 from workers.gate import Gate
 from workers.own_writes import OwnWrites
 
+if TYPE_CHECKING:
+    from poolboy.reconcilers import Registry
+
 log = logging.getLogger(__name__)
+
+#: ``<module>:<attr>`` of a mapping of kind token to reconciler, run instead of the domain's (the integration tests'
+#: instrumented reconcilers); see :func:`poolboy.reconcilers.registry`
+RECONCILERS_ENV = "POOLBOY_RECONCILERS"
+
+
+def reconcilers() -> Registry:
+    """The one registry this worker runs: the domain's, or the one ``POOLBOY_RECONCILERS`` names."""
+    from poolboy.reconcilers import registry  # the domain is imported when the first task (or preload) needs it
+
+    return registry(os.environ.get(RECONCILERS_ENV))
 
 
 @dataclass
