@@ -13,6 +13,7 @@ API for the rest of the run: "a stale read costs one conflict and a fresh read".
 
 from __future__ import annotations
 
+import builtins
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -68,7 +69,7 @@ class CachedKubeClient:
         return self._client.get(api_version, kind, name, namespace)
 
     def list(self, api_version: str, kind: str, namespace: str | None = None, *, label_selector: str | None = None,
-             field_selector: str | None = None) -> list[dict]:
+             field_selector: str | None = None) -> builtins.list[dict]:
         if field_selector is None:  # the cache answers label selectors only
             hit = self._cached("list", lambda c: c.list(api_version, kind, namespace, label_selector))
             if hit is not None:
@@ -109,7 +110,7 @@ class CachedKubeClient:
         return self._write(lambda: self._client.patch_merge(api_version, kind, name, namespace, patch,
                                                             resource_version=resource_version, status=status))
 
-    def patch_json(self, api_version: str, kind: str, name: str, namespace: str | None, ops: list[dict], *,
+    def patch_json(self, api_version: str, kind: str, name: str, namespace: str | None, ops: builtins.list[dict], *,
                    status: bool = False) -> dict:
         return self._write(lambda: self._client.patch_json(api_version, kind, name, namespace, ops, status=status))
 

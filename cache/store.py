@@ -23,6 +23,7 @@ at run time).
 
 from __future__ import annotations
 
+import builtins
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -196,7 +197,7 @@ class ObjectCache:
         """Remove cached objects of a just-listed collection that the list did not return (deleted while no watcher
         was watching, or by a previous leader's stale view)."""
         members = self.redis.smembers(index_key(cache_model.kind_index(api_version, kind, namespace or "*")))
-        stale = [m.decode() for m in members if m.decode() not in listed]
+        stale = [ident for ident in map(_text, members) if ident not in listed]
         removed = 0
         for ident in stale:
             doc = self.redis.hget(object_key(ident), "doc")
@@ -237,7 +238,7 @@ class ObjectCache:
         return orjson.loads(doc) if alive and doc else None
 
     def list(self, api_version: str, kind: str, namespace: str | None,
-             label_selector: str | None) -> list[dict] | None:
+             label_selector: str | None) -> builtins.list[dict] | None:
         """The objects a list would return, or None when the cache cannot answer (then ask the API)."""
         try:
             terms = cache_model.parse_selector(label_selector)
@@ -261,7 +262,7 @@ class ObjectCache:
                 result.append(obj)
         return result
 
-    def names(self, api_version: str, kind: str, namespace: str | None) -> list[tuple[str, str]] | None:
+    def names(self, api_version: str, kind: str, namespace: str | None) -> builtins.list[tuple[str, str]] | None:
         """``(namespace, name)`` of every cached object of a kind (``namespace`` None: all namespaces), or None
         when the cache cannot answer. Cheap: reads one index, no object."""
         index = index_key(cache_model.kind_index(api_version, kind, namespace or "*"))
@@ -274,8 +275,13 @@ class ObjectCache:
             result.append((ns, name))
         return sorted(result)
 
-    def _docs(self, idents: list[str]) -> list[bytes | None]:
+    def _docs(self, idents: builtins.list[str]) -> builtins.list[bytes | None]:
         pipe = self.redis.pipeline(transaction=False)
         for ident in idents:
             pipe.hget(object_key(ident), "doc")
         return pipe.execute()
+
+
+def _text(member: bytes | str) -> str:
+    """A Redis reply member as text (the client answers bytes; its type stubs also allow str)."""
+    return member.decode() if isinstance(member, bytes) else member
