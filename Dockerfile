@@ -18,6 +18,7 @@ RUN pip install -r requirements.txt
 
 COPY pyproject.toml README.md ./
 COPY poolboy ./poolboy
+COPY cache ./cache
 COPY workers ./workers
 COPY watcher ./watcher
 COPY devcluster ./devcluster

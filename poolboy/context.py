@@ -10,7 +10,7 @@ from poolboy.settings import Settings
 
 if TYPE_CHECKING:  # the wrapper imports the kubernetes client; the domain only needs its type
     from poolboy.domain.candidates import HandleIndex
-    from poolboy.kube import KubeClient
+    from poolboy.kube.interfaces import Client
 
 
 def utcnow() -> datetime:
@@ -26,7 +26,8 @@ class Context:
     (e.g. ``end - start == default`` exactly).
     """
 
-    kube: KubeClient
+    #: the API as a reader and a writer: :class:`poolboy.kube.KubeClient`, or the engine's cached client
+    kube: Client
     settings: Settings
     now: datetime = field(default_factory=utcnow)
     #: unbound handles by binding scope, kept by the engine (None: binding lists candidates from the API)

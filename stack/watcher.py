@@ -75,12 +75,10 @@ def run(args: argparse.Namespace) -> int:
         enqueuer = Enqueuer(settings)
         own_writes = OwnWrites(enqueuer.gate.redis)  # events of the operator's own writes add no key
         if settings.read_cache:
-            from watcher.cache_writer import CacheWriter
+            from cache.writer import CacheWriter
 
             cache = CacheWriter(enqueuer.gate.redis, settings.domain, alive_seconds=settings.cache_alive_seconds)
-
-        def sink(key: str) -> None:
-            enqueuer.add(key, priority="event")
+        sink = enqueuer.add  # each key straight to the gate, with the "event" priority
 
     watcher = Watcher(settings, kube, sink, identity=args.identity, leader_election=not args.no_leader_election,
                       watch_timeout=args.watch_timeout, own_writes=own_writes, cache=cache)

@@ -10,9 +10,13 @@ ready as it is, since standing by is its job.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from watcher.main import Watcher
-from workers.health import Probe
+
+#: a health check: None when healthy, else why not (the shape ``workers.health`` serves; the watcher does not import
+#: the engine, ``stack/watcher.py`` hands these to its server)
+Probe = Callable[[], "str | None"]
 
 
 def election_probe(watcher: Watcher, max_silence: float) -> Probe:

@@ -187,6 +187,8 @@ class Informer:
         self._stream = stream
         if self._stop.is_set():  # stop() ran between the request and now
             self.stop()
+        elif self._relist.is_set():  # requested while listing, before there was a stream to interrupt
+            self._interrupt_stream()
 
     def _deliver(self, event_type: str, obj: dict) -> None:
         if self._stop.is_set():  # a stopped informer (e.g. after losing leadership) must not enqueue anything

@@ -1,8 +1,9 @@
 """The watcher process: informers for the Poolboy kinds and for managed resources, behind a leader lease.
 
-Every event — spec, metadata or status-only — becomes ``sink(key)``; a (re)list hands over every key again, so a
+Every event — spec, metadata or status-only — becomes ``sink(key)`` for each key its route wakes
+(:data:`watcher.mapping.ROUTES`, the whole event path in one table); a (re)list hands over every key again, so a
 restarted watcher loses nothing. The watcher holds no domain logic: what a key means is the workers' business.
-The sink is pluggable so tests can record keys; ``poolboy watcher`` wires it to the gate's Enqueuer.
+The sink is pluggable so tests can record keys; ``poolboy watcher`` passes the gate's ``Enqueuer.add`` itself.
 
 One exception: with an ``own_writes`` checker (``poolboy watcher`` passes :class:`workers.own_writes.OwnWrites`),
 a MODIFIED event that is the write of a run of the same key is not handed to the sink (see
@@ -27,37 +28,25 @@ from poolboy.kube import KubeClient
 from poolboy.settings import Settings
 from poolboy.utils.backoff import Backoff
 from watcher import mapping, metrics
-from watcher.informer import Informer
+from watcher.informer import Informer, ListCallback
 from watcher.leader import LeaderElector
 from watcher.managed import ManagedResources
 from watcher.observed import ClaimTimings, PoolStats
 from watcher.pool_flow import PoolFlow
 
 if TYPE_CHECKING:
-    from watcher.cache_writer import CacheWriter
+    from cache.writer import CacheWriter
 
 log = logging.getLogger(__name__)
 
-Sink = Callable[[str], None]
+#: where keys go (the return value, e.g. ``Enqueuer.add``'s task id, is not used)
+Sink = Callable[[str], object]
 
 
 class OwnWriteCheck(Protocol):
     def check(self, key: str, ident: str) -> str:
         """"skip" (the key's own write), "deferred" (the key's running run decides) or "add"."""
         ...
-
-#: Poolboy kinds, and whether each is watched in all namespaces (claims) or only the operator namespace
-POOLBOY_KINDS: tuple[tuple[str, bool], ...] = (
-    (keys.KINDS[keys.CLAIM], True),
-    (keys.KINDS[keys.HANDLE], False),
-    (keys.KINDS[keys.POOL], False),
-    (keys.KINDS[keys.PROVIDER], False),
-    (keys.KINDS[keys.SCALING], False),
-)
-
-#: kinds watched only to fill the shared read cache (no key of their own): the requester's namespace
-# (docs/behaviour.md#requester)
-CACHE_ONLY_KINDS: tuple[tuple[str, str], ...] = (("v1", "Namespace"),)
 
 
 def default_identity() -> str:
@@ -137,23 +126,27 @@ class Watcher:
             on_list = self.cache.on_list if self.cache is not None else None
             if self.cache is not None:
                 self.cache.start()
-            self._managed = ManagedResources(self.kube, self._on_managed_event, watch_timeout=self.watch_timeout,
+            self._managed = ManagedResources(self.kube, partial(self.on_event, mapping.MANAGED),
+                                             watch_timeout=self.watch_timeout,
                                              informer_factory=partial(Informer, on_list=on_list))
-            for kind, all_namespaces in POOLBOY_KINDS:
-                self._informers.append(Informer(
-                    kube=self.kube, api_version=self.settings.api_version, kind=kind,
-                    namespace=None if all_namespaces else self.settings.operator_namespace,
-                    label_selector=self.label_selector, callback=self._on_poolboy_event,
-                    watch_timeout=self.watch_timeout, backoff=Backoff(), on_list=on_list,
-                ).start())
-            if self.cache is not None:
-                for api_version, kind in CACHE_ONLY_KINDS:
-                    self._informers.append(Informer(
-                        kube=self.kube, api_version=api_version, kind=kind, callback=self._on_cache_only_event,
-                        watch_timeout=self.watch_timeout, backoff=Backoff(), on_list=on_list).start())
+            for route in mapping.ROUTES:
+                if route.kind is None or (route.cache_only and self.cache is None):
+                    continue  # managed kinds: started by ManagedResources as handles reference them
+                self._informers.append(self._informer(route, on_list).start())
             metrics.INFORMERS.labels("poolboy").set(len(self._informers))
             metrics.LEADER.set(1)
         log.info("%s: watching", self.identity)
+
+    def _informer(self, route: mapping.Route, on_list: ListCallback | None) -> Informer:
+        """The informer of one route: Poolboy kinds skip objects labelled ``D/ignore``, in the operator namespace
+        unless the route says every namespace."""
+        assert route.kind is not None
+        return Informer(
+            kube=self.kube, api_version=route.api_version or self.settings.api_version, kind=route.kind,
+            namespace=None if route.all_namespaces or not route.poolboy else self.settings.operator_namespace,
+            label_selector=self.label_selector if route.poolboy else None, callback=partial(self.on_event, route),
+            watch_timeout=self.watch_timeout, backoff=Backoff(), on_list=on_list,
+        )
 
     def stop_watching(self) -> None:
         with self._lock:
@@ -182,13 +175,19 @@ class Watcher:
         for informer in informers + (managed.informers() if managed is not None else []):
             informer.request_relist()
 
-    def _on_cache_only_event(self, event_type: str, obj: dict) -> None:
+    def on_event(self, route: mapping.Route, event_type: str, obj: dict) -> None:
+        """One event of ``route``'s source: into the cache first (a run reads at least this version), then to the
+        watcher's own bookkeeping, then each key the route wakes to the sink (unless it is the key's own write)."""
         if self.cache is not None:
             self.cache.on_event(event_type, obj)
+        if route.poolboy:
+            self._observe(event_type, obj)
+        for key in route.keys(obj, self.settings):
+            if not self._own_write(key, event_type, obj):
+                self._emit(key)
 
-    def _on_poolboy_event(self, event_type: str, obj: dict) -> None:
-        if self.cache is not None:
-            self.cache.on_event(event_type, obj)
+    def _observe(self, event_type: str, obj: dict) -> None:
+        """Pool and claim metrics, and the managed kinds a handle references (started and stopped from here)."""
         self.pool_stats.on_event(event_type, obj)
         if obj.get("kind") == keys.KINDS[keys.CLAIM]:
             self.claim_timings.on_event(event_type, obj)
@@ -197,16 +196,6 @@ class Watcher:
             managed = self._managed
             if managed is not None:
                 managed.on_handle_event(event_type, obj)
-        key = mapping.poolboy_key(obj, self.settings)
-        if key is not None and not self._own_write(key, event_type, obj):
-            self._emit(key)
-
-    def _on_managed_event(self, event_type: str, obj: dict) -> None:
-        if self.cache is not None:
-            self.cache.on_event(event_type, obj)
-        for key in (mapping.managed_key(obj, self.settings), mapping.managed_claim_key(obj, self.settings)):
-            if key is not None and not self._own_write(key, event_type, obj):
-                self._emit(key)
 
     def _own_write(self, key: str, event_type: str, obj: dict) -> bool:
         """True when the event needs no ``sink(key)``: a run of ``key`` wrote it, or the running one will judge it.

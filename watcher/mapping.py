@@ -1,14 +1,23 @@
-"""Watch event -> work keys. Pure: no API calls, no domain logic, just names.
+"""Watch event -> work keys, declared in one table (:data:`ROUTES`). Pure: no API calls, no domain logic, just names.
 
-Poolboy kinds map to their own key. A managed resource maps to the handle named by its annotations (spec §3.20);
-that handle's reconcile then enqueues its claim. :func:`write_id` names the write behind an event, so that the
-operator's own writes can be told apart (see :mod:`workers.own_writes`).
+Like controller-runtime's handler map functions (``handler.EnqueueRequestsFromMapFunc``): each watched source has
+the functions that turn one of its objects into the keys it wakes, and the watcher hands each key straight to its
+sink (``poolboy watcher``: :meth:`workers.enqueue.Enqueuer.add`). Poolboy kinds map to their own key. A managed
+resource maps to the handle named by its annotations (spec §3.20) and, once bound, to its claim. Namespaces are
+watched only to fill the shared read cache and wake nothing. :func:`write_id` names the write behind an event, so
+that the operator's own writes can be told apart (see :mod:`workers.own_writes`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from poolboy import keys
 from poolboy.settings import Settings
+
+#: one map function: the key an object's event wakes, or None
+MapFunc = Callable[[dict, Settings], "str | None"]
 
 
 def poolboy_key(obj: dict, settings: Settings) -> str | None:
@@ -49,6 +58,49 @@ def managed_claim_key(obj: dict, settings: Settings) -> str | None:
     name = annotations.get(settings.label("resource-claim-name"))
     namespace = annotations.get(settings.label("resource-claim-namespace"))
     return keys.make(keys.CLAIM, namespace, name) if name and namespace else None
+
+
+@dataclass(frozen=True)
+class Route:
+    """One watched source and the keys its events wake.
+
+    ``api_version`` None is the operator's own group (``Settings.api_version``); ``kind`` None stands for every kind
+    of managed resource (their informers are started per kind as handles reference them, see
+    :mod:`watcher.managed`)."""
+
+    kind: str | None
+    maps: tuple[MapFunc, ...]
+    api_version: str | None = None
+    #: watched in every namespace (claims), else only in the operator namespace
+    all_namespaces: bool = False
+    #: watched only to fill the shared read cache: started only when there is one
+    cache_only: bool = False
+
+    @property
+    def poolboy(self) -> bool:
+        """A kind of the operator's own group (its events also feed the watcher's metrics)."""
+        return self.api_version is None and self.kind is not None
+
+    def keys(self, obj: dict, settings: Settings) -> list[str]:
+        """The keys one event of ``obj`` wakes, in order, without repeats."""
+        found = (wake(obj, settings) for wake in self.maps)
+        return list(dict.fromkeys(key for key in found if key is not None))
+
+
+#: every Poolboy kind wakes its own key; claims are watched in every namespace
+POOLBOY_ROUTES: tuple[Route, ...] = (
+    Route(keys.KINDS[keys.CLAIM], (poolboy_key,), all_namespaces=True),
+    Route(keys.KINDS[keys.HANDLE], (poolboy_key,)),
+    Route(keys.KINDS[keys.POOL], (poolboy_key,)),
+    Route(keys.KINDS[keys.PROVIDER], (poolboy_key,)),
+    Route(keys.KINDS[keys.SCALING], (poolboy_key,)),
+)
+#: a managed resource wakes the handle that manages it and the claim it serves
+MANAGED = Route(None, (managed_key, managed_claim_key))
+#: the requester's namespace (§3.14) is read from the cache and wakes nothing
+CACHE_ONLY_ROUTES: tuple[Route, ...] = (Route("Namespace", (), api_version="v1", cache_only=True),)
+#: the whole event path: watched source -> the keys it wakes
+ROUTES: tuple[Route, ...] = (*POOLBOY_ROUTES, MANAGED, *CACHE_ONLY_ROUTES)
 
 
 def write_id(event_type: str, obj: dict) -> str | None:

@@ -7,23 +7,38 @@ processes.
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 
+from cache.handle_index import RedisHandleIndex
+from cache.reader import CachedKubeClient
+from cache.store import ObjectCache
 from poolboy.settings import Settings
 from workers import redis_client
-from workers.cache import ObjectCache
-from workers.cached_client import CachedKubeClient
 from workers.due import DueIndex
 from workers.enqueue import Enqueuer
 from workers.gate import Gate
-from workers.handle_index import RedisHandleIndex
 from workers.own_writes import OwnWrites
 
+if TYPE_CHECKING:
+    from poolboy.reconcilers import Registry
+
 log = logging.getLogger(__name__)
+
+#: ``<module>:<attr>`` of a mapping of kind token to reconciler, run instead of the domain's (the integration tests'
+#: instrumented reconcilers); see :func:`poolboy.reconcilers.registry`
+RECONCILERS_ENV = "POOLBOY_RECONCILERS"
+
+
+def reconcilers() -> Registry:
+    """The one registry this worker runs: the domain's, or the one ``POOLBOY_RECONCILERS`` names."""
+    from poolboy.reconcilers import registry  # the domain is imported when the first task (or preload) needs it
+
+    return registry(os.environ.get(RECONCILERS_ENV))
 
 
 @dataclass
@@ -52,7 +67,7 @@ class Runtime:
         return self._kube
 
     def reader(self) -> CachedKubeClient | None:
-        """A fresh per-run client: cache-first reads, write-through (see :mod:`workers.cached_client`)."""
+        """A fresh per-run client: cache-first reads, write-through (see :mod:`cache.reader`)."""
         kube = self.kube
         return None if kube is None else CachedKubeClient(kube, self.cache)
 

@@ -24,10 +24,10 @@ from collections.abc import Iterable
 
 import redis
 
+from cache import model as cache_model
+from cache.store import object_key
 from poolboy import keys
-from poolboy.kube import cache_model
 from poolboy.settings import Settings
-from workers.cache import object_key
 from workers.gate import pending_key
 
 #: the kinds whose sweeps skip clean objects (pools are few, and their sweep is the replenishment safety net)

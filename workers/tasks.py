@@ -29,11 +29,11 @@ from celery import Task, shared_task
 from poolboy.context import Context
 from poolboy.keys import KINDS, parse
 from poolboy.result import PermanentError, Result, TransientError
-from workers import backoff, metrics, own_writes, registry, run_log, shutdown, sweeps
+from workers import backoff, metrics, own_writes, run_log, shutdown, sweeps
 from workers.config import MAX_COUNTDOWN
 from workers.gate import LeaseKeeper
 from workers.names import reconcile_task, route
-from workers.runtime import Runtime, runtime
+from workers.runtime import Runtime, reconcilers, runtime
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ def reconcile_once(rt: Runtime, kind: str, key: str) -> Outcome:
     :class:`workers.shutdown.HandBack`, which is not one)."""
     _, namespace, name = parse(key)
     try:
-        reconciler = registry.lookup(kind)
+        reconciler = reconcilers().lookup(kind)
         with shutdown.interruptible():  # only the domain reconciler: never a gate or due-index call
             result = reconciler(Context(kube=rt.reader(), settings=rt.settings, index=rt.handle_index), namespace,
                                 name)

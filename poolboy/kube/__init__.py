@@ -3,12 +3,15 @@
 * :mod:`~poolboy.kube.errors` — typed API errors and retry-on-conflict;
 * :mod:`~poolboy.kube.transport` — one request: configuration, auth, urllib3, orjson, observability hooks;
 * :mod:`~poolboy.kube.discovery` — where each kind is served;
+* :mod:`~poolboy.kube.interfaces` — :class:`Reader`, :class:`Writer` and :class:`Client` (both): what a reconciler
+  may call, implemented by :class:`KubeClient` and by the engine's cached client;
 * :mod:`~poolboy.kube.client` — :class:`KubeClient`: reads, writes (with their preconditions), watch, events;
 * :mod:`~poolboy.kube.watch` — watch streams;
 * :mod:`~poolboy.kube.events` and :mod:`~poolboy.kube.event_recorder` — Events, aggregated and sent off the caller's
-  path;
-* :mod:`~poolboy.kube.cache_model` — what the shared read cache stores and how it answers a list (the engine's
-  ``workers.cache`` keeps it in Redis; reconcilers read it through the same interface as :class:`KubeClient`).
+  path.
+
+The shared read cache (its model, its Redis store, the watcher's writer, the cached reader) is the top-level
+``cache`` package: an adapter on Redis, used by the watcher and the workers, implementing the interfaces above.
 
 This module is the public surface: ``from poolboy.kube import KubeClient, NotFound``.
 """
@@ -17,9 +20,10 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 #: public name -> the module that defines it; imported on first use (PEP 562), so that importing one light module
-#: of this package (``cache_model``, ``errors``) does not load the official client (~25 MB per process, e.g. beat)
+#: of this package (``errors``, ``interfaces``) does not load the official client (~25 MB per process, e.g. beat)
 _EXPORTS = {
     "KubeClient": "client", "ResourceInfo": "discovery", "load_configuration": "transport",
+    "Client": "interfaces", "Reader": "interfaces", "Writer": "interfaces",
     **{name: "errors" for name in ("AlreadyExists", "ApiError", "ApiMissing", "BadRequest", "Conflict", "Forbidden",
                                    "Gone", "Invalid", "NetworkError", "NotFound", "ServerError", "Throttled",
                                    "retry_on_conflict")},
@@ -43,6 +47,7 @@ if TYPE_CHECKING:
         Throttled,
         retry_on_conflict,
     )
+    from poolboy.kube.interfaces import Client, Reader, Writer
     from poolboy.kube.transport import load_configuration
 
 
@@ -60,6 +65,7 @@ __all__ = [
     "ApiError",
     "ApiMissing",
     "BadRequest",
+    "Client",
     "Conflict",
     "Forbidden",
     "Gone",
@@ -67,9 +73,11 @@ __all__ = [
     "KubeClient",
     "NetworkError",
     "NotFound",
+    "Reader",
     "ResourceInfo",
     "ServerError",
     "Throttled",
+    "Writer",
     "load_configuration",
     "retry_on_conflict",
 ]

@@ -12,6 +12,7 @@ records rely on it). Events leave through :mod:`poolboy.kube.event_recorder`, of
 
 from __future__ import annotations
 
+import builtins
 import logging
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -85,15 +86,15 @@ class KubeClient:
             yield items
 
     def list(self, api_version: str, kind: str, namespace: str | None = None, *, label_selector: str | None = None,
-             field_selector: str | None = None) -> list[dict]:
+             field_selector: str | None = None) -> builtins.list[dict]:
         return self.list_with_version(api_version, kind, namespace, label_selector=label_selector,
                                       field_selector=field_selector)[0]
 
     def list_with_version(self, api_version: str, kind: str, namespace: str | None = None, *,
                           label_selector: str | None = None, field_selector: str | None = None,
-                          limit: int = 500) -> tuple[list[dict], str]:
+                          limit: int = 500) -> tuple[builtins.list[dict], str]:
         """All items and the list's resourceVersion: the point a following watch resumes from."""
-        items: list[dict] = []
+        items: builtins.list[dict] = []
         version = ""
         for page, page_version in self._pages(api_version, kind, namespace, label_selector, field_selector, limit):
             items.extend(page)
@@ -101,12 +102,12 @@ class KubeClient:
         return items, version
 
     def _pages(self, api_version: str, kind: str, namespace: str | None, label_selector: str | None,
-               field_selector: str | None, limit: int) -> Iterator[tuple[list[dict], str]]:
+               field_selector: str | None, limit: int) -> Iterator[tuple[builtins.list[dict], str]]:
         info = self.resource_info(api_version, kind)
         path = info.path(namespace)
         token: str | None = None
         while True:
-            query: list[tuple[str, Any]] = []
+            query: builtins.list[tuple[str, Any]] = []
             if label_selector:
                 query.append(("labelSelector", label_selector))
             if field_selector:
@@ -166,7 +167,7 @@ class KubeClient:
         observe_write("patch", result, resource_version)
         return result
 
-    def patch_json(self, api_version: str, kind: str, name: str, namespace: str | None, ops: list[dict], *,
+    def patch_json(self, api_version: str, kind: str, name: str, namespace: str | None, ops: builtins.list[dict], *,
                    status: bool = False) -> dict:
         """JSON patch (RFC 6902); a failing ``test`` op is a 422 :class:`Invalid`."""
         info = self.resource_info(api_version, kind)

@@ -15,6 +15,7 @@ from poolboy.kube import KubeClient
 from poolboy.observability import Write
 from poolboy.settings import Settings
 from stack.testing import free_port
+from watcher import mapping
 from watcher.main import Watcher
 from workers import own_writes
 from workers.due import DueIndex
@@ -23,6 +24,9 @@ from workers.gate import Gate
 from workers.own_writes import ADD, DEFERRED, SKIP, OwnWrites
 from workers.runtime import Runtime
 from workers.tasks import settle
+
+#: the route of claim events (the table :data:`watcher.mapping.ROUTES`)
+ROUTE_CLAIM = mapping.POOLBOY_ROUTES[0]
 
 KEY = "claim/ns/a"
 
@@ -153,20 +157,20 @@ def test_watcher_skips_only_modified_and_added_events_of_live_objects(ow: OwnWri
     run's create returned is that create); DELETED, LISTED, an object being deleted, another version: a key."""
     ow.settle(KEY, "t1", ["u/1"])
     watcher, keys = _watcher(ow)
-    watcher._on_poolboy_event("MODIFIED", _claim("1"))
-    watcher._on_poolboy_event("ADDED", _claim("1"))
+    watcher.on_event(ROUTE_CLAIM, "MODIFIED", _claim("1"))
+    watcher.on_event(ROUTE_CLAIM, "ADDED", _claim("1"))
     assert keys == []
     for event_type in ("DELETED", "LISTED"):
-        watcher._on_poolboy_event(event_type, _claim("1"))
-    watcher._on_poolboy_event("MODIFIED", _claim("1", deletionTimestamp="2020-01-01T00:00:00Z"))
-    watcher._on_poolboy_event("MODIFIED", _claim("2"))
-    watcher._on_poolboy_event("ADDED", _claim("3"))  # starts to match the watch with somebody else's version
+        watcher.on_event(ROUTE_CLAIM, event_type, _claim("1"))
+    watcher.on_event(ROUTE_CLAIM, "MODIFIED", _claim("1", deletionTimestamp="2020-01-01T00:00:00Z"))
+    watcher.on_event(ROUTE_CLAIM, "MODIFIED", _claim("2"))
+    watcher.on_event(ROUTE_CLAIM, "ADDED", _claim("3"))  # starts to match the watch with somebody else's version
     assert keys == [KEY] * 5
 
 
 def test_watcher_adds_the_key_when_redis_is_away() -> None:
     watcher, keys = _watcher(OwnWrites(dead_redis()))
-    watcher._on_poolboy_event("MODIFIED", _claim("1"))
+    watcher.on_event(ROUTE_CLAIM, "MODIFIED", _claim("1"))
     assert keys == [KEY]
 
 
@@ -178,10 +182,10 @@ def test_watcher_skips_a_managed_resource_written_by_its_handle_run(ow: OwnWrite
                 "metadata": {"name": "x", "namespace": "ns", "uid": "m", "resourceVersion": "3",
                              "annotations": {"poolboy.gpte.redhat.com/resource-handle-name": "guid-h",
                                              "poolboy.gpte.redhat.com/resource-handle-namespace": "op"}}}
-    watcher._on_managed_event("MODIFIED", resource)
+    watcher.on_event(mapping.MANAGED, "MODIFIED", resource)
     assert keys == []
     resource["metadata"]["resourceVersion"] = "4"  # its controller changed it afterwards
-    watcher._on_managed_event("MODIFIED", resource)
+    watcher.on_event(mapping.MANAGED, "MODIFIED", resource)
     assert keys == [handle_key]
 
 

@@ -10,6 +10,9 @@ import time
 import pytest
 import redis
 
+from cache.reader import CachedKubeClient
+from cache.store import ALIVE, ObjectCache
+from cache.writer import EPOCH, CacheWriter
 from poolboy import kube as kube_errors
 from poolboy.kube import KubeClient
 from stack.testing import RedisServer
@@ -23,9 +26,6 @@ from tests.integration.test_watcher import (
     unique,
 )
 from tests.waiting import wait_for
-from watcher.cache_writer import EPOCH, CacheWriter
-from workers.cache import ALIVE, ObjectCache
-from workers.cached_client import CachedKubeClient
 
 DOMAIN = "poolboy.gpte.redhat.com"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import redis
 
+from cache.store import ObjectCache
 from poolboy import keys
 from poolboy.settings import Settings
-from workers.cache import ObjectCache
 from workers.gate import Gate
 from workers.sweeps import cached_object_key, dirty_keys
 

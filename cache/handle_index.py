@@ -15,10 +15,10 @@ from __future__ import annotations
 import orjson
 import redis
 
+from cache import model as cache_model
+from cache.store import PREFIX, index_key, read_if_synced
 from poolboy.domain import candidates
 from poolboy.domain.candidates import Reservation
-from poolboy.kube import cache_model
-from workers.cache import PREFIX, index_key, read_if_synced
 
 RESERVATION_PREFIX = PREFIX + "resv:"
 

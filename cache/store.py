@@ -2,14 +2,14 @@
 
 The active watcher writes each object's latest version as it sees it (on every event and re-list) and removes it on
 DELETED; workers read objects by identity and answer label-selected lists from the indexes of
-:mod:`poolboy.kube.cache_model`. Workers also write through what their own writes returned, so the next run (of this
+:mod:`cache.model`. Workers also write through what their own writes returned, so the next run (of this
 object or of another one reading it) does not read the version before its own write.
 
 Correctness never depends on the cache (DESIGN invariants 3 and 6):
 
 * every write computed from a read keeps its precondition, so a stale read costs one failed write and a fresh read
-  (:class:`workers.cached_client.CachedKubeClient` switches to API reads for the rest of the run);
-* a version only replaces an older one (resourceVersions compared as integers, :func:`poolboy.kube.cache_model.newer`),
+  (:class:`cache.reader.CachedKubeClient` switches to API reads for the rest of the run);
+* a version only replaces an older one (resourceVersions compared as integers, :func:`cache.model.newer`),
   and a DELETED leaves a short tombstone so a late write-through cannot resurrect the object;
 * readers use the cache only while the watcher's ``alive`` key exists (renewed by the active watcher, gone when it
   dies, when Redis restarts empty or on FLUSHALL) and lists only for scopes whose informer has listed since the
@@ -23,6 +23,7 @@ at run time).
 
 from __future__ import annotations
 
+import builtins
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -31,8 +32,8 @@ from typing import Any
 import orjson
 import redis
 
+from cache import model as cache_model
 from poolboy.domain import candidates
-from poolboy.kube import cache_model
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +46,7 @@ TOMBSTONE_TTL_S = 120
 #: dead watcher's last versions can be read this much longer, on top of the key's own TTL); lists check every time
 ALIVE_MEMO_S = 1.0
 
-# Index entries (see poolboy.kube.cache_model.indexes): "name" (SET), "h:name\tvalue" (HASH), "z:name\tscore" (ZSET)
+# Index entries (see cache.model.indexes): "name" (SET), "h:name\tvalue" (HASH), "z:name\tscore" (ZSET)
 _INDEX_FUNCTIONS = """
 local function split(entry)
   local kind, rest = string.sub(entry, 1, 2), entry
@@ -196,7 +197,7 @@ class ObjectCache:
         """Remove cached objects of a just-listed collection that the list did not return (deleted while no watcher
         was watching, or by a previous leader's stale view)."""
         members = self.redis.smembers(index_key(cache_model.kind_index(api_version, kind, namespace or "*")))
-        stale = [m.decode() for m in members if m.decode() not in listed]
+        stale = [ident for ident in map(_text, members) if ident not in listed]
         removed = 0
         for ident in stale:
             doc = self.redis.hget(object_key(ident), "doc")
@@ -237,7 +238,7 @@ class ObjectCache:
         return orjson.loads(doc) if alive and doc else None
 
     def list(self, api_version: str, kind: str, namespace: str | None,
-             label_selector: str | None) -> list[dict] | None:
+             label_selector: str | None) -> builtins.list[dict] | None:
         """The objects a list would return, or None when the cache cannot answer (then ask the API)."""
         try:
             terms = cache_model.parse_selector(label_selector)
@@ -261,7 +262,7 @@ class ObjectCache:
                 result.append(obj)
         return result
 
-    def names(self, api_version: str, kind: str, namespace: str | None) -> list[tuple[str, str]] | None:
+    def names(self, api_version: str, kind: str, namespace: str | None) -> builtins.list[tuple[str, str]] | None:
         """``(namespace, name)`` of every cached object of a kind (``namespace`` None: all namespaces), or None
         when the cache cannot answer. Cheap: reads one index, no object."""
         index = index_key(cache_model.kind_index(api_version, kind, namespace or "*"))
@@ -274,8 +275,13 @@ class ObjectCache:
             result.append((ns, name))
         return sorted(result)
 
-    def _docs(self, idents: list[str]) -> list[bytes | None]:
+    def _docs(self, idents: builtins.list[str]) -> builtins.list[bytes | None]:
         pipe = self.redis.pipeline(transaction=False)
         for ident in idents:
             pipe.hget(object_key(ident), "doc")
         return pipe.execute()
+
+
+def _text(member: bytes | str) -> str:
+    """A Redis reply member as text (the client answers bytes; its type stubs also allow str)."""
+    return member.decode() if isinstance(member, bytes) else member

@@ -1,4 +1,6 @@
-"""The active watcher's side of the shared read cache (:mod:`workers.cache`), and its Redis-loss detector.
+"""The active watcher's side of the shared read cache (:mod:`cache.store`), and its Redis-loss detector.
+
+Here rather than in ``watcher/`` so that the cache's writer and its readers live in one package.
 
 * Every (re)list fills the cache with what the API returned and prunes what it no longer has, *before* the listed
   keys reach the gate, so the runs they cause read at least the listed versions; the scope is then ``synced``.
@@ -17,13 +19,13 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable
+from typing import Protocol
 
 import redis
 from prometheus_client import Counter
 
-from poolboy.kube import cache_model
-from watcher.informer import Informer
-from workers.cache import ObjectCache
+from cache import model as cache_model
+from cache.store import ObjectCache
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +36,19 @@ CACHE_ERRORS = Counter("poolboy_cache_write_errors_total", "Failed writes of the
 REDIS_LOSSES = Counter("poolboy_redis_state_lost_total",
                        "Times the watcher re-listed everything because Redis lost its epoch key (restarted empty or "
                        "flushed) or answered again after an outage")
+
+
+class Listed(Protocol):
+    """What :meth:`CacheWriter.on_list` needs of the informer that listed (``watcher.informer.Informer``): the
+    collection it covers, so the cache can prune what the list no longer has."""
+
+    api_version: str
+    kind: str
+    namespace: str | None
+    label_selector: str | None
+
+    @property
+    def name(self) -> str: ...
 
 
 class CacheWriter:
@@ -52,7 +67,7 @@ class CacheWriter:
 
     # --- informer callbacks ----------------------------------------------------------------------------------
 
-    def on_list(self, informer: Informer, items: list[dict]) -> None:
+    def on_list(self, informer: Listed, items: list[dict]) -> None:
         try:
             self.cache.put_many(items)
             listed = {cache_model.identity(obj) for obj in items}

@@ -1,0 +1,14 @@
+"""The shared read cache, in one place (controller-runtime's informer cache, kept in Redis for every process).
+
+* :mod:`cache.model` — pure, no Redis: what is stored, which indexes an object belongs to, how a list is answered;
+* :mod:`cache.store` — :class:`~cache.store.ObjectCache`, the Redis layout: objects, indexes, tombstones, the
+  ``alive``/``synced`` marks a read checks (:func:`~cache.store.read_if_synced`);
+* :mod:`cache.writer` — the active watcher's side: fills the store from lists and watch events, detects a Redis
+  that lost its data;
+* :mod:`cache.reader` — the workers' side: :class:`~cache.reader.CachedKubeClient`, a
+  :class:`poolboy.kube.interfaces.Client` answering reads from the store, writes through to the API;
+* :mod:`cache.handle_index` — the unbound-handle index and its reservations (warm binding).
+
+Both the watcher and the workers import this package; it imports neither (only ``poolboy``, ``redis``,
+``orjson`` and ``prometheus_client``).
+"""

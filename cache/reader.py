@@ -1,0 +1,137 @@
+"""The reader a reconcile uses: cache first, the API on a miss; writes go to the API and through to the cache.
+
+Implements :class:`poolboy.kube.interfaces.Client` as :class:`poolboy.kube.KubeClient` does (the domain cannot tell
+them apart), like controller-runtime's delegating client: the :class:`~poolboy.kube.interfaces.Reader` methods are
+answered from :class:`cache.store.ObjectCache` when it can answer, the :class:`~poolboy.kube.interfaces.Writer`
+methods go to the real client (and their results into the cache). Every method is written out, so the interface is
+the list below, not whatever the real client happens to have.
+
+One instance per run (:meth:`workers.runtime.Runtime.reader` makes a new one each time), because a run that met a
+failed precondition (409, or a JSON-patch ``test`` that failed with 422) read something stale and reads from the
+API for the rest of the run: "a stale read costs one conflict and a fresh read".
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import Counter
+
+from cache.store import ObjectCache
+from poolboy import kube
+
+if TYPE_CHECKING:  # discovery imports the official client; the types are enough here
+    from poolboy.kube.discovery import ResourceInfo
+    from poolboy.kube.interfaces import Client
+
+log = logging.getLogger(__name__)
+
+CACHE_READS = Counter("poolboy_cache_reads_total", "Reads through the shared cache, by verb and outcome",
+                      ["verb", "outcome"])
+
+_STALE = (kube.Conflict, kube.Invalid)
+
+
+class CachedKubeClient:
+    """A :class:`~poolboy.kube.interfaces.Client` reading through ``cache``, writing to ``client`` (one per run)."""
+
+    def __init__(self, client: Client, cache: ObjectCache | None) -> None:
+        self._client = client
+        self._cache = cache
+        self.fresh = cache is None  # True: every read goes to the API
+
+    # --- reads ---------------------------------------------------------------------------------------------------
+
+    def _cached(self, verb: str, read: Any) -> Any:
+        if self.fresh or self._cache is None:
+            return None
+        try:
+            found = read(self._cache)
+        except Exception as error:  # Redis away: the cache only costs speed
+            log.debug("cache %s failed: %s", verb, error)
+            CACHE_READS.labels(verb, "error").inc()
+            return None
+        CACHE_READS.labels(verb, "miss" if found is None else "hit").inc()
+        return found
+
+    def get_or_none(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict | None:
+        hit = self._cached("get", lambda c: c.get(api_version, kind, namespace, name))
+        if hit is not None:
+            return hit
+        return self._client.get_or_none(api_version, kind, name, namespace)
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict:
+        hit = self._cached("get", lambda c: c.get(api_version, kind, namespace, name))
+        if hit is not None:
+            return hit
+        return self._client.get(api_version, kind, name, namespace)
+
+    def list(self, api_version: str, kind: str, namespace: str | None = None, *, label_selector: str | None = None,
+             field_selector: str | None = None) -> builtins.list[dict]:
+        if field_selector is None:  # the cache answers label selectors only
+            hit = self._cached("list", lambda c: c.list(api_version, kind, namespace, label_selector))
+            if hit is not None:
+                return hit
+        return self._client.list(api_version, kind, namespace, label_selector=label_selector,
+                                 field_selector=field_selector)
+
+    # --- writes: through to the API, then the result into the cache ----------------------------------------------
+
+    def _write(self, call: Any, *, insert: bool = False) -> Any:
+        try:
+            result = call()
+        except _STALE:
+            self.fresh = True  # what this run read was stale: read from the API from now on
+            raise
+        self._write_through(result, insert=insert)
+        return result
+
+    def _write_through(self, obj: Any, *, insert: bool) -> None:
+        if self._cache is None or not isinstance(obj, dict):
+            return
+        try:
+            self._cache.put(obj, insert=insert)
+        except Exception as error:
+            log.debug("cache write-through failed: %s", error)
+
+    def create(self, body: dict) -> dict:
+        return self._write(lambda: self._client.create(body), insert=True)
+
+    def replace(self, body: dict) -> dict:
+        return self._write(lambda: self._client.replace(body))
+
+    def replace_status(self, body: dict) -> dict:
+        return self._write(lambda: self._client.replace_status(body))
+
+    def patch_merge(self, api_version: str, kind: str, name: str, namespace: str | None, patch: dict, *,
+                    resource_version: str | None = None, status: bool = False) -> dict:
+        return self._write(lambda: self._client.patch_merge(api_version, kind, name, namespace, patch,
+                                                            resource_version=resource_version, status=status))
+
+    def patch_json(self, api_version: str, kind: str, name: str, namespace: str | None, ops: builtins.list[dict], *,
+                   status: bool = False) -> dict:
+        return self._write(lambda: self._client.patch_json(api_version, kind, name, namespace, ops, status=status))
+
+    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,
+               propagation: str | None = None, uid: str | None = None,
+               resource_version: str | None = None) -> dict | None:
+        return self._write(lambda: self._client.delete(api_version, kind, name, namespace, propagation=propagation,
+                                                       uid=uid, resource_version=resource_version))
+
+    def delete_if_exists(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,
+                         propagation: str | None = None, uid: str | None = None,
+                         resource_version: str | None = None) -> bool:
+        return self._write(lambda: self._client.delete_if_exists(api_version, kind, name, namespace,
+                                                                 propagation=propagation, uid=uid,
+                                                                 resource_version=resource_version))
+
+    # --- the rest of the Writer: the real client's --------------------------------------------------------------
+
+    def emit_event(self, obj: dict, reason: str, message: str, *, type: str = "Normal", action: str | None = None,
+                   component: str = "poolboy") -> None:
+        self._client.emit_event(obj, reason, message, type=type, action=action, component=component)
+
+    def resource_info(self, api_version: str, kind: str) -> ResourceInfo:
+        return self._client.resource_info(api_version, kind)

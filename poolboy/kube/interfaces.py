@@ -1,0 +1,79 @@
+"""What a reconciler may ask of the API: a :class:`Reader` and a :class:`Writer` (controller-runtime's
+``client.Reader`` / ``client.Writer``), and :class:`Client`, both at once.
+
+Two classes implement them: :class:`poolboy.kube.KubeClient` (every call is a request) and the engine's
+``cache.reader.CachedKubeClient`` (reads from the shared cache when it can answer, writes through to the
+API and then into the cache). :attr:`poolboy.context.Context.kube` is typed :class:`Client`, so the domain depends on
+what it calls, not on which of the two it was handed, and a method a reconciler starts to use must be added here
+(and so to both implementations) before a type checker accepts it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from poolboy.kube.discovery import ResourceInfo
+
+
+@runtime_checkable
+class Reader(Protocol):
+    """Reads: one object by name, or every object of a kind (in a namespace, matching a label selector)."""
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict:
+        """The object; :class:`poolboy.kube.NotFound` when there is none."""
+        ...
+
+    def get_or_none(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict | None:
+        ...
+
+    def list(self, api_version: str, kind: str, namespace: str | None = None, *, label_selector: str | None = None,
+             field_selector: str | None = None) -> list[dict]:
+        ...
+
+
+@runtime_checkable
+class Writer(Protocol):
+    """Writes, each with the precondition it carries, Events, and where a kind is served (discovery)."""
+
+    def create(self, body: dict) -> dict:
+        ...
+
+    def replace(self, body: dict) -> dict:
+        """PUT; ``metadata.resourceVersion`` in ``body`` makes it a compare-and-swap."""
+        ...
+
+    def replace_status(self, body: dict) -> dict:
+        ...
+
+    def patch_merge(self, api_version: str, kind: str, name: str, namespace: str | None, patch: dict, *,
+                    resource_version: str | None = None, status: bool = False) -> dict:
+        ...
+
+    def patch_json(self, api_version: str, kind: str, name: str, namespace: str | None, ops: list[dict], *,
+                   status: bool = False) -> dict:
+        ...
+
+    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,
+               propagation: str | None = None, uid: str | None = None,
+               resource_version: str | None = None) -> dict | None:
+        ...
+
+    def delete_if_exists(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,
+                         propagation: str | None = None, uid: str | None = None,
+                         resource_version: str | None = None) -> bool:
+        ...
+
+    def emit_event(self, obj: dict, reason: str, message: str, *, type: str = "Normal", action: str | None = None,
+                   component: str = "poolboy") -> None:
+        """A core/v1 Event about ``obj``; never raises (an Event is worth less than the reconcile)."""
+        ...
+
+    def resource_info(self, api_version: str, kind: str) -> ResourceInfo:
+        """Where ``kind`` is served; :class:`poolboy.kube.ApiMissing` when it is not."""
+        ...
+
+
+@runtime_checkable
+class Client(Reader, Writer, Protocol):
+    """A :class:`Reader` and a :class:`Writer`: what :attr:`poolboy.context.Context.kube` is."""
