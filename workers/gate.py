@@ -210,7 +210,8 @@ class LeaseKeeper:
         self._thread.join(timeout=5)
 
 
-def _evalsha_pipelined(client: redis.Redis, script: Any, calls: list[tuple[list[str], list[object]]]) -> list[Any]:
+def _evalsha_pipelined(client: redis.Redis, script: Any,
+                       calls: Sequence[tuple[Sequence[str], Sequence[Any]]]) -> list[Any]:
     """One script for many (keys, args) in one pipelined round trip.
 
     redis-py's pipeline asks ``SCRIPT EXISTS`` for its scripts before every execution (one more command each time);
