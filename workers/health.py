@@ -152,7 +152,7 @@ def start_for(settings: Any, live: dict[str, Probe], ready: dict[str, Probe]) ->
     return serve(Checks(live=live, ready=ready), settings.health_port, settings.health_address)
 
 
-@dataclass
+@dataclass(eq=False)  # hashable by identity: kombu keeps on_tick callbacks in a set
 class LoopTicks:
     """Stamped on every pass of the worker's event loop (kombu's ``Hub.on_tick``; the hub polls at least every
     second even when idle), so a consumer whose loop stopped turning -- process alive, nothing consumed -- is seen."""

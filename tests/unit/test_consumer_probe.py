@@ -58,3 +58,16 @@ def test_a_failure_counts_only_once_it_lasted_the_grace() -> None:
     assert sustained() is None
     state["reason"] = "no broker connection"
     assert sustained() is None  # a new failure starts its own grace
+
+
+def test_loop_ticks_can_be_registered_on_kombus_event_loop() -> None:
+    from kombu.asynchronous import Hub
+
+    from workers.health import LoopTicks
+
+    hub, ticks = Hub(), LoopTicks()
+    hub.on_tick.add(ticks)  # a set: the callback must be hashable
+    for callback in hub.on_tick:
+        callback()
+    assert ticks.last is not None
+    hub.close()
