@@ -136,17 +136,6 @@ def bind_ops(ctx: Context, claim: Mapping[str, Any], handle: Mapping[str, Any], 
     labels = dict(metadata.get("labels") or {})
     labels[ctx.label("resource-claim-name")] = claim["metadata"]["name"]
     labels[ctx.label("resource-claim-namespace")] = claim["metadata"]["namespace"]
-    ops: list[dict[str, Any]] = [
-        {"op": "test", "path": "/metadata/resourceVersion", "value": metadata["resourceVersion"]},
-        {"op": "add", "path": "/metadata/labels", "value": labels},
-        {"op": "add", "path": "/metadata/annotations",
-         "value": {**(metadata.get("annotations") or {}), **claim_uid_annotation(ctx, claim)}},
-        {"op": "add", "path": "/spec/resourceClaim", "value": claim_ref(ctx, claim)},
-    ]
-    if provider_spec is not None:
-        ops.append({"op": "add", "path": "/spec/provider", "value": copy.deepcopy(provider_spec)})
-    elif "provider" in spec:
-        ops.append({"op": "remove", "path": "/spec/provider"})
     resources = [copy.deepcopy(r) for r in spec.get("resources") or []]
     for index, claim_resource in enumerate(claim_resources):
         name = claim_resource.get("name")
@@ -158,14 +147,44 @@ def bind_ops(ctx: Context, claim: Mapping[str, Any], handle: Mapping[str, Any], 
             if name:
                 extra["name"] = name
             resources.append(extra)
-    if resources != (spec.get("resources") or []):
+    return [
+        {"op": "test", "path": "/metadata/resourceVersion", "value": metadata["resourceVersion"]},
+        {"op": "add", "path": "/metadata/labels", "value": labels},
+        {"op": "add", "path": "/spec/resourceClaim", "value": claim_ref(ctx, claim)},
+        *handle_spec_ops(handle, provider_spec=provider_spec, resources=resources, lifespan_end=lifespan_end,
+                         annotations=claim_uid_annotation(ctx, claim)),
+    ]
+
+
+def handle_spec_ops(handle: Mapping[str, Any], *, provider_spec: dict[str, Any] | None,
+                    resources: list[dict[str, Any]] | None, lifespan_end: datetime | None,
+                    annotations: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The JSON patch ops that bring a handle to what its claim asks, for the bind and for every later change.
+
+    ``spec.provider`` becomes ``provider_spec`` (removed when None: a resources-mode claim on a provider pool's
+    handle), ``spec.resources`` becomes ``resources`` when given, ``spec.lifespan.end`` becomes ``lifespan_end``
+    when given, and ``annotations`` are added. Only what differs gets an op: no ops means the handle agrees.
+    """
+    metadata = handle["metadata"]
+    spec = handle.get("spec") or {}
+    ops: list[dict[str, Any]] = []
+    if provider_spec is not None:
+        if spec.get("provider") != provider_spec:
+            ops.append({"op": "add", "path": "/spec/provider", "value": copy.deepcopy(provider_spec)})
+    elif "provider" in spec:
+        ops.append({"op": "remove", "path": "/spec/provider"})
+    if resources is not None and resources != (spec.get("resources") or []):
         ops.append({"op": "add", "path": "/spec/resources", "value": resources})
     if lifespan_end is not None:
         end = timeutil.format_timestamp(lifespan_end)
-        if "lifespan" in spec:
-            ops.append({"op": "add", "path": "/spec/lifespan/end", "value": end})
-        else:
-            ops.append({"op": "add", "path": "/spec/lifespan", "value": {"end": end}})
+        if (spec.get("lifespan") or {}).get("end") != end:
+            if "lifespan" in spec:
+                ops.append({"op": "add", "path": "/spec/lifespan/end", "value": end})
+            else:
+                ops.append({"op": "add", "path": "/spec/lifespan", "value": {"end": end}})
+    current = metadata.get("annotations") or {}
+    if any(current.get(k) != v for k, v in annotations.items()):
+        ops.append({"op": "add", "path": "/metadata/annotations", "value": {**current, **annotations}})
     return ops
 
 
