@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from poolboy import keys
 from poolboy import kube as kube_errors
-from poolboy.domain.object_meta import is_ignored
+from poolboy.domain.candidates import is_unbound
 from poolboy.utils import timeutil
 
 if TYPE_CHECKING:
@@ -108,8 +108,7 @@ def list_unbound(ctx: Context, claim: Mapping[str, Any]) -> list[dict[str, Any]]
         selector += f",{ctx.label('resource-pool-name')}={pool}"
     handles = ctx.kube.list(ctx.settings.api_version, HANDLE_KIND, ctx.settings.operator_namespace,
                             label_selector=selector)
-    return [h for h in handles
-            if not (h.get("spec") or {}).get("resourceClaim") and not is_deleting(h) and not is_ignored(ctx, h)]
+    return [h for h in handles if is_unbound(h, ctx.settings.domain)]
 
 
 def provider_compatible(handle: Mapping[str, Any], provider_names: list[str]) -> bool:

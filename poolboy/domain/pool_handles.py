@@ -9,12 +9,11 @@ replaced). Both the pool (to decide how many to create) and the scaling (to writ
 
 from __future__ import annotations
 
-import secrets
-import string
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from poolboy.domain import claim_parameters, pool_revision
+from poolboy.domain.handle_factory import handle_name, new_handle
 from poolboy.domain.provider import Provider
 from poolboy.result import PermanentError
 from poolboy.utils import templating, timeutil
@@ -23,11 +22,6 @@ if TYPE_CHECKING:
     from poolboy.context import Context
 
 UNHEALTHY_DELETED_KEY = "scalingUnhealthyDeleted"
-_ALPHABET = string.ascii_lowercase + string.digits
-
-
-def random_handle_name() -> str:
-    return "guid-" + "".join(secrets.choice(_ALPHABET) for _ in range(5))
 
 
 def scaling_created(scaling: Mapping[str, Any], live_names: Iterable[str],
@@ -84,14 +78,8 @@ def build_pool_handle(ctx: Context, pool: Mapping[str, Any], providers: list[Pro
     for key in ("preferenceScore", "resourceAnnotations", "resourceLabels"):
         if spec.get(key) is not None:
             handle_spec[key] = spec[key]
-    return {
-        "apiVersion": ctx.settings.api_version,
-        "kind": "ResourceHandle",
-        "metadata": {"name": name or random_handle_name(), "namespace": ctx.settings.operator_namespace,
-                     "labels": labels, "finalizers": [ctx.settings.finalizer],
-                     "annotations": {ctx.label(pool_revision.ANNOTATION): revision(pool, providers)}},
-        "spec": handle_spec,
-    }
+    return new_handle(ctx, name or handle_name(), labels=labels, spec=handle_spec,
+                      annotations={ctx.label(pool_revision.ANNOTATION): revision(pool, providers)})
 
 
 def pool_providers(ctx: Context, pool: Mapping[str, Any]) -> list[Provider]:
