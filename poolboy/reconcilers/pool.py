@@ -19,7 +19,6 @@ from typing import Any
 from poolboy import keys, kube
 from poolboy.context import Context
 from poolboy.domain import conditions, pool_handles
-from poolboy.domain.object_meta import our_finalizers, remove_finalizers
 from poolboy.domain.provider import Provider
 from poolboy.reconcilers import pool_autoscaling, pool_members, pool_rollout, preamble
 from poolboy.result import PermanentError, Result
@@ -134,18 +133,16 @@ def _status(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]]) -
     return status
 
 
-def _cleanup(ctx: Context, pool: dict[str, Any]) -> Result:
-    """Spec §3.17: delete every unbound handle; bound handles keep working; then remove the finalizer."""
-    if not our_finalizers(ctx, pool):
-        return Result()
+def _cleanup(ctx: Context, pool: dict[str, Any]) -> preamble.Cleaned:
+    """Pool deleted: delete every unbound handle; bound handles keep working. The preamble then removes the
+    finalizer."""
     handles = pool_members.unbound_handles(ctx, pool["metadata"]["name"])
     for handle in handles:
         metadata = handle["metadata"]
         ctx.kube.delete_if_exists(handle["apiVersion"], "ResourceHandle", metadata["name"], metadata["namespace"],
                                   uid=metadata.get("uid"))
-    remove_finalizers(ctx, pool)
-    return Result(enqueue=tuple(keys.make(keys.HANDLE, h["metadata"]["namespace"], h["metadata"]["name"])
-                                for h in handles))
+    return preamble.Cleaned(Result(enqueue=tuple(keys.make(keys.HANDLE, h["metadata"]["namespace"],
+                                                           h["metadata"]["name"]) for h in handles)))
 
 
 def _fail(ctx: Context, pool: dict[str, Any], error: PermanentError) -> None:

@@ -21,10 +21,9 @@ from __future__ import annotations
 from typing import Any
 
 from poolboy import keys
-from poolboy import kube as kube_errors
 from poolboy.context import Context
 from poolboy.domain import binding, claim_lifespan
-from poolboy.domain.object_meta import ensure_finalizer, is_ignored, our_finalizers
+from poolboy.domain.object_meta import is_ignored
 from poolboy.domain.provider import ProviderNotFound
 from poolboy.reconcilers import preamble
 from poolboy.reconcilers.claim import lifecycle, mirroring, propagation, waiting
@@ -38,23 +37,22 @@ from poolboy.utils import timeutil
 
 def reconcile(ctx: Context, namespace: str, name: str) -> Result:
     """Converge one claim; see the module docstring. Conflicts re-run from fresh reads."""
-    # the finalizer is staged into the run's one metadata write (see stage_finalizer)
-    return preamble.reconcile_object(ctx, CLAIM_KIND, namespace, name, live=_live, deleting=_finalize,
-                                     finalizer=False)
+    return preamble.reconcile_object(ctx, CLAIM_KIND, namespace, name, live=_live, deleting=_cleanup,
+                                     finalizer=preamble.Finalizer.STAGED)
 
 
 def _live(ctx: Context, claim: dict[str, Any]) -> Result:
-    requested_start = claim_lifespan.parse_optional(((claim.get("spec") or {}).get("lifespan") or {}).get("start"))
+    run = ClaimRun(ctx, claim)
+    run.patch_claim(preamble.finalizer_patch(ctx, claim))  # staged into the run's one metadata write
+    requested_start = claim_lifespan.parse_optional((run.spec.get("lifespan") or {}).get("start"))
     if requested_start is not None and requested_start > ctx.now:
-        ensure_finalizer(ctx, claim)
+        run.flush_claim()
         return Result(requeue_at=requested_start)  # nothing at all before the requested start
 
-    handle_ref = (claim.get("status") or {}).get("resourceHandle") or {}
-    if handle_ref.get("detached"):
-        return lifecycle.detached(ctx, ensure_finalizer(ctx, claim))
+    if (run.status.get("resourceHandle") or {}).get("detached"):
+        run.flush_claim()
+        return lifecycle.detached(ctx, run.claim)
 
-    run = ClaimRun(ctx, claim)
-    stage_finalizer(run)
     try:
         return process(run)
     except PermanentError as error:
@@ -62,30 +60,11 @@ def _live(ctx: Context, claim: dict[str, Any]) -> Result:
         raise
 
 
-def stage_finalizer(run: ClaimRun) -> None:
-    finalizers = run.meta.get("finalizers") or []
-    if run.ctx.settings.finalizer not in finalizers:
-        run.patch_claim({"metadata": {"finalizers": [*finalizers, run.ctx.settings.finalizer]}})
-
-
-def _finalize(ctx: Context, claim: dict[str, Any]) -> Result:
-    """Claim deleted: delete its handle unless detached (404 fine), then remove our finalizers."""
-    metadata = claim["metadata"]
+def _cleanup(ctx: Context, claim: dict[str, Any]) -> preamble.Cleaned:
+    """Claim deleted: its handles go too, unless it was detached; the preamble then removes the finalizer."""
     names, enqueue = lifecycle.delete_handles(ctx, claim)
-    finalizers = metadata.get("finalizers") or []
-    ours = set(our_finalizers(ctx, claim))
-    remaining = [f for f in finalizers if f not in ours]
-    if remaining != finalizers:
-        try:
-            ctx.kube.patch_merge(ctx.settings.api_version, CLAIM_KIND, metadata["name"], metadata["namespace"],
-                                 {"metadata": {"finalizers": remaining}},
-                                 resource_version=metadata["resourceVersion"])
-        except kube_errors.NotFound:
-            return Result(enqueue=tuple(enqueue))
-        # once, when our finalizer goes (a conflict above re-runs the cleanup without having emitted it)
-        what = f"deleted ResourceHandle {', '.join(sorted(names))}" if names else "no ResourceHandle to delete"
-        ctx.kube.emit_event(claim, "Deleted", f"ResourceClaim deleted; {what}.")
-    return Result(enqueue=tuple(enqueue))
+    what = f"deleted ResourceHandle {', '.join(sorted(names))}" if names else "no ResourceHandle to delete"
+    return preamble.Cleaned(Result(enqueue=tuple(enqueue)), ("Deleted", f"ResourceClaim deleted; {what}."))
 
 
 def process(run: ClaimRun) -> Result:
