@@ -1,4 +1,4 @@
-"""Binding a claim to an existing handle (spec §3.8): find, rank, and conditionally bind.
+"""Binding a claim to an existing unbound handle: find, rank, and conditionally bind.
 
 The API server is the arbiter (DESIGN invariant 3). Candidates are listed from the API (never from a cache that
 might be empty), and the bind is ONE JSON patch whose first op tests the handle's ``resourceVersion`` as seen when
@@ -29,12 +29,12 @@ CLAIM_KIND = "ResourceClaim"
 
 #: Label (``D/resource-claim-waiting``) on a claim that found no matching unbound handle and may not create one.
 #: Handle creation or a change of an unbound handle enqueues exactly the claims carrying it, so a waiting claim
-#: binds as soon as a matching handle appears instead of at its next periodic re-check (spec §3.8).
+#: binds as soon as a matching handle appears instead of at its next periodic re-check.
 WAITING_LABEL = "resource-claim-waiting"
 
 #: Annotation (``D/resource-claim-uid``) recording which claim *object* a handle was bound to or created for. The
 #: claim reference in ``spec.resourceClaim`` only names it, so without this a claim recreated under the same name
-#: (while the old handle has not yet noticed its claim is gone) would inherit the old handle (spec §5).
+#: (while the old handle has not yet noticed its claim is gone) would inherit the old handle.
 CLAIM_UID_ANNOTATION = "resource-claim-uid"
 
 
@@ -100,7 +100,7 @@ def list_unbound(ctx: Context, claim: Mapping[str, Any]) -> list[dict[str, Any]]
     """Unbound, non-deleting handles in the operator namespace, restricted to the claim's pool if it names one.
 
     Ignored handles (``D/ignore``) are left out: binding writes to the handle, and Poolboy writes nothing to an
-    ignored object (spec §3.1).
+    ignored object.
     """
     selector = "!" + ctx.label("resource-claim-name")
     pool = ((claim.get("metadata") or {}).get("annotations") or {}).get(ctx.label("resource-pool-name"))

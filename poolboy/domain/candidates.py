@@ -70,7 +70,11 @@ def _first_provider(handle: Mapping[str, Any]) -> str:
 
 
 def is_unbound(handle: Mapping[str, Any], domain: str) -> bool:
-    """Bindable as far as the handle alone tells: no claim, not deleting, not ignored (spec §3.1, §3.8)."""
+    """Bindable as far as the handle alone tells: no claim (neither ``spec.resourceClaim`` nor the claim label),
+    not being deleted, and not ignored (Poolboy writes nothing to an ignored object, and a bind is a write).
+
+    The one definition of an unbound handle: binding, the pool's available handles, the index and the watcher's
+    pool gauges all use it."""
     labels = _labels(handle)
     return not ((handle.get("spec") or {}).get("resourceClaim") or (handle.get("metadata") or {}).get(
         "deletionTimestamp") or f"{domain}/resource-claim-name" in labels or f"{domain}/ignore" in labels)

@@ -1,4 +1,4 @@
-"""Pool handle construction (spec §3.18) and the scaling creation count (spec §3.19).
+"""Pool handle construction and the scaling creation count.
 
 A scaling's count must be exact even when steps repeat or race, so it is a SET of handle names, not a counter:
 the handles the scaling has ever been seen to own (``scaling.status.handles``, kept by the scaling reconciler)
@@ -34,7 +34,8 @@ def scaling_created(scaling: Mapping[str, Any], live_names: Iterable[str],
 
 
 def _lifespan(ctx: Context, pool: Mapping[str, Any], providers: list[Provider]) -> dict[str, Any]:
-    """Pool lifespan replaces the whole block; else each provider field into its own field (spec §3.16)."""
+    """The pool's lifespan replaces the whole block; else each provider field goes into its own field (the first
+    provider that sets it wins); ``unclaimed`` becomes the end of a handle nobody claims."""
     spec = pool.get("spec") or {}
     source = spec.get("lifespan")
     if source is None:
@@ -55,7 +56,8 @@ def revision(pool: Mapping[str, Any], providers: list[Provider]) -> str:
 
 def build_pool_handle(ctx: Context, pool: Mapping[str, Any], providers: list[Provider], *,
                       scaling_name: str | None = None, name: str | None = None) -> dict[str, Any]:
-    """The ResourceHandle body a pool creates (spec §3.18), annotated with the revision it is built from."""
+    """The ResourceHandle body a pool creates (its provider or resources, vars, lifespan, preference score and
+    resource labels/annotations), annotated with the revision it is built from."""
     metadata = pool["metadata"]
     spec = pool.get("spec") or {}
     labels = {ctx.label("resource-pool-name"): metadata["name"],

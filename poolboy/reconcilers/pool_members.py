@@ -33,7 +33,7 @@ def unbound_handles(ctx: Context, pool_name: str) -> list[dict[str, Any]]:
 
     Ignored handles (``D/ignore``) are left out: no claim can bind them, so they are not available and the pool
     replaces them; and the pool neither lists, deletes (unhealthy, outdated, pool deleted) nor otherwise touches
-    them (§3.1).
+    them.
     """
     handles = ctx.kube.list(ctx.settings.api_version, "ResourceHandle", ctx.settings.operator_namespace,
                             label_selector=unbound_selector(ctx, pool_name))
