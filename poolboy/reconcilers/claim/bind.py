@@ -41,7 +41,7 @@ def candidate_source(run: ClaimRun, mode: Mode) -> CandidateSource:
         anywhere = () if pool else (candidate_index.claim_scope(None, ""),)
         summaries = index.summaries(scope, *anywhere)
         if summaries is not None:
-            return IndexedCandidates(scope, summaries)
+            return IndexedCandidates(index, scope, summaries)
     return ListedCandidates()
 
 
@@ -68,13 +68,13 @@ class IndexedCandidates:
     """Warm binding from the engine's index (:mod:`poolboy.domain.candidates`): rank from summaries, reserve the
     best atomically, bind it with the usual conditional patch, release and go on when the bind loses."""
 
-    def __init__(self, scope: str, summaries: Any) -> None:
+    def __init__(self, index: candidate_index.HandleIndex, scope: str, summaries: dict[str, dict]) -> None:
+        self.index = index
         self.scope = scope
         self.summaries = summaries
 
     def bind(self, run: ClaimRun, mode: Mode, claim_resources: list[dict[str, Any]]) -> dict[str, Any] | None:
-        index = run.ctx.index
-        assert index is not None  # chosen only when the index answered
+        index = self.index
         provider_names = [p.name for p in mode.providers]
         representatives: dict[str, dict[str, Any] | None] = {}  # read while ranking, reused once for the bind
 
