@@ -68,7 +68,7 @@ class IndexedCandidates:
     """Warm binding from the engine's index (:mod:`poolboy.domain.candidates`): rank from summaries, reserve the
     best atomically, bind it with the usual conditional patch, release and go on when the bind loses."""
 
-    def __init__(self, index: candidate_index.HandleIndex, scope: str, summaries: dict[str, dict]) -> None:
+    def __init__(self, index: candidate_index.HandleIndex, scope: str, summaries: dict[str, dict[str, Any]]) -> None:
         self.index = index
         self.scope = scope
         self.summaries = summaries

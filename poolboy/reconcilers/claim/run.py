@@ -42,7 +42,8 @@ class ClaimRun:
 
     @property
     def meta(self) -> dict[str, Any]:
-        return self.claim["metadata"]
+        metadata: dict[str, Any] = self.claim["metadata"]
+        return metadata
 
     @property
     def spec(self) -> dict[str, Any]:

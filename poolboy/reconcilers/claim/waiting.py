@@ -32,7 +32,8 @@ def scope_pools(ctx: Context, scope: str) -> list[dict[str, Any]]:
 def _first_provider(pool: Mapping[str, Any]) -> str | None:
     spec = pool.get("spec") or {}
     if spec.get("provider"):
-        return spec["provider"].get("name")
+        name: str | None = spec["provider"].get("name")
+        return name
     resources = spec.get("resources") or []
     return ((resources[0] or {}).get("provider") or {}).get("name") if resources else None
 
