@@ -21,7 +21,7 @@ from typing import Any
 
 from poolboy import kube
 from poolboy.context import Context
-from poolboy.domain.object_meta import ensure_finalizer, is_ignored, our_finalizers, remove_finalizers
+from poolboy.domain.object_meta import is_ignored, our_finalizers, remove_finalizers
 from poolboy.result import Result
 
 Step = Callable[[Context, dict[str, Any]], Result]
@@ -59,7 +59,7 @@ def reconcile_object(ctx: Context, kind: str, namespace: str, name: str, *, live
         if (obj.get("metadata") or {}).get("deletionTimestamp"):
             return _finalize(ctx, obj, deleting) if deleting is not None else Result()
         if finalizer is Finalizer.WRITE:
-            obj = ensure_finalizer(ctx, obj)
+            obj = _ensure_finalizer(ctx, obj)
         return live(ctx, obj)
 
     return kube.retry_on_conflict(once)
@@ -71,6 +71,15 @@ def finalizer_patch(ctx: Context, obj: dict[str, Any]) -> dict[str, Any]:
     if ctx.settings.finalizer in finalizers:
         return {}
     return {"metadata": {"finalizers": [*finalizers, ctx.settings.finalizer]}}
+
+
+def _ensure_finalizer(ctx: Context, obj: dict[str, Any]) -> dict[str, Any]:
+    patch = finalizer_patch(ctx, obj)
+    if not patch:
+        return obj
+    metadata = obj["metadata"]
+    return ctx.kube.patch_merge(obj["apiVersion"], obj["kind"], metadata["name"], metadata.get("namespace"), patch,
+                                resource_version=metadata["resourceVersion"])
 
 
 def _finalize(ctx: Context, obj: dict[str, Any], cleanup: Cleanup) -> Result:
