@@ -5,7 +5,7 @@ DELETED; workers read objects by identity and answer label-selected lists from t
 :mod:`cache.model`. Workers also write through what their own writes returned, so the next run (of this
 object or of another one reading it) does not read the version before its own write.
 
-Correctness never depends on the cache (DESIGN invariants 3 and 6):
+Correctness never depends on the cache (docs/behaviour.md#design-rules, rules 3 and 6):
 
 * every write computed from a read keeps its precondition, so a stale read costs one failed write and a fresh read
   (:class:`cache.reader.CachedKubeClient` switches to API reads for the rest of the run);

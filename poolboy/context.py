@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # the wrapper imports the kubernetes client; the domain only 
 
 
 def utcnow() -> datetime:
-    """Now in UTC, truncated to whole seconds (spec §1: one now per reconcile, whole seconds)."""
+    """Now in UTC, truncated to whole seconds (docs/behaviour.md#conventions: one now per reconcile, whole seconds)."""
     return datetime.now(UTC).replace(microsecond=0)
 
 

@@ -8,9 +8,10 @@ watcher sees every change of every claim and handle exactly once (the standby se
   Claims the watcher did not see created (a re-list after a restart or a fail-over) are not measured, rather than
   measured from a guess.
 * :class:`PoolStats` — gauges per pool computed at scrape time from the last version of every handle seen
-  (available = unbound and not deleting, of which ready / unready / outdated — built from another revision than
-  the one the pool's ``status.revision`` names; bound), and claims waiting for a handle per
-  provider (label ``D/resource-claim-waiting``: claims do not name a pool, so they are counted by provider).
+  (available = unbound as :func:`poolboy.domain.candidates.is_unbound` says: no claim, not deleting, not
+  ignored; of which ready / unready / outdated — built from another revision than the one the pool's
+  ``status.revision`` names; bound), and claims waiting for a handle per provider (label
+  ``D/resource-claim-waiting``: claims do not name a pool, so they are counted by provider).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from prometheus_client.registry import Collector
 
 from poolboy import keys
 from poolboy.domain import conditions
+from poolboy.domain.candidates import is_unbound
 
 LATENCY_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 CLAIM_BIND = Histogram("poolboy_claim_bind_seconds", "Time from a claim's creation to its Bound condition",
@@ -85,7 +87,7 @@ class HandleState:
     pool: str
     bound: bool
     ready: bool
-    deleting: bool
+    available: bool  # unbound as :func:`poolboy.domain.candidates.is_unbound` defines it
     revision: str | None = None
 
 
@@ -94,6 +96,7 @@ class PoolStats(Collector):
 
     def __init__(self, waiting_label: str, revision_annotation: str = "") -> None:
         self.waiting_label = waiting_label
+        self.domain = waiting_label.partition("/")[0]  # the label is ``D/resource-claim-waiting``
         self.revision_annotation = revision_annotation
         self._handles: dict[tuple[str, str], HandleState] = {}
         self._revisions: dict[tuple[str, str], str] = {}  # pool -> the revision its status names
@@ -106,7 +109,7 @@ class PoolStats(Collector):
         kind = keys.TOKENS.get(obj.get("kind", ""))
         with self._lock:
             if kind == keys.HANDLE:
-                state = None if event_type == "DELETED" else _handle_state(obj, self.revision_annotation)
+                state = None if event_type == "DELETED" else _handle_state(obj, self.domain, self.revision_annotation)
                 _put(self._handles, ident, state)
             elif kind == keys.POOL:
                 revision = (obj.get("status") or {}).get("revision")
@@ -141,7 +144,7 @@ class PoolStats(Collector):
             pools.add(handle.pool)
             if handle.bound:
                 counts[(handle.pool, "bound")] += 1
-            elif not handle.deleting:
+            elif handle.available:
                 counts[(handle.pool, "available")] += 1
                 counts[(handle.pool, "ready" if handle.ready else "unready")] += 1
                 if handle.pool in revisions and handle.revision != revisions[handle.pool]:
@@ -157,14 +160,14 @@ class PoolStats(Collector):
         yield claims
 
 
-def _handle_state(handle: dict, revision_annotation: str) -> HandleState | None:
+def _handle_state(handle: dict, domain: str, revision_annotation: str) -> HandleState | None:
     spec, metadata = handle.get("spec") or {}, handle.get("metadata") or {}
     pool = (spec.get("resourcePool") or {}).get("name")
     if not pool:
         return None
     return HandleState(pool=pool, bound=bool(spec.get("resourceClaim")),
                        ready=(handle.get("status") or {}).get("ready") is True,
-                       deleting=bool(metadata.get("deletionTimestamp")),
+                       available=is_unbound(handle, domain),
                        revision=(metadata.get("annotations") or {}).get(revision_annotation))
 
 

@@ -1,9 +1,11 @@
-"""Binding a claim to an existing handle (spec §3.8): find, rank, and conditionally bind.
+"""Binding a claim to an existing unbound handle: find, rank, and conditionally bind.
 
-The API server is the arbiter (DESIGN invariant 3). Candidates are listed from the API (never from a cache that
-might be empty), and the bind is ONE JSON patch whose first op tests the handle's ``resourceVersion`` as seen when
-listing. A concurrent bind, update or delete makes the test fail (422), or the handle is gone (404); either way
-the loser moves on to the next candidate, so a handle is never bound to two claims.
+The API server is the arbiter (docs/behaviour.md#design-rules, rule 3). Candidates come from the shared cache's
+unbound-handle summaries when it can answer for the scope (a live watcher that has listed handles since it took
+over), else from a list; a stale candidate costs one failed bind, because the bind is ONE JSON patch whose first op
+tests the handle's ``resourceVersion`` as read. A concurrent bind, update or delete makes the test fail (422), or
+the handle is gone (404); either way the loser moves on to the next candidate, so a handle is never bound to two
+claims.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from poolboy import keys
 from poolboy import kube as kube_errors
-from poolboy.domain.object_meta import is_ignored
+from poolboy.domain.candidates import is_unbound
 from poolboy.utils import timeutil
 
 if TYPE_CHECKING:
@@ -29,12 +31,12 @@ CLAIM_KIND = "ResourceClaim"
 
 #: Label (``D/resource-claim-waiting``) on a claim that found no matching unbound handle and may not create one.
 #: Handle creation or a change of an unbound handle enqueues exactly the claims carrying it, so a waiting claim
-#: binds as soon as a matching handle appears instead of at its next periodic re-check (spec §3.8).
+#: binds as soon as a matching handle appears instead of at its next periodic re-check.
 WAITING_LABEL = "resource-claim-waiting"
 
 #: Annotation (``D/resource-claim-uid``) recording which claim *object* a handle was bound to or created for. The
 #: claim reference in ``spec.resourceClaim`` only names it, so without this a claim recreated under the same name
-#: (while the old handle has not yet noticed its claim is gone) would inherit the old handle (spec §5).
+#: (while the old handle has not yet noticed its claim is gone) would inherit the old handle.
 CLAIM_UID_ANNOTATION = "resource-claim-uid"
 
 
@@ -100,7 +102,7 @@ def list_unbound(ctx: Context, claim: Mapping[str, Any]) -> list[dict[str, Any]]
     """Unbound, non-deleting handles in the operator namespace, restricted to the claim's pool if it names one.
 
     Ignored handles (``D/ignore``) are left out: binding writes to the handle, and Poolboy writes nothing to an
-    ignored object (spec §3.1).
+    ignored object.
     """
     selector = "!" + ctx.label("resource-claim-name")
     pool = ((claim.get("metadata") or {}).get("annotations") or {}).get(ctx.label("resource-pool-name"))
@@ -108,8 +110,7 @@ def list_unbound(ctx: Context, claim: Mapping[str, Any]) -> list[dict[str, Any]]
         selector += f",{ctx.label('resource-pool-name')}={pool}"
     handles = ctx.kube.list(ctx.settings.api_version, HANDLE_KIND, ctx.settings.operator_namespace,
                             label_selector=selector)
-    return [h for h in handles
-            if not (h.get("spec") or {}).get("resourceClaim") and not is_deleting(h) and not is_ignored(ctx, h)]
+    return [h for h in handles if is_unbound(h, ctx.settings.domain)]
 
 
 def provider_compatible(handle: Mapping[str, Any], provider_names: list[str]) -> bool:
@@ -136,17 +137,6 @@ def bind_ops(ctx: Context, claim: Mapping[str, Any], handle: Mapping[str, Any], 
     labels = dict(metadata.get("labels") or {})
     labels[ctx.label("resource-claim-name")] = claim["metadata"]["name"]
     labels[ctx.label("resource-claim-namespace")] = claim["metadata"]["namespace"]
-    ops: list[dict[str, Any]] = [
-        {"op": "test", "path": "/metadata/resourceVersion", "value": metadata["resourceVersion"]},
-        {"op": "add", "path": "/metadata/labels", "value": labels},
-        {"op": "add", "path": "/metadata/annotations",
-         "value": {**(metadata.get("annotations") or {}), **claim_uid_annotation(ctx, claim)}},
-        {"op": "add", "path": "/spec/resourceClaim", "value": claim_ref(ctx, claim)},
-    ]
-    if provider_spec is not None:
-        ops.append({"op": "add", "path": "/spec/provider", "value": copy.deepcopy(provider_spec)})
-    elif "provider" in spec:
-        ops.append({"op": "remove", "path": "/spec/provider"})
     resources = [copy.deepcopy(r) for r in spec.get("resources") or []]
     for index, claim_resource in enumerate(claim_resources):
         name = claim_resource.get("name")
@@ -158,14 +148,44 @@ def bind_ops(ctx: Context, claim: Mapping[str, Any], handle: Mapping[str, Any], 
             if name:
                 extra["name"] = name
             resources.append(extra)
-    if resources != (spec.get("resources") or []):
+    return [
+        {"op": "test", "path": "/metadata/resourceVersion", "value": metadata["resourceVersion"]},
+        {"op": "add", "path": "/metadata/labels", "value": labels},
+        {"op": "add", "path": "/spec/resourceClaim", "value": claim_ref(ctx, claim)},
+        *handle_spec_ops(handle, provider_spec=provider_spec, resources=resources, lifespan_end=lifespan_end,
+                         annotations=claim_uid_annotation(ctx, claim)),
+    ]
+
+
+def handle_spec_ops(handle: Mapping[str, Any], *, provider_spec: dict[str, Any] | None,
+                    resources: list[dict[str, Any]] | None, lifespan_end: datetime | None,
+                    annotations: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The JSON patch ops that bring a handle to what its claim asks, for the bind and for every later change.
+
+    ``spec.provider`` becomes ``provider_spec`` (removed when None: a resources-mode claim on a provider pool's
+    handle), ``spec.resources`` becomes ``resources`` when given, ``spec.lifespan.end`` becomes ``lifespan_end``
+    when given, and ``annotations`` are added. Only what differs gets an op: no ops means the handle agrees.
+    """
+    metadata = handle["metadata"]
+    spec = handle.get("spec") or {}
+    ops: list[dict[str, Any]] = []
+    if provider_spec is not None:
+        if spec.get("provider") != provider_spec:
+            ops.append({"op": "add", "path": "/spec/provider", "value": copy.deepcopy(provider_spec)})
+    elif "provider" in spec:
+        ops.append({"op": "remove", "path": "/spec/provider"})
+    if resources is not None and resources != (spec.get("resources") or []):
         ops.append({"op": "add", "path": "/spec/resources", "value": resources})
     if lifespan_end is not None:
         end = timeutil.format_timestamp(lifespan_end)
-        if "lifespan" in spec:
-            ops.append({"op": "add", "path": "/spec/lifespan/end", "value": end})
-        else:
-            ops.append({"op": "add", "path": "/spec/lifespan", "value": {"end": end}})
+        if (spec.get("lifespan") or {}).get("end") != end:
+            if "lifespan" in spec:
+                ops.append({"op": "add", "path": "/spec/lifespan/end", "value": end})
+            else:
+                ops.append({"op": "add", "path": "/spec/lifespan", "value": {"end": end}})
+    current = metadata.get("annotations") or {}
+    if any(current.get(k) != v for k, v in annotations.items()):
+        ops.append({"op": "add", "path": "/metadata/annotations", "value": {**current, **annotations}})
     return ops
 
 

@@ -1,4 +1,4 @@
-"""Warm binding without reading every unbound handle: summaries, classes and scopes (spec §3.8), pure.
+"""Warm binding without reading every unbound handle: summaries, classes and scopes (docs/behaviour.md#binding), pure.
 
 The shared cache keeps, per *scope*, a small summary of every unbound handle (``unbound|pool=<p>`` for pool
 handles and ``unbound|provider=<name>`` by the provider of their first resource). A claim ranks handles from these
@@ -9,7 +9,7 @@ come from the summaries. The order is exactly :func:`poolboy.domain.matching.ran
 template comparison per class instead of one per handle, and no API request.
 
 Claims that must wait for a handle (``disableCreation``) are kept, per scope, in creation order
-(``waiting|<scope>``); the reservation serves them oldest first (see :mod:`workers.cache`).
+(``waiting|<scope>``); the reservation serves them oldest first (see :mod:`cache.handle_index`).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class Reservation:
 
 
 class HandleIndex(Protocol):
-    """The engine's index of unbound handles (``workers.handle_index``); absent, binding lists from the API."""
+    """The engine's index of unbound handles (``cache.handle_index``); absent, binding lists from the API."""
 
     def summaries(self, scope: str, *fallbacks: str) -> dict[str, dict] | None:
         """Unbound handles of ``scope`` by name (see :func:`summary`), with those of the ``fallbacks`` scopes that
@@ -70,7 +70,11 @@ def _first_provider(handle: Mapping[str, Any]) -> str:
 
 
 def is_unbound(handle: Mapping[str, Any], domain: str) -> bool:
-    """Bindable as far as the handle alone tells: no claim, not deleting, not ignored (spec §3.1, §3.8)."""
+    """Bindable as far as the handle alone tells: no claim (neither ``spec.resourceClaim`` nor the claim label),
+    not being deleted, and not ignored (Poolboy writes nothing to an ignored object, and a bind is a write).
+
+    The one definition of an unbound handle: binding, the pool's available handles, the index and the watcher's
+    pool gauges all use it."""
     labels = _labels(handle)
     return not ((handle.get("spec") or {}).get("resourceClaim") or (handle.get("metadata") or {}).get(
         "deletionTimestamp") or f"{domain}/resource-claim-name" in labels or f"{domain}/ignore" in labels)
@@ -150,7 +154,7 @@ def queue_score(claim: Mapping[str, Any]) -> float:
 
 
 def cache_entries(obj: Mapping[str, Any], domain: str) -> list[str]:
-    """The shared cache's binding indexes of one object (see :func:`poolboy.kube.cache_model.indexes`): an unbound
+    """The shared cache's binding indexes of one object (see :func:`cache.model.indexes`): an unbound
     handle's summary in each scope it serves, a waiting claim's place in its scope's queue."""
     kind = obj.get("kind")
     if kind == "ResourceHandle":
@@ -184,7 +188,8 @@ def _class_view(handle: Mapping[str, Any]) -> dict[str, Any]:
 def rank(claim: dict, summaries: Mapping[str, Mapping[str, Any]], fetch: Callable[[str], dict | None],
          providers: Callable[[list[dict]], dict[str, dict]], now: datetime, *, domain: str,
          claim_resources: list[dict]) -> list[str]:
-    """Names of the candidate handles, best first (spec §3.8), from summaries and one representative per class.
+    """Names of the candidate handles, best first (docs/behaviour.md#binding), from summaries and one representative
+    per class.
 
     ``fetch(name)`` reads a handle (from the cache); ``providers(representatives)`` maps provider names to provider
     objects for ``matchIgnore``.

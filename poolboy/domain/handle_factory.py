@@ -1,15 +1,16 @@
-"""Creating the handle of a claim that found no candidate (spec §3.9).
+"""Every ResourceHandle Poolboy creates is built here (:func:`new_handle`): a claim's own handle, and a pool's.
 
-The handle's name is derived from the claim's uid, so a repeated create (a retried reconcile, a second worker
-after a lost lease) is a 409 that we adopt instead of a duplicate handle (DESIGN invariant 3). A 409 is adopted
-only when the existing handle really is ours (bound to this claim and not deleting); otherwise the next derived
-name is tried.
+A claim's handle is created when the claim found no candidate. Its name is derived from the claim's uid, so a
+repeated create (a retried reconcile, a second worker after a lost lease) is a 409 that we adopt instead of a
+duplicate handle (docs/behaviour.md#design-rules, rule 3). A 409 is adopted only when the existing handle really is
+ours (bound to this claim and not deleting); otherwise the next derived name is tried.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import secrets
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -26,10 +27,17 @@ _ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 _ATTEMPTS = 4
 
 
-def handle_name(claim_uid: str, attempt: int = 0) -> str:
-    """``guid-`` + 5 lowercase alphanumerics, a pure function of the claim uid (and the attempt number)."""
-    seed = claim_uid if attempt == 0 else f"{claim_uid}/{attempt}"
-    number = int.from_bytes(hashlib.sha256(seed.encode()).digest()[:8], "big")
+def handle_name(claim_uid: str | None = None, attempt: int = 0) -> str:
+    """``guid-`` + 5 lowercase alphanumerics.
+
+    For a claim's handle a pure function of the claim uid (and the attempt number), so that a repeated create
+    collides with the first instead of making a second handle; random (``claim_uid`` None) for a pool's handle,
+    which no claim owns yet."""
+    if claim_uid is None:
+        number = secrets.randbits(64)
+    else:
+        seed = claim_uid if attempt == 0 else f"{claim_uid}/{attempt}"
+        number = int.from_bytes(hashlib.sha256(seed.encode()).digest()[:8], "big")
     chars = []
     for _ in range(5):
         number, digit = divmod(number, len(_ALPHABET))
@@ -46,19 +54,21 @@ def handle_body(ctx: Context, claim: Mapping[str, Any], name: str, *, provider_s
         spec["provider"] = provider_spec
     if lifespan:
         spec["lifespan"] = lifespan
+    labels = {ctx.label("resource-claim-name"): claim["metadata"]["name"],
+              ctx.label("resource-claim-namespace"): claim["metadata"]["namespace"]}
+    return new_handle(ctx, name, labels=labels, spec=spec,
+                      annotations={**claim_uid_annotation(ctx, claim), **(annotations or {})})
+
+
+def new_handle(ctx: Context, name: str, *, labels: Mapping[str, str], annotations: Mapping[str, str],
+               spec: dict[str, Any]) -> dict[str, Any]:
+    """A ResourceHandle body in the operator namespace, carrying Poolboy's finalizer from birth (so that no
+    handle Poolboy made can vanish before its cleanup ran)."""
     return {
         "apiVersion": ctx.settings.api_version,
         "kind": HANDLE_KIND,
-        "metadata": {
-            "name": name,
-            "namespace": ctx.settings.operator_namespace,
-            "finalizers": [ctx.settings.finalizer],
-            "annotations": {**claim_uid_annotation(ctx, claim), **(annotations or {})},
-            "labels": {
-                ctx.label("resource-claim-name"): claim["metadata"]["name"],
-                ctx.label("resource-claim-namespace"): claim["metadata"]["namespace"],
-            },
-        },
+        "metadata": {"name": name, "namespace": ctx.settings.operator_namespace,
+                     "finalizers": [ctx.settings.finalizer], "labels": dict(labels), "annotations": dict(annotations)},
         "spec": spec,
     }
 

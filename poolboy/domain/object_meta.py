@@ -34,12 +34,3 @@ def remove_finalizers(ctx: Context, obj: dict[str, Any]) -> None:
                          {"metadata": {"finalizers": remaining}},
                          resource_version=metadata["resourceVersion"])
 
-
-def ensure_finalizer(ctx: Context, obj: dict[str, Any]) -> dict[str, Any]:
-    metadata = obj["metadata"]
-    finalizers = list(metadata.get("finalizers") or [])
-    if ctx.settings.finalizer in finalizers:
-        return obj
-    return ctx.kube.patch_merge(obj["apiVersion"], obj["kind"], metadata["name"], metadata.get("namespace"),
-                                {"metadata": {"finalizers": [*finalizers, ctx.settings.finalizer]}},
-                                resource_version=metadata["resourceVersion"])

@@ -1,4 +1,4 @@
-"""Pool handle construction (spec §3.18) and the scaling creation count (spec §3.19).
+"""Pool handle construction and the scaling creation count.
 
 A scaling's count must be exact even when steps repeat or race, so it is a SET of handle names, not a counter:
 the handles the scaling has ever been seen to own (``scaling.status.handles``, kept by the scaling reconciler)
@@ -9,12 +9,11 @@ replaced). Both the pool (to decide how many to create) and the scaling (to writ
 
 from __future__ import annotations
 
-import secrets
-import string
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from poolboy.domain import claim_parameters, pool_revision
+from poolboy.domain.handle_factory import handle_name, new_handle
 from poolboy.domain.provider import Provider
 from poolboy.result import PermanentError
 from poolboy.utils import templating, timeutil
@@ -23,11 +22,6 @@ if TYPE_CHECKING:
     from poolboy.context import Context
 
 UNHEALTHY_DELETED_KEY = "scalingUnhealthyDeleted"
-_ALPHABET = string.ascii_lowercase + string.digits
-
-
-def random_handle_name() -> str:
-    return "guid-" + "".join(secrets.choice(_ALPHABET) for _ in range(5))
 
 
 def scaling_created(scaling: Mapping[str, Any], live_names: Iterable[str],
@@ -40,7 +34,8 @@ def scaling_created(scaling: Mapping[str, Any], live_names: Iterable[str],
 
 
 def _lifespan(ctx: Context, pool: Mapping[str, Any], providers: list[Provider]) -> dict[str, Any]:
-    """Pool lifespan replaces the whole block; else each provider field into its own field (spec §3.16)."""
+    """The pool's lifespan replaces the whole block; else each provider field goes into its own field (the first
+    provider that sets it wins); ``unclaimed`` becomes the end of a handle nobody claims."""
     spec = pool.get("spec") or {}
     source = spec.get("lifespan")
     if source is None:
@@ -61,7 +56,8 @@ def revision(pool: Mapping[str, Any], providers: list[Provider]) -> str:
 
 def build_pool_handle(ctx: Context, pool: Mapping[str, Any], providers: list[Provider], *,
                       scaling_name: str | None = None, name: str | None = None) -> dict[str, Any]:
-    """The ResourceHandle body a pool creates (spec §3.18), annotated with the revision it is built from."""
+    """The ResourceHandle body a pool creates (its provider or resources, vars, lifespan, preference score and
+    resource labels/annotations), annotated with the revision it is built from."""
     metadata = pool["metadata"]
     spec = pool.get("spec") or {}
     labels = {ctx.label("resource-pool-name"): metadata["name"],
@@ -84,14 +80,8 @@ def build_pool_handle(ctx: Context, pool: Mapping[str, Any], providers: list[Pro
     for key in ("preferenceScore", "resourceAnnotations", "resourceLabels"):
         if spec.get(key) is not None:
             handle_spec[key] = spec[key]
-    return {
-        "apiVersion": ctx.settings.api_version,
-        "kind": "ResourceHandle",
-        "metadata": {"name": name or random_handle_name(), "namespace": ctx.settings.operator_namespace,
-                     "labels": labels, "finalizers": [ctx.settings.finalizer],
-                     "annotations": {ctx.label(pool_revision.ANNOTATION): revision(pool, providers)}},
-        "spec": handle_spec,
-    }
+    return new_handle(ctx, name or handle_name(), labels=labels, spec=handle_spec,
+                      annotations={ctx.label(pool_revision.ANNOTATION): revision(pool, providers)})
 
 
 def pool_providers(ctx: Context, pool: Mapping[str, Any]) -> list[Provider]:

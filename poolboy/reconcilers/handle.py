@@ -17,7 +17,7 @@ from typing import Any
 from poolboy import keys, kube
 from poolboy.context import Context
 from poolboy.domain import binding, conditions, health, linked, managed_resources
-from poolboy.domain.object_meta import is_ignored, our_finalizers, remove_finalizers
+from poolboy.domain.object_meta import is_ignored
 from poolboy.domain.provider import Provider, clock_rerun
 from poolboy.domain.requester import Requester, get_requester
 from poolboy.reconcilers import preamble
@@ -123,17 +123,14 @@ def _delete_bound_claim(ctx: Context, handle: dict[str, Any]) -> None:
                               resource_version=claim["metadata"].get("resourceVersion"))
 
 
-def _cleanup(ctx: Context, handle: dict[str, Any]) -> Result:
-    """docs/behaviour.md#deletion: resources, then the bound claim (unless detached), then the finalizer; enqueue the
-    pool."""
-    if not our_finalizers(ctx, handle):
-        return Result()
+def _cleanup(ctx: Context, handle: dict[str, Any]) -> preamble.Cleaned:
+    """docs/behaviour.md#deletion: resources, then the bound claim (unless detached); the preamble then removes the
+    finalizer. The pool and the claim look again."""
     for ref in _references(handle):
         if _delete_resource(ctx, ref):
             ctx.kube.emit_event(handle, "ResourceDeleted", f"Deleted {describe_reference(ref)}")
     _delete_bound_claim(ctx, handle)
-    remove_finalizers(ctx, handle)
-    return Result(enqueue=_keys(_pool_key(ctx, handle), _claim_key(handle)))
+    return preamble.Cleaned(Result(enqueue=_keys(_pool_key(ctx, handle), _claim_key(handle))))
 
 
 def _delete_handle(ctx: Context, handle: dict[str, Any], reason: str, message: str) -> Result:

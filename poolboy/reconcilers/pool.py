@@ -1,4 +1,4 @@
-"""ResourcePool reconciler (spec §3.18, §3.19 pool side, §3.17 pool deleted).
+"""ResourcePool reconciler (docs/behaviour.md#pools, #scalings for the pool side, #deletion for a deleted pool).
 
 Every decision is made from a fresh list of the pool's unbound handles, and exactly the deficit is created, so a
 repeated reconcile never over-provisions (the gate runs one reconcile per pool at a time). The pool never writes a
@@ -19,7 +19,6 @@ from typing import Any
 from poolboy import keys, kube
 from poolboy.context import Context
 from poolboy.domain import conditions, pool_handles
-from poolboy.domain.object_meta import our_finalizers, remove_finalizers
 from poolboy.domain.provider import Provider
 from poolboy.reconcilers import pool_autoscaling, pool_members, pool_rollout, preamble
 from poolboy.result import PermanentError, Result
@@ -35,7 +34,7 @@ def reconcile(ctx: Context, namespace: str, name: str) -> Result:
 
 
 def pool_scalings(ctx: Context, pool_name: str) -> list[dict[str, Any]]:
-    """The pool's scalings, oldest ``creationTimestamp`` first, then name (spec §3.19 "first")."""
+    """The pool's scalings, oldest ``creationTimestamp`` first, then name (docs/behaviour.md#scalings: "first")."""
     scalings = ctx.kube.list(ctx.settings.api_version, "ResourcePoolScaling", ctx.settings.operator_namespace)
     mine = [s for s in scalings if ((s.get("spec") or {}).get("resourcePool") or {}).get("name") == pool_name
             and not s["metadata"].get("deletionTimestamp")]
@@ -134,18 +133,16 @@ def _status(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]]) -
     return status
 
 
-def _cleanup(ctx: Context, pool: dict[str, Any]) -> Result:
-    """Spec §3.17: delete every unbound handle; bound handles keep working; then remove the finalizer."""
-    if not our_finalizers(ctx, pool):
-        return Result()
+def _cleanup(ctx: Context, pool: dict[str, Any]) -> preamble.Cleaned:
+    """Pool deleted: delete every unbound handle; bound handles keep working. The preamble then removes the
+    finalizer."""
     handles = pool_members.unbound_handles(ctx, pool["metadata"]["name"])
     for handle in handles:
         metadata = handle["metadata"]
         ctx.kube.delete_if_exists(handle["apiVersion"], "ResourceHandle", metadata["name"], metadata["namespace"],
                                   uid=metadata.get("uid"))
-    remove_finalizers(ctx, pool)
-    return Result(enqueue=tuple(keys.make(keys.HANDLE, h["metadata"]["namespace"], h["metadata"]["name"])
-                                for h in handles))
+    return preamble.Cleaned(Result(enqueue=tuple(keys.make(keys.HANDLE, h["metadata"]["namespace"],
+                                                           h["metadata"]["name"]) for h in handles)))
 
 
 def _fail(ctx: Context, pool: dict[str, Any], error: PermanentError) -> None:

@@ -16,7 +16,6 @@ from typing import Any
 from poolboy import keys, kube
 from poolboy.context import Context
 from poolboy.domain import candidates, pool_handles, pool_revision
-from poolboy.domain.object_meta import is_ignored
 
 log = logging.getLogger(__name__)
 
@@ -34,13 +33,12 @@ def unbound_handles(ctx: Context, pool_name: str) -> list[dict[str, Any]]:
 
     Ignored handles (``D/ignore``) are left out: no claim can bind them, so they are not available and the pool
     replaces them; and the pool neither lists, deletes (unhealthy, outdated, pool deleted) nor otherwise touches
-    them (§3.1).
+    them.
     """
     handles = ctx.kube.list(ctx.settings.api_version, "ResourceHandle", ctx.settings.operator_namespace,
                             label_selector=unbound_selector(ctx, pool_name))
-    return sorted((h for h in handles if not (h.get("spec") or {}).get("resourceClaim")
-                   and not h["metadata"].get("deletionTimestamp") and not is_ignored(ctx, h)),
-                  key=lambda h: h["metadata"]["name"])
+    unbound = (h for h in handles if candidates.is_unbound(h, ctx.settings.domain))
+    return sorted(unbound, key=lambda h: h["metadata"]["name"])
 
 
 def available_handles(ctx: Context, pool_name: str) -> list[dict[str, Any]]:

@@ -21,7 +21,7 @@ KIND = "ResourcePoolScaling"
 
 def reconcile(ctx: Context, namespace: str, name: str) -> Result:
     # no finalizer: a scaling is garbage-collected with its pool (owner reference), nothing to clean up
-    return preamble.reconcile_object(ctx, KIND, namespace, name, live=_live, finalizer=False)
+    return preamble.reconcile_object(ctx, KIND, namespace, name, live=_live, finalizer=preamble.Finalizer.NONE)
 
 
 def _write_status(ctx: Context, scaling: dict[str, Any], status: dict[str, Any]) -> tuple[dict[str, Any], bool]:

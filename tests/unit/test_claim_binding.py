@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from poolboy.context import Context
-from poolboy.domain.binding import bind_ops
+from poolboy.domain.binding import bind_ops, handle_spec_ops
 from poolboy.settings import Settings
 
 SETTINGS = Settings(operator_namespace="op")
@@ -66,3 +66,20 @@ def test_bind_patch_sets_lifespan_end() -> None:
     ops = bind_ops(CTX, CLAIM, _handle(lifespan={"default": "1h"}), provider_spec=None, claim_resources=[],
                    lifespan_end=end)
     assert _op(ops, "/spec/lifespan/end")["value"] == "2030-01-02T03:04:05Z"
+
+
+def test_spec_ops_are_empty_when_the_handle_already_agrees() -> None:
+    handle = _handle(provider={"name": "p", "parameterValues": {}}, lifespan={"end": "2030-01-02T03:04:05Z"})
+    handle["metadata"]["annotations"] = {"a": "1"}
+    assert handle_spec_ops(handle, provider_spec={"name": "p", "parameterValues": {}}, resources=None,
+                           lifespan_end=datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC), annotations={"a": "1"}) == []
+
+
+def test_spec_ops_change_only_what_differs_and_keep_other_annotations() -> None:
+    handle = _handle(resources=[{"provider": P}])
+    handle["metadata"]["annotations"] = {"keep": "x"}
+    ops = handle_spec_ops(handle, provider_spec=None, resources=[{"provider": P, "name": "r"}],
+                          lifespan_end=datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC), annotations={"a": "1"})
+    assert [op["path"] for op in ops] == ["/spec/resources", "/spec/lifespan", "/metadata/annotations"]
+    assert _op(ops, "/spec/lifespan")["value"] == {"end": "2030-01-02T03:04:05Z"}
+    assert _op(ops, "/metadata/annotations")["value"] == {"keep": "x", "a": "1"}

@@ -1,7 +1,9 @@
-"""A waiting claim's ``status.queue`` and ``Bound=False`` message (issue 20), kept apart from the claim reconciler.
+"""A claim that found no handle and may not create one waits: labelled, with its place in the queue.
 
-:mod:`poolboy.domain.claim_queue` decides what to say and when to rewrite it; this module reads the claim's place
-from the engine's index (one Redis round trip) and the pools that serve its scope (from the shared cache).
+The ``D/resource-claim-waiting`` label lets a handle appearing (or becoming unbound) wake exactly the claims that
+wait for one. :mod:`poolboy.domain.claim_queue` decides what ``status.queue`` and the ``Bound=False`` message say
+and when to rewrite them; this module reads the claim's place from the engine's index (one Redis round trip) and
+the pools that serve its scope (from the shared cache).
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from poolboy.context import Context
-from poolboy.domain import claim_queue
+from poolboy.domain import binding, claim_queue
+from poolboy.reconcilers.claim.run import ClaimRun
 
 NO_QUEUE = "No matching unbound ResourceHandle; handle creation is disabled."
 
@@ -29,7 +32,8 @@ def scope_pools(ctx: Context, scope: str) -> list[dict[str, Any]]:
 def _first_provider(pool: Mapping[str, Any]) -> str | None:
     spec = pool.get("spec") or {}
     if spec.get("provider"):
-        return spec["provider"].get("name")
+        name: str | None = spec["provider"].get("name")
+        return name
     resources = spec.get("resources") or []
     return ((resources[0] or {}).get("provider") or {}).get("name") if resources else None
 
@@ -49,3 +53,19 @@ def update(ctx: Context, claim: dict[str, Any], status: dict[str, Any], scope: s
                                                  ctx.settings.manage_claims_interval))
     message = claim_queue.message(status["queue"]) if status.get("queue") else NO_QUEUE
     return message, look_again if again is None else min(again, look_again)
+
+
+def set_waiting(run: ClaimRun, waiting: bool) -> None:
+    """Label a claim that waits for an unbound handle, so that a handle appearing enqueues it."""
+    label = run.ctx.label(binding.WAITING_LABEL)
+    if (label in (run.meta.get("labels") or {})) != waiting:
+        run.patch_claim({"metadata": {"labels": {label: "true" if waiting else None}}})
+
+
+def wait(run: ClaimRun, scope: str) -> None:
+    """No handle to bind and creation disabled: label the claim, say where it stands, and look again later."""
+    set_waiting(run, True)
+    message, again = update(run.ctx, run.claim, run.status, scope)
+    run.condition("Bound", False, "NoMatchingHandle", message)
+    run.condition("Synced", True, "Synced", "")
+    run.requeue.append(again)

@@ -1,0 +1,139 @@
+"""ResourceClaim reconciler: select providers, initialise, approve, validate, bind or create a handle, propagate
+the claim into the handle, and mirror the handle (and the live managed resources) into the claim's status.
+
+Level-based (docs/behaviour.md#design-rules, rule 2): every run reads the claim, its providers, its handle and the
+managed resources fresh, computes the desired claim status, and writes it once, with the claim's resourceVersion as
+precondition, only when it changed. A Conflict anywhere re-runs the whole computation from fresh reads
+(:func:`poolboy.kube.retry_on_conflict`), which is safe because every step is idempotent. Events are emitted only
+after the status write succeeded, so a retried run does not repeat them.
+
+The claim's status has one writer: this package. The handle's spec may be written here (bind, propagation), its
+status never; cross-object effects are ``enqueue``d keys.
+
+The parts: :mod:`.run` (the staged write and the events), :mod:`.modes` (provider mode and resources mode behind
+one interface), :mod:`.bind` (candidates and the bind), :mod:`.creation` (a new handle), :mod:`.waiting` (no
+handle yet), :mod:`.propagation` (claim → handle), :mod:`.mirroring` (handle → claim), :mod:`.lifecycle`
+(deletion, detaching, autoDelete/autoDetach).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from poolboy import keys
+from poolboy.context import Context
+from poolboy.domain import binding, claim_lifespan
+from poolboy.domain.object_meta import is_ignored
+from poolboy.domain.provider import ProviderNotFound
+from poolboy.reconcilers import preamble
+from poolboy.reconcilers.claim import lifecycle, mirroring, propagation, waiting
+from poolboy.reconcilers.claim.bind import bind, binding_scope, record_binding
+from poolboy.reconcilers.claim.creation import create_handle
+from poolboy.reconcilers.claim.modes import Mode, check_providers, select_mode
+from poolboy.reconcilers.claim.run import CLAIM_KIND, ClaimRun
+from poolboy.result import PermanentError, Result
+from poolboy.utils import timeutil
+
+
+def reconcile(ctx: Context, namespace: str, name: str) -> Result:
+    """Converge one claim; see the module docstring. Conflicts re-run from fresh reads."""
+    return preamble.reconcile_object(ctx, CLAIM_KIND, namespace, name, live=_live, deleting=_cleanup,
+                                     finalizer=preamble.Finalizer.STAGED)
+
+
+def _live(ctx: Context, claim: dict[str, Any]) -> Result:
+    run = ClaimRun(ctx, claim)
+    run.patch_claim(preamble.finalizer_patch(ctx, claim))  # staged into the run's one metadata write
+    requested_start = claim_lifespan.parse_optional((run.spec.get("lifespan") or {}).get("start"))
+    if requested_start is not None and requested_start > ctx.now:
+        run.flush_claim()
+        return Result(requeue_at=requested_start)  # nothing at all before the requested start
+
+    if (run.status.get("resourceHandle") or {}).get("detached"):
+        run.flush_claim()
+        return lifecycle.detached(ctx, run.claim)
+
+    try:
+        return process(run)
+    except PermanentError as error:
+        run.fail(error)
+        raise
+
+
+def _cleanup(ctx: Context, claim: dict[str, Any]) -> preamble.Cleaned:
+    """Claim deleted: its handles go too, unless it was detached; the preamble then removes the finalizer."""
+    names, enqueue = lifecycle.delete_handles(ctx, claim)
+    what = f"deleted ResourceHandle {', '.join(sorted(names))}" if names else "no ResourceHandle to delete"
+    return preamble.Cleaned(Result(enqueue=tuple(enqueue)), ("Deleted", f"ResourceClaim deleted; {what}."))
+
+
+def process(run: ClaimRun) -> Result:
+    """The steps of one run over a live claim, in order."""
+    mode = select_mode(run)
+    check_providers(run, mode)
+    initialise(run, mode)
+    if not mode.admit(run):
+        run.write_status()
+        return run.result(mode.providers)
+
+    handle = binding.find_bound_handle(run.ctx, run.claim, recorded=run.known_handle())
+    recorded = (run.status.get("resourceHandle") or {}).get("name")
+    if handle is None and recorded:
+        # The bound handle is gone or deleting: its deletion cascades to this claim; never rebind.
+        run.condition("Bound", False, "HandleDeleted", f"ResourceHandle {recorded} was deleted.")
+        run.condition("Synced", True, "Synced", "")
+        run.write_status()
+        return run.result(mode.providers)
+    if handle is None:
+        handle = bind_or_create(run, mode)
+        if handle is None:
+            run.write_status()
+            return run.result(mode.providers)
+    elif is_ignored(run.ctx, handle):
+        # Poolboy writes nothing to an ignored handle and mirrors nothing from it, and autoDelete/autoDetach
+        # wait until neither object is ignored; un-ignoring it re-runs this claim.
+        run.write_status()
+        return run.result(mode.providers)
+    elif not recorded:
+        record_binding(run, mode, handle, "Bound", f"Adopted ResourceHandle {handle['metadata']['name']}")
+
+    waiting.set_waiting(run, False)
+    limits = propagation.handle_limits(run, mode, handle)
+    propagation.first_ready(run, handle, limits)
+    handle = propagation.propagate(run, mode, handle, limits)
+    mirroring.mirror(run, handle, limits)
+    mirroring.warn_before_end(run)
+    if lifecycle.auto_delete_or_detach(run, mode, handle):
+        return Result(enqueue=(keys.make(keys.CLAIM, run.meta["namespace"], run.meta["name"]),
+                               keys.make(keys.HANDLE, handle["metadata"]["namespace"], handle["metadata"]["name"])))
+    mirroring.conclude(run, handle, limits)
+    run.write_status()
+    return run.result(mode.providers)
+
+
+def initialise(run: ClaimRun, mode: Mode) -> None:
+    """Once per claim: the init timestamp annotation, and (resources mode) the defaulted resources in the spec."""
+    annotation = run.ctx.label("resource-claim-init-timestamp")
+    if annotation in (run.meta.get("annotations") or {}):
+        return
+    patch: dict[str, Any] = {"metadata": {"annotations": {annotation: timeutil.format_timestamp(run.ctx.now)}}}
+    spec = mode.initial_spec(run)
+    if spec is not None:
+        patch["spec"] = spec
+    run.patch_claim(patch)
+
+
+def bind_or_create(run: ClaimRun, mode: Mode) -> dict[str, Any] | None:
+    """Bind an unbound handle, else create one, else (creation disabled) wait; the handle, or None."""
+    run.flush_claim()  # the finalizer (and init) must be on the claim before a handle is bound or created
+    claim_resources = mode.claim_resources(run)
+    handle = bind(run, mode, claim_resources)
+    if handle is not None:
+        return handle
+    if run.spec.get("disableCreation") or any(p.disable_creation for p in mode.providers):
+        waiting.wait(run, binding_scope(run, mode)[1])
+        return None
+    return create_handle(run, mode, claim_resources)
+
+
+__all__ = ["ProviderNotFound", "reconcile"]

@@ -1,0 +1,158 @@
+"""Binding a claim to one of the unbound handles that could serve it, and recording a handle in the claim.
+
+The candidates come from one of two sources behind :class:`CandidateSource`: the engine's index of unbound
+handles when it can answer (small summaries ranked without reading every handle, the best reserved atomically so
+that concurrent claims do not all race for the same one), otherwise a list of the unbound handles. Either way the
+bind itself is one conditional JSON patch (:func:`poolboy.domain.binding.try_bind`): the API server decides which
+claim wins a handle, and a loser moves on to the next candidate.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from poolboy import keys
+from poolboy.context import Context
+from poolboy.domain import binding, claim_lifespan, matching
+from poolboy.domain import candidates as candidate_index
+from poolboy.domain.provider import Provider
+from poolboy.reconcilers.claim.modes import Mode
+from poolboy.reconcilers.claim.run import HANDLE_KIND, ClaimRun
+
+
+class CandidateSource(Protocol):
+    """Where a claim's candidates come from; ``bind`` returns the handle it bound, or None."""
+
+    def bind(self, run: ClaimRun, mode: Mode, claim_resources: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """Bind the best candidate that can still be bound (None: none, or older waiting claims come first)."""
+
+
+def bind(run: ClaimRun, mode: Mode, claim_resources: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Bind the claim to the best unbound handle that serves it, or None."""
+    return candidate_source(run, mode).bind(run, mode, claim_resources)
+
+
+def candidate_source(run: ClaimRun, mode: Mode) -> CandidateSource:
+    """The index when it can answer for the claim's scope, the listed unbound handles otherwise."""
+    index = run.ctx.index
+    if index is not None:
+        pool, scope = binding_scope(run, mode)
+        # a handle without resources or provider serves any claim: outside a pool, its scope is read alongside
+        anywhere = () if pool else (candidate_index.claim_scope(None, ""),)
+        summaries = index.summaries(scope, *anywhere)
+        if summaries is not None:
+            return IndexedCandidates(index, scope, summaries)
+    return ListedCandidates()
+
+
+class ListedCandidates:
+    """Every unbound handle listed from the reader, ranked whole."""
+
+    def bind(self, run: ClaimRun, mode: Mode, claim_resources: list[dict[str, Any]]) -> dict[str, Any] | None:
+        provider_names = [p.name for p in mode.providers]
+        listed = [h for h in binding.list_unbound(run.ctx, run.claim)
+                  if binding.provider_compatible(h, provider_names)]
+        if not listed:
+            return None
+        providers = providers_by_name(run.ctx, listed, mode.providers)
+        ranked = matching.rank_candidates(run.claim, listed, providers, run.ctx.now,
+                                          domain=run.ctx.settings.domain, claim_resources=claim_resources)
+        for candidate in ranked:
+            handle = bind_candidate(run, mode, candidate, claim_resources)
+            if handle is not None:
+                return handle
+        return None
+
+
+class IndexedCandidates:
+    """Warm binding from the engine's index (:mod:`poolboy.domain.candidates`): rank from summaries, reserve the
+    best atomically, bind it with the usual conditional patch, release and go on when the bind loses."""
+
+    def __init__(self, index: candidate_index.HandleIndex, scope: str, summaries: dict[str, dict[str, Any]]) -> None:
+        self.index = index
+        self.scope = scope
+        self.summaries = summaries
+
+    def bind(self, run: ClaimRun, mode: Mode, claim_resources: list[dict[str, Any]]) -> dict[str, Any] | None:
+        index = self.index
+        provider_names = [p.name for p in mode.providers]
+        representatives: dict[str, dict[str, Any] | None] = {}  # read while ranking, reused once for the bind
+
+        def fetch(name: str) -> dict[str, Any] | None:
+            if name not in representatives:
+                representatives[name] = run.read_handle(name)
+            return representatives[name]
+
+        ranked = candidate_index.rank(
+            run.claim, self.summaries, fetch=fetch,
+            providers=lambda handles: providers_by_name(run.ctx, handles, mode.providers),
+            now=run.ctx.now, domain=run.ctx.settings.domain, claim_resources=claim_resources)
+        while ranked:
+            reservation = index.reserve(self.scope, ranked, run.claim)
+            if reservation.name is None:
+                return None
+            ranked = ranked[ranked.index(reservation.name) + 1:]
+            candidate = representatives.pop(reservation.name) if reservation.name in representatives \
+                else run.read_handle(reservation.name)
+            handle = None
+            if candidate is not None and candidate_index.is_unbound(candidate, run.ctx.settings.domain) \
+                    and binding.provider_compatible(candidate, provider_names):
+                handle = bind_candidate(run, mode, candidate, claim_resources)
+            if handle is not None:
+                return handle
+            index.release(reservation.name, run.claim)
+        return None
+
+
+def binding_scope(run: ClaimRun, mode: Mode) -> tuple[str | None, str]:
+    """The claim's pool (``D/resource-pool-name`` annotation) and the binding scope it draws from."""
+    provider_names = [p.name for p in mode.providers]
+    pool = (run.meta.get("annotations") or {}).get(run.ctx.label("resource-pool-name"))
+    return pool, candidate_index.claim_scope(pool, provider_names[0] if provider_names else "")
+
+
+def bind_candidate(run: ClaimRun, mode: Mode, candidate: dict[str, Any],
+                   claim_resources: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The conditional bind patch on one candidate; its lifespan end starts from the handle's default now."""
+    end = None
+    raw_default = ((candidate.get("spec") or {}).get("lifespan") or {}).get("default")
+    if raw_default:
+        limits = claim_lifespan.handle_limits(candidate, run.claim, mode.template_vars(candidate))
+        if limits.default is not None:
+            end = run.ctx.now + limits.default
+    ops = binding.bind_ops(run.ctx, run.claim, candidate, provider_spec=mode.provider_spec(run),
+                           claim_resources=claim_resources, lifespan_end=end)
+    handle = binding.try_bind(run.ctx, candidate, ops)
+    if handle is None:
+        return None
+    pool = (handle["metadata"].get("labels") or {}).get(run.ctx.label("resource-pool-name"))
+    if pool:
+        run.batch.append(keys.make(keys.POOL, run.ctx.settings.operator_namespace, pool))
+    record_binding(run, mode, handle, "Bound", f"Bound ResourceHandle {handle['metadata']['name']}")
+    return handle
+
+
+def record_binding(run: ClaimRun, mode: Mode, handle: dict[str, Any], reason: str, message: str) -> None:
+    """``status.resourceHandle`` and a fresh ``status.lifespan`` whose start is the bind time."""
+    run.status["resourceHandle"] = {"apiVersion": run.ctx.settings.api_version, "kind": HANDLE_KIND,
+                                    "name": handle["metadata"]["name"], "namespace": handle["metadata"]["namespace"]}
+    limits = claim_lifespan.handle_limits(handle, run.claim, mode.template_vars(handle))
+    run.status["lifespan"] = claim_lifespan.status_lifespan({}, handle, limits, start=run.ctx.now)
+    run.status.pop("queue", None)
+    run.enqueue.append(keys.make(keys.HANDLE, handle["metadata"]["namespace"], handle["metadata"]["name"]))
+    run.event(reason, message)
+    run.handle_events.append((handle, "Bound", f"Bound to ResourceClaim {run.meta['namespace']}/{run.meta['name']}"))
+    run.bound_now = True
+
+
+def providers_by_name(ctx: Context, handles: list[dict[str, Any]], known: list[Provider]) -> dict[str, Any]:
+    """Every provider the candidates or the claim reference (for ``matchIgnore``), by name."""
+    result: dict[str, Any] = {p.name: p.obj for p in known}
+    for handle in handles:
+        for resource in (handle.get("spec") or {}).get("resources") or []:
+            name = (resource.get("provider") or {}).get("name")
+            if name and name not in result:
+                provider = Provider.get_or_none(ctx, name)
+                if provider is not None:
+                    result[name] = provider.obj
+    return result
