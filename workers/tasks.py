@@ -107,9 +107,11 @@ def reconcile_once(rt: Runtime, kind: str, key: str) -> Outcome:
     _, namespace, name = parse(key)
     try:
         reconciler = reconcilers().lookup(kind)
+        kube = rt.reader()
+        if kube is None:
+            raise RuntimeError("no Kubernetes client configured (no in-cluster service account, no kubeconfig)")
         with shutdown.interruptible():  # only the domain reconciler: never a gate or due-index call
-            result = reconciler(Context(kube=rt.reader(), settings=rt.settings, index=rt.handle_index), namespace,
-                                name)
+            result = reconciler(Context(kube=kube, settings=rt.settings, index=rt.handle_index), namespace, name)
     except PermanentError as error:
         return _on_permanent(rt, kind, key, error)
     except TransientError as error:

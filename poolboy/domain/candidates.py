@@ -171,10 +171,10 @@ def _claim_first_provider(claim: Mapping[str, Any]) -> str:
     matched it), else the one its first resource names."""
     spec = claim.get("spec") or {}
     if (spec.get("provider") or {}).get("name"):
-        return spec["provider"]["name"]
+        return str(spec["provider"]["name"])
     for resources in ((claim.get("status") or {}).get("resources"), spec.get("resources")):
         if resources and ((resources[0] or {}).get("provider") or {}).get("name"):
-            return resources[0]["provider"]["name"]
+            return str(resources[0]["provider"]["name"])
     return ""
 
 

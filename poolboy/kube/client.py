@@ -15,7 +15,7 @@ from __future__ import annotations
 import builtins
 import logging
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 from kubernetes import client as k8s_client
 
@@ -70,7 +70,7 @@ class KubeClient:
 
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict:
         info = self.resource_info(api_version, kind)
-        return self._request("GET", info.path(namespace, name))
+        return cast(dict, self._request("GET", info.path(namespace, name)))
 
     def get_or_none(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict | None:
         try:
@@ -141,20 +141,20 @@ class KubeClient:
         info, namespace, _ = self._info_for(body)
         result = self._request("POST", info.path(namespace), body=body)
         observe_write("create", result)
-        return result
+        return cast(dict, result)
 
     def replace(self, body: dict) -> dict:
         """PUT the whole object; ``metadata.resourceVersion`` in ``body`` makes it a compare-and-swap."""
         info, namespace, name = self._info_for(body)
         result = self._request("PUT", info.path(namespace, name), body=body)
         observe_write("replace", result, body_version(body))
-        return result
+        return cast(dict, result)
 
     def replace_status(self, body: dict) -> dict:
         info, namespace, name = self._info_for(body)
         result = self._request("PUT", info.path(namespace, name, "status"), body=body)
         observe_write("replace", result, body_version(body))
-        return result
+        return cast(dict, result)
 
     def patch_merge(self, api_version: str, kind: str, name: str, namespace: str | None, patch: dict, *,
                     resource_version: str | None = None, status: bool = False) -> dict:
@@ -165,7 +165,7 @@ class KubeClient:
         result = self._request("PATCH", info.path(namespace, name, "status" if status else None), body=patch,
                                content_type=MERGE_PATCH)
         observe_write("patch", result, resource_version)
-        return result
+        return cast(dict, result)
 
     def patch_json(self, api_version: str, kind: str, name: str, namespace: str | None, ops: builtins.list[dict], *,
                    status: bool = False) -> dict:
@@ -174,7 +174,7 @@ class KubeClient:
         result = self._request("PATCH", info.path(namespace, name, "status" if status else None), body=list(ops),
                                content_type=JSON_PATCH)
         observe_write("patch", result, tested_version(ops))
-        return result
+        return cast(dict, result)
 
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,
                propagation: str | None = None, uid: str | None = None,

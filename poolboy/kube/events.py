@@ -28,7 +28,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 import orjson
 
@@ -200,7 +200,7 @@ class Series:
     @property
     def body(self) -> dict:
         """The first occurrence's body."""
-        return orjson.loads(self.raw)
+        return cast(dict, orjson.loads(self.raw))
 
     @property
     def unsent(self) -> bool:

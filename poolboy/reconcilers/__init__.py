@@ -14,6 +14,7 @@ import importlib
 import logging
 from collections.abc import Callable, Iterator, Mapping
 from functools import cache
+from typing import cast
 
 from poolboy.context import Context
 from poolboy.result import Result
@@ -33,7 +34,7 @@ _MODULES = {
 
 class _LazyReconcilers(Mapping[str, Reconciler]):
     def __getitem__(self, kind: str) -> Reconciler:
-        return importlib.import_module(_MODULES[kind]).reconcile
+        return cast(Reconciler, importlib.import_module(_MODULES[kind]).reconcile)
 
     def __iter__(self) -> Iterator[str]:
         return iter(_MODULES)
@@ -57,7 +58,7 @@ class Registry:
     @property
     def reconcilers(self) -> Mapping[str, Reconciler]:
         module_name, _, attr = self.target.partition(":")
-        return getattr(importlib.import_module(module_name), attr or "RECONCILERS")
+        return cast(Mapping[str, Reconciler], getattr(importlib.import_module(module_name), attr or "RECONCILERS"))
 
     def lookup(self, kind: str) -> Reconciler:
         """The reconciler of ``kind``; raises LookupError if none is registered."""

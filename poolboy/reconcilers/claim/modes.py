@@ -227,7 +227,7 @@ def _provider_mode(run: ClaimRun) -> ProviderMode:
     recorded = (run.status.get("provider") or {}).get("name")
     if recorded and name != recorded:
         raise PermanentError("InvalidSpec", f"spec.provider is immutable: {recorded} cannot be changed to {name}.")
-    provider = Provider.get(run.ctx, name)
+    provider = Provider.get(run.ctx, name or "")
     run.status.setdefault("provider", {})["name"] = name
     patch: dict[str, Any] = {}
     for key, wanted in (("labels", provider.resource_claim_labels),
