@@ -109,19 +109,30 @@ def copy_aggregates(status: dict[str, Any], handle: dict[str, Any]) -> None:
             status.pop(key, None)
 
 
+#: a handle status field -> the condition it gives the claim: (reason, message) for True, False and unknown
+_CONDITION_TEXTS: dict[str, tuple[tuple[str, str], tuple[str, str], tuple[str, str]]] = {
+    "ready": (("ResourcesReady", "All resources are ready."),
+              ("Provisioning", "Resources are not ready yet."),
+              ("Provisioning", "Readiness of the resources is not known yet.")),
+    "healthy": (("ResourcesHealthy", "All resources are healthy."),
+                ("ResourcesUnhealthy", "At least one resource is unhealthy."),
+                ("HealthUnknown", "Health of the resources is not known yet.")),
+}
+
+
+def _condition_from(field: str, handle_status: dict[str, Any]) -> tuple[bool | None, str, str]:
+    value = handle_status.get(field)
+    when_true, when_false, unknown = _CONDITION_TEXTS[field]
+    if value is True:
+        return True, *when_true
+    if value is False:
+        return False, *when_false
+    return None, *unknown
+
+
 def ready_condition(handle_status: dict[str, Any]) -> tuple[bool | None, str, str]:
-    ready = handle_status.get("ready")
-    if ready is True:
-        return True, "ResourcesReady", "All resources are ready."
-    if ready is False:
-        return False, "Provisioning", "Resources are not ready yet."
-    return None, "Provisioning", "Readiness of the resources is not known yet."
+    return _condition_from("ready", handle_status)
 
 
 def healthy_condition(handle_status: dict[str, Any]) -> tuple[bool | None, str, str]:
-    healthy = handle_status.get("healthy")
-    if healthy is True:
-        return True, "ResourcesHealthy", "All resources are healthy."
-    if healthy is False:
-        return False, "ResourcesUnhealthy", "At least one resource is unhealthy."
-    return None, "HealthUnknown", "Health of the resources is not known yet."
+    return _condition_from("healthy", handle_status)
