@@ -22,12 +22,13 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from celery import Task, shared_task
 
 from poolboy.context import Context
 from poolboy.keys import KINDS, parse
+from poolboy.kube.interfaces import Client
 from poolboy.result import PermanentError, Result, TransientError
 from workers import backoff, metrics, own_writes, run_log, shutdown, sweeps
 from workers.config import MAX_COUNTDOWN
@@ -107,9 +108,9 @@ def reconcile_once(rt: Runtime, kind: str, key: str) -> Outcome:
     _, namespace, name = parse(key)
     try:
         reconciler = reconcilers().lookup(kind)
-        kube = rt.reader()
-        if kube is None:
-            raise RuntimeError("no Kubernetes client configured (no in-cluster service account, no kubeconfig)")
+        # None when no cluster is configured: a reconciler that needs the API fails on first use, one that does not
+        # (the engine's instrumented test reconcilers) runs
+        kube = cast(Client, rt.reader())
         with shutdown.interruptible():  # only the domain reconciler: never a gate or due-index call
             result = reconciler(Context(kube=kube, settings=rt.settings, index=rt.handle_index), namespace, name)
     except PermanentError as error:
