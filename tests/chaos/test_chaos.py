@@ -116,14 +116,19 @@ def count_in_logs(stack: LocalStack, text: str) -> int:
     return sum(path.read_text(errors="replace").count(text) for path in Path(stack.log_dir).glob("worker-*.log"))
 
 
+def seeded_burst(stack: LocalStack, name: str, pool: int, timeout: float) -> tuple[random.Random, Burst]:
+    """The run's random order (``CHAOS_SEED`` repeats it, printed) and a burst whose pool of ``pool`` is full."""
+    seed = int(os.environ.get("CHAOS_SEED") or random.randrange(1 << 30))
+    print(f"\n{name} seed {seed} (CHAOS_SEED={seed} repeats this order)")
+    burst = Burst(custom_api(stack), name, name, pool)
+    burst.setup()
+    wait_for(lambda: burst.unbound_pool_handles() >= pool, timeout=timeout, interval=0.5, message="pool filled")
+    return random.Random(seed), burst
+
+
 def test_chaos_during_a_burst_breaks_no_invariant_and_converges(chaos_stack: LocalStack) -> None:
     stack = chaos_stack
-    seed = int(os.environ.get("CHAOS_SEED") or random.randrange(1 << 30))
-    print(f"\nchaos seed {seed} (CHAOS_SEED={seed} repeats this order)")
-    rng = random.Random(seed)
-    burst = Burst(custom_api(stack), "chaos", "chaos", POOL)
-    burst.setup()
-    wait_for(lambda: burst.unbound_pool_handles() >= POOL, timeout=120, interval=1.0, message="pool filled")
+    rng, burst = seeded_burst(stack, "chaos", POOL, timeout=120)
     watchdog = Watchdog(burst).start()
     assert stack.cluster is not None
     stack.cluster.set_faults(error_rate=0.1, codes=[500, 429, 409], retry_after=1, latency_ms=5)

@@ -9,8 +9,6 @@ and the due-index are lost every time, and recovery relies on the resync and the
 
 from __future__ import annotations
 
-import os
-import random
 import threading
 import time
 from collections.abc import Iterator
@@ -18,8 +16,8 @@ from collections.abc import Iterator
 import pytest
 
 from stack.local import LocalStack, StackOptions
-from tests.chaos.test_chaos import CHAOS_ENV
-from tests.e2e.burst import Burst, Watchdog, custom_api, wait_settled
+from tests.chaos.test_chaos import CHAOS_ENV, seeded_burst
+from tests.e2e.burst import Watchdog, wait_settled
 from tests.waiting import wait_for
 
 POOL = 20
@@ -47,12 +45,7 @@ def restart_redis(stack: LocalStack, down: float) -> None:
 
 
 def test_workers_survive_repeated_redis_loss_during_a_burst(stack: LocalStack) -> None:
-    seed = int(os.environ.get("CHAOS_SEED") or random.randrange(1 << 30))
-    print(f"\nredis-loss seed {seed} (CHAOS_SEED={seed} repeats it)")
-    rng = random.Random(seed)
-    burst = Burst(custom_api(stack), "redisloss", "redisloss", POOL)
-    burst.setup()
-    wait_for(lambda: burst.unbound_pool_handles() >= POOL, timeout=60, interval=0.5, message="pool filled")
+    rng, burst = seeded_burst(stack, "redisloss", POOL, timeout=60)
     pids = {child.name: child.process.pid for child in stack.children if child.process is not None}
     watchdog = Watchdog(burst).start()
 
