@@ -4,12 +4,14 @@
 children) and writes collapsed stacks (``--format raw``: ``frame;frame;frame count`` per line). The summary ranks
 functions by *inclusive* samples (the function or anything it called was on the CPU or waiting), which is how the
 hot paths of a reconcile show up, and by *self* samples. ``--idle`` is left off, so a process blocked on a socket
-is not sampled: the figures are CPU time, not wall time.
+is not sampled: the figures are CPU time, not wall time. Extra py-spy flags come from ``$POOLBOY_PYSPY_ARGS``
+(e.g. ``--gil``: only the thread holding the GIL, i.e. Python code on the CPU).
 """
 
 from __future__ import annotations
 
 import collections
+import os
 import shutil
 import signal
 import subprocess
@@ -32,7 +34,8 @@ class Recorder:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         out = self.out_dir / f"{name}.txt"
         cmd = ["py-spy", "record", "--pid", str(pid), "--subprocesses", "--format", "raw", "--rate",
-               str(self.rate), "--nonblocking", "--output", str(out)]
+               str(self.rate), "--nonblocking", "--output", str(out),
+               *os.environ.get("POOLBOY_PYSPY_ARGS", "").split()]
         process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.running.append((name, process, out))
 

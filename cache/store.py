@@ -37,6 +37,9 @@ from poolboy.domain import candidates
 
 log = logging.getLogger(__name__)
 
+#: a registered script with its keys and arguments, ready to be sent on a pipeline
+ScriptCall = tuple[Any, builtins.list[str], builtins.list[Any]]
+
 PREFIX = "poolboy:cache:"
 ALIVE = PREFIX + "alive"
 SYNCED = PREFIX + "synced"
@@ -164,23 +167,38 @@ class ObjectCache:
 
     def put(self, obj: dict, *, insert: bool = True, pipe: Any = None) -> None:
         """Store ``obj`` if it is newer than the cached version; ``insert=False`` only updates an existing entry."""
+        call = self.put_call(obj, insert=insert)
+        if call is not None:
+            script, keys, args = call
+            script(keys=keys, args=args, client=pipe)
+
+    def put_call(self, obj: dict, *, insert: bool = True) -> ScriptCall | None:
+        """:meth:`put` as (script, keys, args), for a caller that pipelines it with other scripts (None: not
+        cacheable)."""
         metadata = obj.get("metadata") or {}
         rv = metadata.get("resourceVersion")
         if not rv or not metadata.get("name") or not obj.get("kind"):
-            return
+            return None
         ident = cache_model.identity(obj)
         every_namespace = cache_model.kind_index(obj.get("apiVersion") or "", obj["kind"], "*")
         args = [rv, orjson.dumps(obj), "1" if insert else "0", ident, PREFIX + "i:",
                 *cache_model.indexes(obj, self.domain, self.extra_indexes), every_namespace]
-        self._put(keys=[object_key(ident)], args=args, client=pipe)
+        return self._put, [object_key(ident)], args
 
     def delete(self, obj: dict, *, pipe: Any = None) -> None:
+        call = self.delete_call(obj)
+        if call is not None:
+            script, keys, args = call
+            script(keys=keys, args=args, client=pipe)
+
+    def delete_call(self, obj: dict) -> ScriptCall | None:
+        """:meth:`delete` (a tombstone) as (script, keys, args), like :meth:`put_call`."""
         metadata = obj.get("metadata") or {}
         if not metadata.get("name"):
-            return
+            return None
         ident = cache_model.identity(obj)
-        self._delete(keys=[object_key(ident)],
-                     args=[metadata.get("resourceVersion") or "", ident, PREFIX + "i:", TOMBSTONE_TTL_S], client=pipe)
+        return (self._delete, [object_key(ident)],
+                [metadata.get("resourceVersion") or "", ident, PREFIX + "i:", TOMBSTONE_TTL_S])
 
     def put_many(self, objects: Iterable[dict], chunk: int = 200) -> None:
         """Pipelined puts, ``chunk`` objects per round trip: a re-list of 10 000 objects must not build one

@@ -25,7 +25,7 @@ import redis
 from prometheus_client import Counter
 
 from cache import model as cache_model
-from cache.store import ObjectCache
+from cache.store import ObjectCache, ScriptCall
 
 log = logging.getLogger(__name__)
 
@@ -81,17 +81,31 @@ class CacheWriter:
             log.warning("%s: could not fill the cache from the list: %s", informer.name, error)
 
     def on_event(self, event_type: str, obj: dict) -> None:
-        if event_type == "LISTED":
-            return  # written by on_list
+        call = self.event_call(event_type, obj)
+        if call is None:
+            return
+        script, keys, args = call
         try:
-            if event_type == "DELETED":
-                self.cache.delete(obj)
-            else:
-                self.cache.put(obj)
-            CACHE_WRITES.labels(event_type.lower()).inc()
+            script(keys=keys, args=args)
         except Exception as error:
-            CACHE_ERRORS.inc()
-            log.warning("could not write %s of %s to the cache: %s", event_type, cache_model.identity(obj), error)
+            self.event_written(event_type, obj, error)
+            return
+        self.event_written(event_type, obj)
+
+    def event_call(self, event_type: str, obj: dict) -> ScriptCall | None:
+        """What a watch event writes, as (script, keys, args) for a caller that pipelines it (None: nothing; a
+        LISTED object was written by :meth:`on_list`)."""
+        if event_type == "LISTED":
+            return None
+        return self.cache.delete_call(obj) if event_type == "DELETED" else self.cache.put_call(obj)
+
+    def event_written(self, event_type: str, obj: dict, error: BaseException | None = None) -> None:
+        """Count an event's cache write (:meth:`event_call`) and log its failure: the cache only costs speed."""
+        if error is None:
+            CACHE_WRITES.labels(event_type.lower()).inc()
+            return
+        CACHE_ERRORS.inc()
+        log.warning("could not write %s of %s to the cache: %s", event_type, cache_model.identity(obj), error)
 
     # --- leadership ------------------------------------------------------------------------------------------
 

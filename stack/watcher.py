@@ -64,24 +64,24 @@ def run(args: argparse.Namespace) -> int:
 
         start_http_server(port, addr=settings.metrics_address)
     kube = KubeClient.from_settings(settings, kubeconfig=args.kubeconfig)
-    own_writes = None
+    intake = None
     cache = None
     if args.record_keys:
         sink = _file_sink(args.record_keys)
     else:
         from workers.enqueue import Enqueuer
-        from workers.own_writes import OwnWrites
+        from workers.intake import GateIntake
 
         enqueuer = Enqueuer(settings)
-        own_writes = OwnWrites(enqueuer.gate.redis)  # events of the operator's own writes add no key
         if settings.read_cache:
             from cache.writer import CacheWriter
 
             cache = CacheWriter(enqueuer.gate.redis, settings.domain, alive_seconds=settings.cache_alive_seconds)
-        sink = enqueuer.add  # each key straight to the gate, with the "event" priority
+        intake = GateIntake(enqueuer, cache)  # cache, own-write check and gate: one round trip per event
+        sink = enqueuer.add  # the same gate, key by key (not used while the intake delivers)
 
     watcher = Watcher(settings, kube, sink, identity=args.identity, leader_election=not args.no_leader_election,
-                      watch_timeout=args.watch_timeout, own_writes=own_writes, cache=cache)
+                      watch_timeout=args.watch_timeout, intake=intake, cache=cache)
     _serve_health(settings, watcher, kube, with_redis=not args.record_keys)
     from prometheus_client import REGISTRY
 

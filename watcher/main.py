@@ -1,13 +1,13 @@
 """The watcher process: informers for the Poolboy kinds and for managed resources, behind a leader lease.
 
-Every event — spec, metadata or status-only — becomes ``sink(key)`` for each key its route wakes
+Every event — spec, metadata or status-only — goes to the cache and wakes each key its route names
 (:data:`watcher.mapping.ROUTES`, the whole event path in one table); a (re)list hands over every key again, so a
 restarted watcher loses nothing. The watcher holds no domain logic: what a key means is the workers' business.
-The sink is pluggable so tests can record keys; ``poolboy watcher`` passes the gate's ``Enqueuer.add`` itself.
 
-One exception: with an ``own_writes`` checker (``poolboy watcher`` passes :class:`workers.own_writes.OwnWrites`),
-a MODIFIED event that is the write of a run of the same key is not handed to the sink (see
-:mod:`workers.own_writes`). If the check fails, the key goes to the sink as usual.
+Where events go is pluggable. ``poolboy watcher`` passes an :class:`Intake` (:class:`workers.intake.GateIntake`)
+that writes the cache and hands every key to the gate in one Redis round trip per event, and leaves out the events
+of the operator's own writes (:mod:`workers.own_writes`). Without one, the event goes to the ``cache`` writer and
+each key to ``sink(key)``, so tests can record keys and ``--record-keys`` works without Redis.
 """
 
 from __future__ import annotations
@@ -43,9 +43,16 @@ log = logging.getLogger(__name__)
 Sink = Callable[[str], object]
 
 
-class OwnWriteCheck(Protocol):
-    def check(self, key: str, ident: str) -> str:
-        """"skip" (the key's own write), "deferred" (the key's running run decides) or "add"."""
+#: the keys one event wakes, each with the event's write id (:func:`watcher.mapping.write_id`, None: not a candidate
+#: for an own write)
+Wakes = list[tuple[str, "str | None"]]
+
+
+class Intake(Protocol):
+    def deliver(self, event_type: str, obj: dict, wakes: Wakes) -> list[str]:
+        """Write the event into the cache and hand each woken key to the gate; the gate's outcome per key
+        (:data:`workers.gate.ADD_OUTCOMES`). Raises when Redis cannot be reached (the watcher retries the whole
+        delivery, which is idempotent)."""
         ...
 
 
@@ -56,12 +63,12 @@ def default_identity() -> str:
 class Watcher:
     def __init__(self, settings: Settings, kube: KubeClient, sink: Sink, *, identity: str | None = None,
                  leader_election: bool = True, watch_timeout: int = 300,
-                 own_writes: OwnWriteCheck | None = None, cache: CacheWriter | None = None) -> None:
+                 intake: Intake | None = None, cache: CacheWriter | None = None) -> None:
         self.settings = settings
         self.cache = cache
         if cache is not None:
             cache.on_redis_lost = self.relist_all
-        self.own_writes = own_writes
+        self.intake = intake
         self.kube = kube
         self.sink = sink
         self.identity = identity or default_identity()
@@ -177,14 +184,19 @@ class Watcher:
 
     def on_event(self, route: mapping.Route, event_type: str, obj: dict) -> None:
         """One event of ``route``'s source: into the cache first (a run reads at least this version), then to the
-        watcher's own bookkeeping, then each key the route wakes to the sink (unless it is the key's own write)."""
-        if self.cache is not None:
-            self.cache.on_event(event_type, obj)
+        watcher's own bookkeeping, then each key the route wakes to the gate."""
         if route.poolboy:
             self._observe(event_type, obj)
-        for key in route.keys(obj, self.settings):
-            if not self._own_write(key, event_type, obj):
-                self._emit(key)
+        wakes: Wakes = [(key, mapping.write_id(event_type, obj)) for key in route.keys(obj, self.settings)]
+        intake = self.intake
+        if intake is not None:
+            self._retrying(lambda: _count(wakes, intake.deliver(event_type, obj, wakes)), _wakes_text(wakes))
+            return
+        if self.cache is not None:
+            self.cache.on_event(event_type, obj)
+        for key, _ in wakes:
+            self._retrying(partial(self.sink, key), key)
+            metrics.KEYS.labels(key.split("/", 1)[0]).inc()
 
     def _observe(self, event_type: str, obj: dict) -> None:
         """Pool and claim metrics, and the managed kinds a handle references (started and stopped from here)."""
@@ -197,32 +209,8 @@ class Watcher:
             if managed is not None:
                 managed.on_handle_event(event_type, obj)
 
-    def _own_write(self, key: str, event_type: str, obj: dict) -> bool:
-        """True when the event needs no ``sink(key)``: a run of ``key`` wrote it, or the running one will judge it.
-
-        Any failure answers False: an extra run is cheap, a lost change is not.
-        """
-        if self.own_writes is None:
-            return False
-        ident = mapping.write_id(event_type, obj)
-        if ident is None:
-            return False
-        try:
-            verdict = self.own_writes.check(key, ident)
-        except Exception as error:
-            metrics.OWN_WRITE_CHECK_ERRORS.inc()
-            log.warning("own-write check failed for %s (%s); adding the key", key, error)
-            return False
-        if verdict == "skip":
-            metrics.SKIPPED.labels("own-write").inc()
-            return True
-        if verdict == "deferred":
-            metrics.SKIPPED.labels("deferred").inc()
-            return True
-        return False
-
-    def _emit(self, key: str) -> None:
-        """Hand a key to the sink, retrying while it fails (e.g. Redis down): dropping it would lose the change.
+    def _retrying(self, deliver: Callable[[], object], what: str) -> None:
+        """Deliver, retrying while it fails (e.g. Redis down): dropping it would lose the change.
 
         Blocking here stalls only this informer's stream; if that lasts, the API server ends the watch and the
         re-list afterwards delivers the current state anyway.
@@ -230,17 +218,32 @@ class Watcher:
         backoff = Backoff(base=0.1, cap=5.0)
         while True:
             try:
-                self.sink(key)
-                metrics.KEYS.labels(key.split("/", 1)[0]).inc()
+                deliver()
                 return
             except Exception as error:
                 metrics.SINK_ERRORS.inc()
                 if self._stop.is_set() or not self._watching():
-                    log.warning("dropping %s after sink failure while stopping: %s", key, error)
+                    log.warning("dropping %s after a failed delivery while stopping: %s", what, error)
                     return
                 delay = backoff.next_delay()
-                log.warning("sink failed for %s (%s); retrying in %.1fs", key, error, delay)
+                log.warning("delivery of %s failed (%s); retrying in %.1fs", what, error, delay)
                 self._stop.wait(delay)
 
     def _watching(self) -> bool:
         return bool(self._informers)
+
+
+def _wakes_text(wakes: Wakes) -> str:
+    return ", ".join(key for key, _ in wakes) or "an event that wakes no key"
+
+
+#: outcomes of a delivered key that added no run: the key's own write, or deferred to the run going on
+_SKIPPED = ("own-write", "deferred")
+
+
+def _count(wakes: Wakes, outcomes: list[str]) -> None:
+    for (key, _), outcome in zip(wakes, outcomes, strict=True):
+        if outcome in _SKIPPED:
+            metrics.SKIPPED.labels(outcome).inc()
+        else:
+            metrics.KEYS.labels(key.split("/", 1)[0]).inc()

@@ -15,5 +15,3 @@ SKIPPED = Counter("poolboy_watch_events_skipped_total",
                   "Watch events that added no key: the operator's own write (own-write), or handed to the run of "
                   "their key that was going on, which re-runs the key only for someone else's change (deferred)",
                   ["reason"])
-OWN_WRITE_CHECK_ERRORS = Counter("poolboy_watcher_own_write_check_errors_total",
-                                 "Own-write checks that failed (the key was added as usual)")

@@ -27,14 +27,16 @@ from typing import Any
 import redis
 
 from poolboy.settings import Settings
+from workers import own_writes
 
 PREFIX = "gate:"
 LEASES = "gate:leases"
 #: priority classes; lower wins. Each maps to a Redis transport message priority (0 = highest).
 CLASSES: dict[str, int] = {"event": 0, "resync": 1}
 MESSAGE_PRIORITY: dict[int, int] = {0: 0, 1: 9}
-#: ADD outcomes, in script return-code order
-ADD_OUTCOMES = ("coalesced", "pending-while-running", "published")
+#: ADD outcomes, in script return-code order; OBSERVE may also answer the last two (an event of the key's own write,
+#: and one deferred to the key's run going on: :mod:`workers.own_writes`)
+ADD_OUTCOMES = ("coalesced", "pending-while-running", "published", "own-write", "deferred")
 
 _LUA = Path(__file__).with_name("lua")
 
@@ -76,6 +78,16 @@ class Started:
     waited: float | None
 
 
+@dataclass(frozen=True)
+class Done:
+    """DONE's answer: the re-run to publish (None: none owed, or the lease was someone else's), and how many watch
+    events were deferred to the run and how many of those were someone else's change."""
+
+    rerun: Publish | None
+    deferred: int = 0
+    foreign: int = 0
+
+
 class Gate:
     """The four gate transitions plus the lease reaper, against one Redis client."""
 
@@ -86,6 +98,7 @@ class Gate:
         self.pending_ttl = max(1, int(pending_ttl))
         self.stale_ms = int(stale_seconds * 1000)
         self._add = client.register_script(_source("add"))
+        self._observe = client.register_script(_source("observe"))
         self._start = client.register_script(_source("start"))
         self._done = client.register_script(_source("done"))
         self._renew = client.register_script(_source("renew"))
@@ -124,9 +137,20 @@ class Gate:
         keys = list(keys)
         if not keys:
             return []
-        calls = [self._add_args(key, priority) for key in keys]
-        replies = _evalsha_pipelined(self.redis, self._add, calls)
+        calls = [(self._add, *self._add_args(key, priority)) for key in keys]
+        replies = evalsha_pipelined(self.redis, calls)
         return [self._add_result(key, reply) for key, reply in zip(keys, replies, strict=True)]
+
+    def observe_call(self, key: str, write_id: str | None) -> tuple[Any, list[str], list[str | int]]:
+        """The OBSERVE script and its keys and arguments, for a caller that pipelines it with other commands (the
+        watcher's intake): ADD for ``key``, unless ``write_id`` is the key's own write or a run of the key is
+        going on (then that run judges it at DONE)."""
+        keys, args = self._add_args(key, "event")
+        return (self._observe, [*keys, own_writes.records_key(key), own_writes.deferred_key(key)],
+                [*args, write_id or "", own_writes.DEFERRED_TTL_S])
+
+    def observe_result(self, key: str, reply: list) -> tuple[str, Publish | None]:
+        return self._add_result(key, reply)
 
     # --- START / DONE / RENEW --------------------------------------------------------------------------------
 
@@ -139,18 +163,23 @@ class Gate:
         waited_ms = int(reply[1])
         return Started(waited_ms / 1000 if waited_ms >= 0 else None)
 
-    def done(self, key: str, token: str, also_delete: str | Sequence[str] = (), mark_clean: str = "") -> Publish | None:
-        """Release the lease if it is still ours; returns the one re-run to publish when the key was re-marked.
+    def done(self, key: str, token: str, also_delete: str | Sequence[str] = (), mark_clean: str = "",
+             writes: Sequence[str] = ()) -> Done:
+        """Settle the run's own writes and release the lease if it is still ours, in one script; the result names
+        the one re-run to publish when the key was re-marked (by an event, or by a deferred event that was not one
+        of ``writes``: :mod:`workers.own_writes`).
 
-        ``also_delete`` names keys to delete in the same round trip (a successful run's backoff counter, its
-        logged-error memory); ``mark_clean`` the object's hash in the shared cache, whose current version is then
-        recorded as reconciled (:func:`workers.sweeps.dirty_keys`)."""
+        ``writes`` are the ids of the run's recordable writes; ``also_delete`` names keys to delete in the same
+        round trip (a successful run's backoff counter, its logged-error memory); ``mark_clean`` the object's
+        hash in the shared cache, whose current version is then recorded as reconciled
+        (:func:`workers.sweeps.dirty_keys`)."""
         extra = [also_delete] if isinstance(also_delete, str) else list(also_delete or ())
-        reply = self._done(keys=[pending_key(key), active_key(key), LEASES, *extra],
-                           args=[token, new_id(), key, self.pending_ttl, mark_clean])
-        if int(reply[0]) != 2:
-            return None
-        return Publish(key, _text(reply[1]), int(reply[2]))
+        reply = self._done(keys=[pending_key(key), active_key(key), LEASES, own_writes.records_key(key),
+                                 own_writes.deferred_key(key), *extra],
+                           args=[token, new_id(), key, self.pending_ttl, mark_clean, own_writes.RECORD_TTL_MS,
+                                 *writes])
+        rerun = Publish(key, _text(reply[1]), int(reply[2])) if int(reply[0]) == 2 else None
+        return Done(rerun, deferred=int(reply[3]), foreign=int(reply[4]))
 
     def renew(self, key: str, token: str) -> bool:
         """Extend the lease; False means it was lost (expired, or taken by another run)."""
@@ -179,55 +208,110 @@ class Gate:
 
 
 class LeaseKeeper:
-    """Renews a run's lease every lease/3 on a daemon thread; ``lost`` is set when a renewal fails.
+    """Keeps a run's lease renewed every lease/3 while the block runs; ``lost`` is set when a renewal fails.
 
     A reconcile that sees ``lost`` should stop writing and finish: another run may already hold the key (the API
-    server's resourceVersion preconditions remain the real safety net).
+    server's resourceVersion preconditions remain the real safety net). The renewals of every run of a process are
+    made by one daemon thread per gate (:class:`_Renewer`): nearly every run ends long before its first renewal
+    is due, so a thread per run would be started and joined for nothing.
     """
 
     def __init__(self, gate: Gate, key: str, token: str) -> None:
         self.gate, self.key, self.token = gate, key, token
         self.lost = threading.Event()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"lease:{key}", daemon=True)
-
-    def _run(self) -> None:
-        interval = self.gate.lease_seconds / 3
-        while not self._stop.wait(interval):
-            try:
-                if not self.gate.renew(self.key, self.token):
-                    self.lost.set()
-                    return
-            except redis.RedisError:
-                continue  # a blip: the next tick retries; the lease outlives two missed renewals
+        self.due = 0.0  # monotonic time of the next renewal (the renewer's bookkeeping)
 
     def __enter__(self) -> LeaseKeeper:
-        self._thread.start()
+        _Renewer.of(self.gate).add(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
+        _Renewer.of(self.gate).remove(self)
 
 
-def _evalsha_pipelined(client: redis.Redis, script: Any,
-                       calls: Sequence[tuple[Sequence[str], Sequence[Any]]]) -> list[Any]:
-    """One script for many (keys, args) in one pipelined round trip.
+class _Renewer:
+    """One daemon thread renewing the leases of the runs in progress on one gate (a process has one gate)."""
+
+    _lock = threading.Lock()
+    _by_gate: dict[int, _Renewer] = {}
+
+    @classmethod
+    def of(cls, gate: Gate) -> _Renewer:
+        with cls._lock:
+            renewer = cls._by_gate.get(id(gate))
+            if renewer is None or renewer.gate is not gate:
+                renewer = cls._by_gate[id(gate)] = _Renewer(gate)
+            return renewer
+
+    def __init__(self, gate: Gate) -> None:
+        self.gate = gate
+        self.interval = gate.lease_seconds / 3
+        self.keepers: set[LeaseKeeper] = set()
+        self.changed = threading.Condition()
+        self.thread: threading.Thread | None = None
+
+    def add(self, keeper: LeaseKeeper) -> None:
+        keeper.due = time.monotonic() + self.interval
+        with self.changed:
+            self.keepers.add(keeper)
+            if self.thread is None or not self.thread.is_alive():  # first use, or after a fork
+                self.thread = threading.Thread(target=self._run, name="lease renewer", daemon=True)
+                self.thread.start()
+            self.changed.notify()
+
+    def remove(self, keeper: LeaseKeeper) -> None:
+        with self.changed:
+            self.keepers.discard(keeper)
+
+    def _run(self) -> None:
+        while True:
+            with self.changed:
+                now = time.monotonic()
+                due = [k for k in self.keepers if k.due <= now]
+                if not due:
+                    nearest = min((k.due for k in self.keepers), default=now + self.interval)
+                    self.changed.wait(max(0.001, nearest - now))
+                    continue
+            for keeper in due:
+                self._renew(keeper)
+
+    def _renew(self, keeper: LeaseKeeper) -> None:
+        keeper.due = time.monotonic() + self.interval
+        try:
+            if not self.gate.renew(keeper.key, keeper.token):
+                keeper.lost.set()
+                self.remove(keeper)
+        except redis.RedisError:
+            pass  # a blip: the next tick retries; the lease outlives two missed renewals
+
+
+def evalsha_pipelined(client: redis.Redis, calls: Sequence[tuple[Any, Sequence[str], Sequence[Any]]],
+                      raise_on_error: bool = True) -> list[Any]:
+    """Scripts (``(script, keys, args)`` each) in one pipelined round trip, each still atomic on its own.
 
     redis-py's pipeline asks ``SCRIPT EXISTS`` for its scripts before every execution (one more command each time);
-    the script is there after its first use, so send EVALSHA directly and load it only on the NOSCRIPT of a Redis
-    that restarted or was flushed."""
+    a script is there after its first use, so send EVALSHA directly, and on a NOSCRIPT (a Redis that restarted or
+    was flushed) load that script and send again only the calls that did not run: the others have taken effect.
+    With ``raise_on_error=False`` a failed script's reply is its exception."""
+    replies: list[Any] = [None] * len(calls)
+    todo = list(range(len(calls)))
     for attempt in (1, 2):
         pipe = client.pipeline(transaction=False)
-        for keys, args in calls:
+        for i in todo:
+            script, keys, args = calls[i]
             pipe.evalsha(script.sha, len(keys), *keys, *args)
-        try:
-            return pipe.execute()
-        except redis.exceptions.NoScriptError:
-            if attempt == 2:
-                raise
+        for i, reply in zip(todo, pipe.execute(raise_on_error=False), strict=True):
+            replies[i] = reply
+        todo = [i for i in todo if isinstance(replies[i], redis.exceptions.NoScriptError)]
+        if not todo or attempt == 2:
+            break
+        for script in {id(calls[i][0]): calls[i][0] for i in todo}.values():
             client.script_load(script.script)
-    raise AssertionError("unreachable")
+    if raise_on_error:
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply
+    return replies
 
 
 def _text(value: bytes | str) -> str:

@@ -32,7 +32,10 @@ RECONCILE_ERRORS = Counter("controller_runtime_reconcile_errors_total", "Reconci
                            ["controller"])
 RECONCILE_TIME = Histogram("controller_runtime_reconcile_time_seconds", "Reconcile duration", ["controller"],
                            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120))
-GATE_ADDS = Counter("poolboy_gate_adds_total", "Gate ADD outcomes", ["outcome"])
+GATE_ADDS = Counter("poolboy_gate_adds_total", "Gate ADD outcomes (and the watcher's OBSERVE: also own-write and "
+                    "deferred)", ["outcome"])
+OWN_WRITE_CHECK_ERRORS = Counter("poolboy_watcher_own_write_check_errors_total",
+                                 "Own-write checks that failed (the key was added as usual)")
 GATE_STARTS = Counter("poolboy_gate_starts_total", "Gate START outcomes (busy = another run holds the key)",
                       ["outcome"])
 GATE_WAIT = Histogram("poolboy_gate_wait_seconds", "Time from the first pending mark to the run's START",

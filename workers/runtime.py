@@ -1,4 +1,4 @@
-"""Per-process singletons of a worker: Redis client, gate, due-index, enqueuer, own-write records, Kubernetes client.
+"""Per-process singletons of a worker: Redis client, gate, due-index, enqueuer, shared cache, Kubernetes client.
 
 Created lazily on first use, i.e. inside each prefork child after the fork, so no socket is shared across
 processes.
@@ -22,7 +22,6 @@ from workers import redis_client
 from workers.due import DueIndex
 from workers.enqueue import Enqueuer
 from workers.gate import Gate
-from workers.own_writes import OwnWrites
 
 if TYPE_CHECKING:
     from poolboy.reconcilers import Registry
@@ -48,7 +47,6 @@ class Runtime:
     gate: Gate
     due: DueIndex
     enqueuer: Enqueuer
-    own_writes: OwnWrites | None = None
     cache: ObjectCache | None = None
     handle_index: RedisHandleIndex | None = None
     _kube: Any = field(default=None, repr=False)
@@ -84,5 +82,4 @@ def runtime() -> Runtime:
     gate = Gate.from_settings(settings, client)
     cache = ObjectCache(client, settings.domain) if settings.read_cache else None
     index = RedisHandleIndex(client, settings.api_version, settings.operator_namespace) if cache else None
-    return Runtime(settings, client, gate, DueIndex(client), Enqueuer(settings, app, gate), OwnWrites(client), cache,
-                   index)
+    return Runtime(settings, client, gate, DueIndex(client), Enqueuer(settings, app, gate), cache, index)

@@ -2,8 +2,8 @@
 
 START the gate (drop the message if another run holds the key), reconcile under a renewed lease, map the outcome
 to the due-index / the gate / a short countdown, and always DONE (which re-publishes once if events arrived during
-the run). Before DONE the run *settles* its own writes (:mod:`workers.own_writes`): their watch events do not run
-the key again, while any other change that arrived during the run does. Outcomes:
+the run). DONE also settles the run's own writes (:mod:`workers.own_writes`): their watch events do not run the key
+again, while any other change that arrived during the run does. Outcomes:
 
 * ``Result`` -> done; ``requeue_at`` goes to the due-index, ``enqueue`` keys go through the gate.
 * ``PermanentError`` -> re-check at now + ``recheck_after`` via the due-index (never a hot loop).
@@ -124,28 +124,6 @@ def reconcile_once(rt: Runtime, kind: str, key: str) -> Outcome:
     return _on_success(rt, key, result)
 
 
-def settle(rt: Runtime, key: str, token: str, idents: list[str]) -> None:
-    """Record this run's own writes and judge the events deferred to it; still holding the lease, so adding the
-    key here makes it "pending while running" and DONE publishes exactly one more run. Never raises: DONE must
-    follow whatever happens here."""
-    if rt.own_writes is None:
-        return
-    try:
-        settled = rt.own_writes.settle(key, token, idents)
-        foreign = bool(settled.foreign)
-        own_writes.DEFERRED_EVENTS.labels(outcome="own-write").inc(settled.own)
-        own_writes.DEFERRED_EVENTS.labels(outcome="rerun").inc(len(settled.foreign))
-    except Exception as error:  # cannot tell which deferred events were ours: assume one was not
-        log.warning("%s: could not settle own writes (%s); running the key again", key, error)
-        foreign = True
-    if not foreign:
-        return
-    try:
-        rt.enqueuer.add(key, "event")
-    except Exception as error:  # Redis is away: DONE fails too and the lease reaper re-runs the key
-        log.warning("%s: could not re-add the key after a change during the run: %s", key, error)
-
-
 def hand_back(rt: Runtime, key: str) -> None:
     """The worker is stopping mid-run: mark the key pending while we still hold the lease, so DONE re-publishes it
     for another worker at once instead of it waiting for the lease to expire."""
@@ -201,13 +179,14 @@ def execute(task: Task, kind: str, key: str) -> str:
             metrics.RECONCILE_TIME.labels(controller=kind).observe(elapsed)
             metrics.RECONCILE_TOTAL.labels(controller=kind, result=outcome.result).inc()
             run_log.report(run, outcome.text, elapsed, outcome.level)
-            settle(rt, key, token, writes.idents)
             if outcome.result == "handed_back":
                 hand_back(rt, key)
-            rerun = rt.gate.done(key, token, also_delete=_done_deletes(key, outcome),
-                                 mark_clean=_clean_mark(rt, kind, key, outcome))
-            if rerun:
-                rt.enqueuer.publish(rerun)
+            done = rt.gate.done(key, token, also_delete=_done_deletes(key, outcome),
+                                mark_clean=_clean_mark(rt, kind, key, outcome), writes=writes.idents)
+            own_writes.DEFERRED_EVENTS.labels(outcome="own-write").inc(done.deferred - done.foreign)
+            own_writes.DEFERRED_EVENTS.labels(outcome="rerun").inc(done.foreign)
+            if done.rerun:
+                rt.enqueuer.publish(done.rerun)
     if outcome.retry_in is not None:
         name, queue = route(key)
         task.app.send_task(name, args=[key], queue=queue, countdown=outcome.retry_in, priority=0)

@@ -1,6 +1,6 @@
-"""Own writes, piece by piece, on a real redis-server and devcluster: the two scripts' decisions in every window of a
-run (before, during, between settle and DONE, after, a new run), the watcher's event filter and its fallback when
-Redis is away, the worker's fallback, and what :mod:`poolboy.kube` reports for each kind of write."""
+"""Own writes, piece by piece, on a real redis-server and devcluster: the watcher's OBSERVE and the run's DONE in
+every window of a run (before, during, after, a run that died, a lease taken over), the watcher's intake (one
+round trip per event) and its fallbacks, and what :mod:`poolboy.kube` reports for each kind of write."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import pytest
 import redis
 from celery import Celery
 
+from cache.store import ObjectCache, object_key
+from cache.writer import CacheWriter
 from poolboy import observability
 from poolboy.kube import KubeClient
 from poolboy.observability import Write
@@ -18,12 +20,9 @@ from stack.testing import free_port
 from watcher import mapping
 from watcher.main import Watcher
 from workers import own_writes
-from workers.due import DueIndex
 from workers.enqueue import Enqueuer
-from workers.gate import Gate
-from workers.own_writes import ADD, DEFERRED, SKIP, OwnWrites
-from workers.runtime import Runtime
-from workers.tasks import settle
+from workers.gate import Gate, Publish, evalsha_pipelined
+from workers.intake import GateIntake
 
 #: the route of claim events (the table :data:`watcher.mapping.ROUTES`)
 ROUTE_CLAIM = mapping.POOLBOY_ROUTES[0]
@@ -32,13 +31,14 @@ KEY = "claim/ns/a"
 
 
 @pytest.fixture()
-def ow(r: redis.Redis) -> OwnWrites:
-    return OwnWrites(r)
-
-
-@pytest.fixture()
 def gate(r: redis.Redis) -> Gate:
     return Gate(r, lease_seconds=30)
+
+
+def observe(gate: Gate, key: str, ident: str | None) -> str:
+    """The watcher's OBSERVE for one key, alone on its pipeline."""
+    (reply,) = evalsha_pipelined(gate.redis, [gate.observe_call(key, ident)])
+    return gate.observe_result(key, reply)[0]
 
 
 def dead_redis() -> redis.Redis:
@@ -46,105 +46,100 @@ def dead_redis() -> redis.Redis:
     return redis.Redis(host="127.0.0.1", port=free_port(), socket_connect_timeout=0.5)
 
 
-# --- the scripts -------------------------------------------------------------------------------------------------
+# --- OBSERVE and DONE --------------------------------------------------------------------------------------------
 
 
-def test_no_run_no_record_adds(ow: OwnWrites) -> None:
-    assert ow.check(KEY, "u/1") == ADD
+def test_no_run_no_record_adds(gate: Gate) -> None:
+    assert observe(gate, KEY, "u/1") == "published"
+    assert observe(gate, KEY, "u/2") == "coalesced"
 
 
-def test_settled_own_write_is_skipped_for_its_key_only(ow: OwnWrites, gate: Gate) -> None:
+def test_a_finished_runs_own_write_is_skipped_for_its_key_only(gate: Gate) -> None:
     gate.start(KEY, "t1")
-    ow.settle(KEY, "t1", ["u/5"])
-    gate.done(KEY, "t1")
-    assert ow.check(KEY, "u/5") == SKIP
-    assert ow.check(KEY, "u/6") == ADD, "another version of the object is somebody else's change"
-    assert ow.check("handle/op/h", "u/5") == ADD, "the record is per key"
+    gate.done(KEY, "t1", writes=["u/5"])
+    assert observe(gate, KEY, "u/5") == "own-write"
+    assert observe(gate, KEY, "u/6") == "published", "another version of the object is somebody else's change"
+    assert observe(gate, "handle/op/h", "u/5") == "published", "the record is per key"
 
 
-def test_event_during_the_run_is_deferred_and_judged_by_its_settle(ow: OwnWrites, gate: Gate) -> None:
+def test_events_during_the_run_are_deferred_and_judged_by_its_done(gate: Gate) -> None:
     gate.start(KEY, "t1")
-    assert ow.check(KEY, "u/7") == DEFERRED  # the run's own write, seen before the run ended
-    assert ow.check(KEY, "u/8") == DEFERRED  # somebody else's write during the run
-    settled = ow.settle(KEY, "t1", ["u/7"])
-    assert settled.deferred == 2 and settled.own == 1 and settled.foreign == ["u/8"]
-    assert ow.settle(KEY, "t1", []).deferred == 0, "judged once"
+    assert observe(gate, KEY, "u/7") == "deferred"  # the run's own write, seen before the run ended
+    assert observe(gate, KEY, "u/8") == "deferred"  # somebody else's write during the run
+    done = gate.done(KEY, "t1", writes=["u/7"])
+    assert (done.deferred, done.foreign) == (2, 1)
+    assert done.rerun is not None, "somebody else's change: DONE publishes exactly one more run"
+    assert gate.start(KEY, "t2") is not None
+    assert gate.done(KEY, "t2").deferred == 0, "judged once"
 
 
-def test_between_settle_and_done_the_key_is_added(ow: OwnWrites, gate: Gate) -> None:
+def test_a_run_whose_deferred_events_were_all_its_own_needs_no_rerun(gate: Gate) -> None:
     gate.start(KEY, "t1")
-    ow.settle(KEY, "t1", ["u/7"])
-    assert ow.check(KEY, "u/9") == ADD  # settled: the gate's pending-while-running makes DONE re-publish
-    assert ow.check(KEY, "u/7") == SKIP
-    assert gate.add(KEY)[0] == "pending-while-running"
-    assert gate.done(KEY, "t1") is not None
+    assert observe(gate, KEY, "u/own") == "deferred"
+    done = gate.done(KEY, "t1", writes=["u/own"])
+    assert (done.deferred, done.foreign, done.rerun) == (1, 0, None)
+    assert observe(gate, KEY, "u/own") == "own-write", "recorded for a late duplicate of the event too"
 
 
-def test_a_new_run_defers_again_despite_the_previous_closing_mark(ow: OwnWrites, gate: Gate) -> None:
+def test_an_event_without_a_write_id_during_a_run_is_pending_while_running(gate: Gate) -> None:
+    """DELETED, LISTED, an object being deleted: never deferred, always a run after this one."""
     gate.start(KEY, "t1")
-    ow.settle(KEY, "t1", [])
-    gate.done(KEY, "t1")
-    gate.start(KEY, "t2")
-    assert ow.check(KEY, "u/10") == DEFERRED
+    assert observe(gate, KEY, None) == "pending-while-running"
+    assert gate.done(KEY, "t1").rerun is not None
 
 
-def test_a_run_that_died_leaves_its_deferred_events_to_the_next_run(ow: OwnWrites, gate: Gate) -> None:
+def test_a_run_that_died_leaves_its_deferred_events_to_the_next_run(gate: Gate) -> None:
     gate.start(KEY, "t1")
-    assert ow.check(KEY, "u/11") == DEFERRED
-    # t1 dies without settling; the reaper re-runs the key as t2, whose settle sees the event as not its own
+    assert observe(gate, KEY, "u/11") == "deferred"
+    # t1 dies without DONE; the reaper re-runs the key as t2, whose DONE sees the event as not its own
     gate.redis.delete(f"gate:{{{KEY}}}:active")
     gate.start(KEY, "t2")
-    assert ow.settle(KEY, "t2", []).foreign == ["u/11"]
+    done = gate.done(KEY, "t2")
+    assert done.foreign == 1 and done.rerun is not None
 
 
-def test_records_expire(ow: OwnWrites, r: redis.Redis) -> None:
-    ow.settle(KEY, "t1", ["u/1"])
+def test_a_run_that_lost_its_lease_leaves_the_rerun_to_the_holder(gate: Gate) -> None:
+    gate.start(KEY, "t1")
+    assert observe(gate, KEY, "u/12") == "deferred"
+    gate.redis.set(f"gate:{{{KEY}}}:active", "t2")  # t1's lease lapsed and t2 took the key
+    done = gate.done(KEY, "t1")
+    assert done.foreign == 1 and done.rerun is None, "not t1's to publish: the key is owed to t2's DONE"
+    assert gate.done(KEY, "t2").rerun is not None
+
+
+def test_records_expire(gate: Gate, r: redis.Redis) -> None:
+    gate.start(KEY, "t1")
+    gate.done(KEY, "t1", writes=["u/1"])
     assert 0 < r.pttl(own_writes.records_key(KEY)) <= own_writes.RECORD_TTL_MS
 
 
-# --- the worker's settle -----------------------------------------------------------------------------------------
+# --- the watcher's intake ----------------------------------------------------------------------------------------
 
 
-def _runtime(redis_server, r: redis.Redis, own: OwnWrites) -> Runtime:
-    settings = Settings.from_env(redis_url=redis_server.url)
-    gate = Gate(r, lease_seconds=30)
-    app = Celery("test-own-writes", broker=redis_server.url, set_as_current=False)
-    return Runtime(settings, r, gate, DueIndex(r), Enqueuer(settings, app, gate), own)
+class RecordingIntake(GateIntake):
+    """The real intake (cache, OBSERVE, fallbacks); only what it would publish is recorded instead of sent."""
+
+    def __init__(self, enqueuer: Enqueuer, cache: CacheWriter | None = None) -> None:
+        super().__init__(enqueuer, cache)
+        self.published: list[str] = []
+
+    def _publish(self, publishes: list[Publish]) -> None:
+        self.published += [p.key for p in publishes]
 
 
-def test_worker_settle_reruns_the_key_for_a_foreign_change(redis_server, r: redis.Redis, ow: OwnWrites) -> None:
-    rt = _runtime(redis_server, r, ow)
-    rt.gate.start(KEY, "t1")
-    assert ow.check(KEY, "u/own") == DEFERRED
-    assert ow.check(KEY, "u/other") == DEFERRED
-    settle(rt, KEY, "t1", ["u/own"])
-    assert rt.gate.done(KEY, "t1") is not None, "DONE must publish one more run"
+def _intake(redis_url: str, client: redis.Redis, cache: bool = False) -> RecordingIntake:
+    settings = Settings.from_env(redis_url=redis_url, operator_namespace="op")
+    gate = Gate(client, lease_seconds=30)
+    app = Celery("test-own-writes", broker=redis_url, set_as_current=False)
+    writer = CacheWriter(client, settings.domain) if cache else None
+    return RecordingIntake(Enqueuer(settings, app, gate), writer)
 
 
-def test_worker_settle_of_only_own_writes_needs_no_rerun(redis_server, r: redis.Redis, ow: OwnWrites) -> None:
-    rt = _runtime(redis_server, r, ow)
-    rt.gate.start(KEY, "t1")
-    assert ow.check(KEY, "u/own") == DEFERRED
-    settle(rt, KEY, "t1", ["u/own"])
-    assert rt.gate.done(KEY, "t1") is None
-
-
-def test_worker_that_cannot_settle_reruns_the_key(redis_server, r: redis.Redis) -> None:
-    rt = _runtime(redis_server, r, OwnWrites(dead_redis()))
-    rt.gate.start(KEY, "t1")
-    settle(rt, KEY, "t1", ["u/own"])  # never raises
-    assert rt.gate.done(KEY, "t1") is not None
-
-
-# --- the watcher's filter ----------------------------------------------------------------------------------------
-
-
-def _watcher(check: OwnWrites | None) -> tuple[Watcher, list[str]]:
-    keys: list[str] = []
+def _watcher(intake: RecordingIntake) -> Watcher:
     settings = Settings.from_env(operator_namespace="op")
-    watcher = Watcher(settings, None, keys.append, leader_election=False, own_writes=check)  # type: ignore[arg-type]
-    watcher._informers = [object()]  # type: ignore[list-item]  # "watching", so _emit does not drop keys
-    return watcher, keys
+    watcher = Watcher(settings, None, print, leader_election=False, intake=intake)  # type: ignore[arg-type]
+    watcher._informers = [object()]  # type: ignore[list-item]  # "watching", so a failed delivery is retried
+    return watcher
 
 
 def _claim(version: str, **metadata: object) -> dict:
@@ -152,41 +147,65 @@ def _claim(version: str, **metadata: object) -> dict:
             "metadata": {"name": "a", "namespace": "ns", "uid": "u", "resourceVersion": version, **metadata}}
 
 
-def test_watcher_skips_only_modified_and_added_events_of_live_objects(ow: OwnWrites) -> None:
+def test_watcher_skips_only_modified_and_added_events_of_live_objects(redis_server, r: redis.Redis) -> None:
     """MODIFIED and ADDED events carrying a recorded write id are the run's own (an ADDED with the very version a
     run's create returned is that create); DELETED, LISTED, an object being deleted, another version: a key."""
-    ow.settle(KEY, "t1", ["u/1"])
-    watcher, keys = _watcher(ow)
+    intake = _intake(redis_server.url, r)
+    intake.gate.start(KEY, "t1")
+    intake.gate.done(KEY, "t1", writes=["u/1"])
+    watcher = _watcher(intake)
     watcher.on_event(ROUTE_CLAIM, "MODIFIED", _claim("1"))
     watcher.on_event(ROUTE_CLAIM, "ADDED", _claim("1"))
-    assert keys == []
+    assert intake.published == []
     for event_type in ("DELETED", "LISTED"):
         watcher.on_event(ROUTE_CLAIM, event_type, _claim("1"))
-    watcher.on_event(ROUTE_CLAIM, "MODIFIED", _claim("1", deletionTimestamp="2020-01-01T00:00:00Z"))
-    watcher.on_event(ROUTE_CLAIM, "MODIFIED", _claim("2"))
+        r.delete(f"gate:{{{KEY}}}:pending")  # as if the published run had started: the next event publishes again
+    for claim in (_claim("1", deletionTimestamp="2020-01-01T00:00:00Z"), _claim("2")):
+        watcher.on_event(ROUTE_CLAIM, "MODIFIED", claim)
+        r.delete(f"gate:{{{KEY}}}:pending")
     watcher.on_event(ROUTE_CLAIM, "ADDED", _claim("3"))  # starts to match the watch with somebody else's version
-    assert keys == [KEY] * 5
+    assert intake.published == [KEY] * 5
 
 
-def test_watcher_adds_the_key_when_redis_is_away() -> None:
-    watcher, keys = _watcher(OwnWrites(dead_redis()))
-    watcher.on_event(ROUTE_CLAIM, "MODIFIED", _claim("1"))
-    assert keys == [KEY]
+def test_intake_writes_the_cache_before_the_key_in_one_delivery(redis_server, r: redis.Redis) -> None:
+    intake = _intake(redis_server.url, r, cache=True)
+    claim = _claim("7")
+    assert intake.deliver("MODIFIED", claim, [(KEY, "u/7")]) == ["published"]
+    cached = ObjectCache(r, intake.enqueuer.settings.domain)
+    assert r.hget(object_key("poolboy.gpte.redhat.com/v1|ResourceClaim|ns|a"), "rv") == "7"
+    assert cached.redis.hget(object_key("poolboy.gpte.redhat.com/v1|ResourceClaim|ns|a"), "doc")
+    assert intake.published == [KEY]
+    assert intake.deliver("DELETED", claim, [(KEY, None)]) == ["coalesced"]
 
 
-def test_watcher_skips_a_managed_resource_written_by_its_handle_run(ow: OwnWrites) -> None:
+def test_intake_falls_back_to_add_when_the_check_fails(redis_server, r: redis.Redis) -> None:
+    r.set(own_writes.records_key(KEY), "not a set")  # the own-write check's SISMEMBER fails with WRONGTYPE
+    intake = _intake(redis_server.url, r)
+    assert intake.deliver("MODIFIED", _claim("1"), [(KEY, "u/1")]) == ["published"]
+    assert intake.published == [KEY]
+
+
+def test_intake_raises_when_redis_is_away_so_the_watcher_delivers_again(redis_server) -> None:
+    intake = _intake(redis_server.url, dead_redis())
+    with pytest.raises(redis.exceptions.ConnectionError):
+        intake.deliver("MODIFIED", _claim("1"), [(KEY, "u/1")])
+
+
+def test_watcher_skips_a_managed_resource_written_by_its_handle_run(redis_server, r: redis.Redis) -> None:
     handle_key = "handle/op/guid-h"
-    ow.settle(handle_key, "t1", ["m/3"])
-    watcher, keys = _watcher(ow)
+    intake = _intake(redis_server.url, r)
+    intake.gate.start(handle_key, "t1")
+    intake.gate.done(handle_key, "t1", writes=["m/3"])
+    watcher = _watcher(intake)
     resource = {"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": "x", "namespace": "ns", "uid": "m", "resourceVersion": "3",
                              "annotations": {"poolboy.gpte.redhat.com/resource-handle-name": "guid-h",
                                              "poolboy.gpte.redhat.com/resource-handle-namespace": "op"}}}
     watcher.on_event(mapping.MANAGED, "MODIFIED", resource)
-    assert keys == []
+    assert intake.published == []
     resource["metadata"]["resourceVersion"] = "4"  # its controller changed it afterwards
     watcher.on_event(mapping.MANAGED, "MODIFIED", resource)
-    assert keys == [handle_key]
+    assert intake.published == [handle_key]
 
 
 # --- what kube.py reports ----------------------------------------------------------------------------------------

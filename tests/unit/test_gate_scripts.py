@@ -45,18 +45,18 @@ def test_start_clears_pending_and_event_during_run_republishes_once(gate):
     _, publish = gate.add(KEY)
     assert gate.start(KEY, "t1") is not None
     assert [gate.add(KEY)[0] for _ in range(5)] == ["pending-while-running"] + ["coalesced"] * 4
-    rerun = gate.done(KEY, "t1")
+    rerun = gate.done(KEY, "t1").rerun
     assert rerun is not None and rerun.msg_id != publish.msg_id
     assert gate.add(KEY)[0] == "coalesced"  # the re-run's message is queued
     assert gate.start(KEY, "t2") is not None
-    assert gate.done(KEY, "t2") is None
+    assert gate.done(KEY, "t2").rerun is None
 
 
 def test_busy_start_marks_pending_for_the_holder(gate, r):
     assert gate.start(KEY, "t1") is not None
     assert gate.start(KEY, "t2") is None  # a duplicate message while running: no concurrent run
     assert r.exists(pending_key(KEY))
-    assert gate.done(KEY, "t1") is not None  # ...folded into exactly one re-run
+    assert gate.done(KEY, "t1").rerun is not None  # ...folded into exactly one re-run
 
 
 def test_stale_token_cannot_release_or_renew_new_holders_lease(gate, r):
@@ -64,7 +64,7 @@ def test_stale_token_cannot_release_or_renew_new_holders_lease(gate, r):
     r.delete(active_key(KEY))  # the old lease lapsed
     assert gate.start(KEY, "new") is not None
     assert not gate.renew(KEY, "old")
-    assert gate.done(KEY, "old") is None
+    assert gate.done(KEY, "old").rerun is None
     assert r.get(active_key(KEY)) == b"new"
     assert gate.renew(KEY, "new")
 
@@ -81,7 +81,7 @@ def test_event_during_run_upgrades_the_rerun_priority(gate):
     gate.start(KEY, "t1")
     gate.add(KEY, "resync")
     gate.add(KEY, "event")
-    assert gate.done(KEY, "t1").priority == 0
+    assert gate.done(KEY, "t1").rerun.priority == 0
 
 
 def test_stale_pending_is_rearmed(gate, r):

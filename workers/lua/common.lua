@@ -12,3 +12,30 @@ end
 local function mark(id, ts, cls, q)
   return id .. '|' .. ts .. '|' .. cls .. '|' .. q
 end
+
+-- Record that the key needs a run (the ADD transition; add.lua and observe.lua return it).
+local function gate_add(pending, active_key, msg_id, cls, pending_ttl, stale_ms)
+  local now = now_ms()
+  local active = redis.call('EXISTS', active_key) == 1
+  local cur = redis.call('GET', pending)
+  if cur then
+    local id, ts, pcls, q = parse(cur)
+    if active then
+      if cls < pcls then  -- remember the higher class so the holder's re-publish uses it
+        redis.call('SET', pending, mark(id, ts, cls, q), 'KEEPTTL')
+      end
+      return {0}
+    end
+    if q == '1' and cls >= pcls and now - ts <= tonumber(stale_ms) then
+      return {0}
+    end
+    -- otherwise re-arm: the holder died owing a run (q=0), the queued message looks lost (stale),
+    -- or this event outranks the queued resync message (a priority inversion: docs/behaviour.md#work-gate)
+  end
+  if active then
+    redis.call('SET', pending, mark(msg_id, now, cls, '0'), 'EX', pending_ttl)
+    return {1}
+  end
+  redis.call('SET', pending, mark(msg_id, now, cls, '1'), 'EX', pending_ttl)
+  return {2, msg_id, cls}
+end

@@ -1,16 +1,39 @@
--- DONE: KEYS pending, active, leases[, also_delete...]; ARGV token, new_msg_id, key, pending_ttl_s[, cached]
--- -> {0} lease is someone else's | {1} nothing owed | {2, msg_id, class} publish one more run
--- also_delete (after a successful run: the key's backoff counter, its logged-error memory) is deleted in the
--- same round trip. cached (after a successful run: the object's hash in the shared cache) gets field 'clean' =
--- the version the cache holds now: the periodic sweeps skip an object whose version has not moved since
-if #KEYS >= 4 then
-  redis.call('DEL', unpack(KEYS, 4))
+-- DONE: KEYS pending, active, leases, selfwrites, deferred[, also_delete...];
+-- ARGV token, new_msg_id, key, pending_ttl_s, cached, record_ttl_ms, write ids...
+-- -> {code, msg_id, class, deferred, foreign}: code 0 the lease is someone else's | 1 nothing owed |
+--    2 publish one more run (msg_id, class); deferred/foreign: watch events deferred to this run, and how many of
+--    them were not its own writes.
+-- First the run's own writes (workers/own_writes.py): its write ids are recorded, so their late events are skipped;
+-- the events deferred to it are judged: one that is not its own write is someone else's change, and the key is
+-- owed one more run. In the same script as the release, so no event falls between the two.
+-- also_delete (after a successful run: the key's backoff counter, its logged-error memory) is deleted here too.
+-- cached (after a successful run: the object's hash in the shared cache) gets field 'clean' = the version the
+-- cache holds now: the periodic sweeps skip an object whose version has not moved since.
+if #ARGV >= 7 then
+  redis.call('SADD', KEYS[4], unpack(ARGV, 7))
+  redis.call('PEXPIRE', KEYS[4], ARGV[6])
+end
+local deferred = redis.call('SMEMBERS', KEYS[5])
+local foreign = 0
+for _, id in ipairs(deferred) do
+  if redis.call('SISMEMBER', KEYS[4], id) == 0 then
+    foreign = foreign + 1
+  end
+end
+if #deferred > 0 then
+  redis.call('DEL', KEYS[5])
+end
+if foreign > 0 and not redis.call('GET', KEYS[1]) then
+  redis.call('SET', KEYS[1], mark(ARGV[2], now_ms(), 0, '0'), 'EX', ARGV[4])
+end
+if #KEYS >= 6 then
+  redis.call('DEL', unpack(KEYS, 6))
 end
 local a = redis.call('GET', KEYS[2])
 if a and a ~= ARGV[1] then
-  return {0}
+  return {0, '', 0, #deferred, foreign}
 end
-if ARGV[5] and ARGV[5] ~= '' then
+if ARGV[5] ~= '' then
   local rv = redis.call('HGET', ARGV[5], 'rv')
   if rv then
     redis.call('HSET', ARGV[5], 'clean', rv)
@@ -22,11 +45,11 @@ end
 redis.call('ZREM', KEYS[3], ARGV[3])
 local cur = redis.call('GET', KEYS[1])
 if not cur then
-  return {1}
+  return {1, '', 0, #deferred, foreign}
 end
 local _, _, cls, q = parse(cur)
 if q == '1' then  -- our lease lapsed and a message was queued meanwhile
-  return {1}
+  return {1, '', 0, #deferred, foreign}
 end
 redis.call('SET', KEYS[1], mark(ARGV[2], now_ms(), cls, '1'), 'EX', ARGV[4])
-return {2, ARGV[2], cls}
+return {2, ARGV[2], cls, #deferred, foreign}
