@@ -11,7 +11,7 @@ covers it:
   and the sweep adds it (the gate re-publishes a queued mark older than ``gate_stale_seconds``);
 * time: lifespan starts and ends, unclaimed handles and re-checks of permanent errors are in the due-index; an
   object whose provider's templates read the clock (``now()``, ``timestamp``, ``datetime``) re-runs itself every
-  ``time_dependent_interval`` through the due-index (:attr:`poolboy.domain.provider.Provider.reads_clock`).
+  ``time_dependent_interval`` through the due-index (:attr:`poolboy.domain.provider_spec.ProviderSpec.reads_clock`).
 
 So an object whose cached version equals its clean mark and which owes no run is passed over: a sweep of 1 500
 converged objects costs two pipelined Redis round trips instead of 1 500 reconciles. The full resync

@@ -1,5 +1,5 @@
-"""ResourceProvider wrapper: typed access to the spec and the provider-side rendering rules
-(docs/behaviour.md#resources, #claim-initialisation, #linked-providers).
+"""ResourceProvider wrapper: lookup, validity and the provider-side rendering rules, on top of the typed spec fields
+of :mod:`poolboy.domain.provider_spec` (docs/behaviour.md#resources, #claim-initialisation, #linked-providers).
 
 Both reconcilers (claim and handle) need the same answers from a provider — "what is the resource list for
 these parameter values", "what is the final definition", "what are the lifespan limits" — so they live here,
@@ -11,14 +11,11 @@ goes to the API every time, because a reconcile must see the provider as it is n
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
+from poolboy.domain.provider_spec import KIND, ProviderSpec
 from poolboy.result import PermanentError
 from poolboy.utils import timeutil
 
@@ -27,22 +24,11 @@ if TYPE_CHECKING:
     from poolboy.domain.lifespan import Limits
 
 
-#: a template expression that reads the clock: now(...), timestamp(...), datetime.* (over-matching only costs runs)
-_CLOCK = re.compile(r"\bnow\s*\(|\btimestamp\b|\bdatetime\b")
-
-
-@lru_cache(maxsize=256)
-def _reads_clock(spec_json: bytes) -> bool:
-    return _CLOCK.search(spec_json.decode()) is not None
-
-
 def _templating() -> Any:
     """Imported on use so that this module (and ``ProviderNotFound``) imports even where templating is unused."""
     from poolboy.utils import templating
 
     return templating
-
-KIND = "ResourceProvider"
 
 
 class ProviderNotFound(PermanentError):
@@ -78,11 +64,9 @@ def _wrap(obj: Mapping[str, Any] | None) -> Any:
     return _templating().wrap_object(obj) if obj is not None else None
 
 
-class Provider:
-    """A ResourceProvider as returned by the API, plus the rules that only depend on it."""
-
-    def __init__(self, obj: dict[str, Any]) -> None:
-        self.obj = obj
+class Provider(ProviderSpec):
+    """A ResourceProvider as returned by the API, plus the rules that only depend on it (its spec fields:
+    :class:`~poolboy.domain.provider_spec.ProviderSpec`)."""
 
     # --- lookup --------------------------------------------------------------------------------------------
 
@@ -107,31 +91,6 @@ class Provider:
         items = ctx.kube.list(ctx.settings.api_version, KIND, ctx.settings.operator_namespace)
         return sorted((cls(item) for item in items), key=lambda p: p.name)
 
-    # --- identity ------------------------------------------------------------------------------------------
-
-    @property
-    def name(self) -> str:
-        name: str = self.obj["metadata"]["name"]
-        return name
-
-    @property
-    def namespace(self) -> str:
-        namespace: str = self.obj["metadata"].get("namespace", "")
-        return namespace
-
-    @property
-    def ref(self) -> dict[str, str]:
-        """Full reference ``{apiVersion, kind, name, namespace}`` (docs/behaviour.md#conventions)."""
-        return {"apiVersion": self.obj.get("apiVersion", ""), "kind": KIND, "name": self.name,
-                "namespace": self.namespace}
-
-    @property
-    def spec(self) -> dict[str, Any]:
-        return self.obj.get("spec") or {}
-
-    def __repr__(self) -> str:
-        return f"Provider({self.name!r})"
-
     # --- validity ------------------------------------------------------------------------------------------
 
     @property
@@ -147,122 +106,6 @@ class Provider:
         if found:
             raise ProviderInvalid(self.name, found)
         return self
-
-    @property
-    def reads_clock(self) -> bool:
-        """Whether a template of this provider may render differently as time passes (it names ``now()``,
-        ``timestamp`` or ``datetime``): its claims and handles then re-run every ``time_dependent_interval``, the
-        only periodic work a converged object needs."""
-        return _reads_clock(orjson.dumps(self.spec, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS))
-
-    # --- spec fields ---------------------------------------------------------------------------------------
-
-    @property
-    def template_enable(self) -> bool:
-        return bool((self.spec.get("template") or {}).get("enable"))
-
-    @property
-    def approval_required(self) -> bool:
-        return bool((self.spec.get("approval") or {}).get("required"))
-
-    @property
-    def approval_pending_message(self) -> str:
-        return (self.spec.get("approval") or {}).get("pendingMessage") or "Approval pending."
-
-    @property
-    def disable_creation(self) -> bool:
-        return bool(self.spec.get("disableCreation"))
-
-    @property
-    def default(self) -> dict[str, Any] | None:
-        return self.spec.get("default")
-
-    @property
-    def override(self) -> dict[str, Any] | None:
-        return self.spec.get("override")
-
-    @property
-    def match(self) -> dict[str, Any] | None:
-        return self.spec.get("match")
-
-    @property
-    def match_ignore(self) -> list[str]:
-        return list(self.spec.get("matchIgnore") or [])
-
-    @property
-    def update_filters(self) -> list[dict[str, Any]]:
-        return list(self.spec.get("updateFilters") or [])
-
-    @property
-    def parameters(self) -> list[dict[str, Any]]:
-        return list(self.spec.get("parameters") or [])
-
-    @property
-    def vars(self) -> dict[str, Any]:
-        return dict(self.spec.get("vars") or {})
-
-    @property
-    def resource_name(self) -> str:
-        return self.spec.get("resourceName") or self.name
-
-    @property
-    def resource_requires_claim(self) -> bool:
-        return bool(self.spec.get("resourceRequiresClaim"))
-
-    @property
-    def health_check(self) -> str | None:
-        return self.spec.get("healthCheck") or None
-
-    @property
-    def readiness_check(self) -> str | None:
-        return self.spec.get("readinessCheck") or None
-
-    @property
-    def status_summary_template(self) -> Any:
-        return self.spec.get("statusSummaryTemplate")
-
-    @property
-    def linked_resource_providers(self) -> list[dict[str, Any]]:
-        return list(self.spec.get("linkedResourceProviders") or [])
-
-    @property
-    def template_definition(self) -> dict[str, Any] | None:
-        return (self.spec.get("template") or {}).get("definition")
-
-    @property
-    def has_template_definition(self) -> bool:
-        """docs/behaviour.md#claim-initialisation: a provider with neither ``override`` nor ``template.definition`` is a
-        pure linker."""
-        return self.override is not None or self.template_definition is not None
-
-    @property
-    def resource_claim_labels(self) -> dict[str, str]:
-        return dict(self.spec.get("resourceClaimLabels") or {})
-
-    @property
-    def resource_claim_annotations(self) -> dict[str, str]:
-        return dict(self.spec.get("resourceClaimAnnotations") or {})
-
-    @property
-    def lifespan(self) -> dict[str, Any]:
-        return dict(self.spec.get("lifespan") or {})
-
-    @property
-    def unclaimed(self) -> str | None:
-        return self.lifespan.get("unclaimed") or None
-
-    @property
-    def validation(self) -> dict[str, Any]:
-        return dict(self.spec.get("validation") or {})
-
-    # --- template variables --------------------------------------------------------------------------------
-
-    def template_vars(self, handle: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """Provider ``vars`` overlaid by the handle's ``spec.vars`` (docs/behaviour.md#template-variables)."""
-        result = self.vars
-        if handle is not None:
-            result.update((handle.get("spec") or {}).get("vars") or {})
-        return result
 
     def _base_variables(self, resource_claim: Mapping[str, Any] | None,
                         resource_handle: Mapping[str, Any] | None) -> dict[str, Any]:

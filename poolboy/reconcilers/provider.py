@@ -21,7 +21,8 @@ from typing import Any
 from poolboy import keys, kube
 from poolboy.context import Context
 from poolboy.domain import conditions as cond
-from poolboy.domain.provider import KIND, Provider
+from poolboy.domain.provider import Provider
+from poolboy.domain.provider_spec import KIND
 from poolboy.domain.provider_validation import describe
 from poolboy.result import Result
 

@@ -14,7 +14,8 @@ from typing import Any
 import jmespath
 from jmespath import functions
 
-from poolboy.utils.template_guards import join_estimate, refuse_estimate
+from poolboy.utils.template_guards.estimates import join_estimate
+from poolboy.utils.template_guards.measure import refuse_estimate
 
 
 class CommunityFunctions(functions.Functions):

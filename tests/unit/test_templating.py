@@ -583,10 +583,10 @@ def test_template_var_values_are_not_rendered_as_templates_twice():
 
 
 def test_compiled_templates_are_cached():
-    from poolboy.utils.templating import _compile
+    from poolboy.utils.templating.compiled import compile_template
 
-    _compile.cache_clear()
+    compile_template.cache_clear()
     render_string("{{ cached_x }}", {"cached_x": 1})
     render_string("{{ cached_x }}", {"cached_x": 2})
-    info = _compile.cache_info()
+    info = compile_template.cache_info()
     assert info.misses == 1 and info.hits >= 1

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from poolboy.utils import template_guards
+from poolboy.utils.template_guards import limits
 from poolboy.utils.templating import TemplateError, check, render, render_string
 
 
@@ -100,7 +100,7 @@ HOSTILE = [
 def patient_clock(monkeypatch):
     """The wall-clock limit far away, so a test about another limit does not depend on the machine's load (on a
     busy machine the 1 s deadline can fire before the limit under test)."""
-    monkeypatch.setattr(template_guards, "TIME_LIMIT", 60.0)
+    monkeypatch.setattr(limits, "TIME_LIMIT", 60.0)
 
 
 @pytest.mark.parametrize(("source", "variables", "message"), HOSTILE)

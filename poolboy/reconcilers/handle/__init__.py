@@ -1,0 +1,99 @@
+"""ResourceHandle reconciler (docs/behaviour.md#handles, #health, #deletion): creates and updates the managed resources
+of a handle and computes its health, readiness and summary.
+
+Order (docs/behaviour.md#handles): expiry → provider-mode regeneration of ``spec.resources`` → ``status.resources``
+shape → per resource (claim requirement, linked waits, render, record reference, create/update) → status → enqueue the
+claim. A reference is made durable in status BEFORE the resource is created (with an rv precondition), so that a
+deletion that starts meanwhile either fails our write (and we re-read and clean up) or sees the reference: a
+resource is never created without its handle knowing it.
+
+The parts: :mod:`.names` (kind, enqueued keys, how Events name a resource), :mod:`.lifecycle` (cleanup, expiry,
+deleting the handle), :mod:`.regeneration` (provider mode), :mod:`.run` (managing the resources, health, summary),
+:mod:`.status` (shape, conditions and the write of the status).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from poolboy import keys
+from poolboy.context import Context
+from poolboy.domain import binding, conditions
+from poolboy.domain.object_meta import is_ignored
+from poolboy.domain.provider import clock_rerun
+from poolboy.reconcilers import preamble
+from poolboy.reconcilers.handle.lifecycle import cleanup, expiry, requeue_at
+from poolboy.reconcilers.handle.names import KIND, claim_key, pool_key, unique_keys
+from poolboy.reconcilers.handle.regeneration import regenerate
+from poolboy.reconcilers.handle.run import HandleRun, Providers, resource_version
+from poolboy.reconcilers.handle.status import set_conditions, write_status
+from poolboy.result import PermanentError, Result
+
+
+def reconcile(ctx: Context, namespace: str, name: str) -> Result:
+    return preamble.reconcile_object(ctx, KIND, namespace, name, live=_live, deleting=cleanup)
+
+
+def _read_claim(ctx: Context, handle: dict[str, Any]) -> dict[str, Any] | None:
+    """The bound claim, or None when it is gone, including when a new claim now has its name (another uid)."""
+    ref = (handle.get("spec") or {}).get("resourceClaim")
+    if not ref:
+        return None
+    claim = ctx.kube.get_or_none(ref.get("apiVersion") or ctx.settings.api_version, "ResourceClaim", ref["name"],
+                                 ref["namespace"])
+    return claim if claim is not None and binding.bound_to(ctx, handle, claim) else None
+
+
+def _record_error(ctx: Context, run: HandleRun, error: PermanentError) -> None:
+    previous = conditions.get_condition((run.handle.get("status") or {}).get("conditions"), "Synced") or {}
+    run.status["resources"] = run.status_resources
+    set_conditions(ctx, run.status, run.handle, error)
+    run.handle = write_status(ctx, run.handle, run.status)
+    if previous.get("message") != error.message:
+        ctx.kube.emit_event(run.handle, error.reason, error.message, type="Warning")
+
+
+def _live(ctx: Context, handle: dict[str, Any]) -> Result:
+    namespace, name = handle["metadata"]["namespace"], handle["metadata"]["name"]
+    read_version = resource_version(handle)
+    claim = _read_claim(ctx, handle)
+    if is_ignored(ctx, claim):
+        # even expiry waits: it would delete the ignored claim (docs/behaviour.md#triggers-and-finalizers); resuming
+        # runs it again
+        return Result()
+    expired = expiry(ctx, handle, claim)
+    if expired is not None:
+        return expired
+    providers = Providers(ctx)
+    old_status = handle.get("status") or {}
+    run: HandleRun | None = None
+    try:
+        handle = regenerate(ctx, handle, claim, providers)
+        run = HandleRun(ctx, handle, claim, providers)
+        run.manage_all()
+        run.compute_health()
+    except PermanentError as error:
+        run = run or HandleRun(ctx, handle, claim, providers)
+        _record_error(ctx, run, error)
+        raise PermanentError(error.reason, error.message, error.recheck_after,
+                             enqueue=unique_keys(claim_key(handle))) from error
+    run.status["resources"] = run.status_resources
+    set_conditions(ctx, run.status, run.handle, None)
+    changed = run.status != (run.handle.get("status") or {}) or run.status != old_status
+    run.handle = write_status(ctx, run.handle, run.status)
+    waiting: tuple[str, ...] = ()
+    unbound = not (run.handle.get("spec") or {}).get("resourceClaim")
+    if changed and unbound:
+        waiting = binding.waiting_claim_keys(ctx)  # an unbound handle appeared or changed: waiting claims look again
+    # Only an unbound handle counts in its pool (its status lists unbound handles); the bind itself enqueues the
+    # pool, so a bound handle's later status changes (resource created, ready) need no pool run, each of which
+    # lists every unbound handle of the pool.
+    again = keys.make(keys.HANDLE, namespace, name) if run.run_again else None
+    # The claim mirrors this handle's status and (itself, from the watch) its resources' states: it needs a run
+    # only when this run changed the handle. A resync of an unchanged handle costs its claim nothing.
+    handle_changed = changed or resource_version(run.handle) != read_version
+    enqueue = unique_keys(claim_key(run.handle) if handle_changed else None, *waiting, again)
+    next_runs = [t for t in (requeue_at(run.handle), clock_rerun(ctx, providers.cache.values())) if t]
+    return Result(requeue_at=min(next_runs) if next_runs else None, enqueue=enqueue,
+                  batch=unique_keys(pool_key(ctx, run.handle) if changed and unbound else None))
+
