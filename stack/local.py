@@ -16,6 +16,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from stack import ports
 from stack.processes import Child, ComponentExited, rotate_logs
@@ -260,24 +261,38 @@ class LocalStack:
             add("flower", "flower", "--port", str(self.options.flower_port), "--address", "127.0.0.1")
 
     def _wait_ready(self) -> None:
+        """Until every worker answers a ping (and Flower, if any, its health check). One probe app for the whole
+        wait, and short pings back to back: a worker that is not consuming yet costs one ping's timeout, and the
+        ping after the last worker is ready returns as soon as it answered."""
         deadline = time.monotonic() + self.options.ready_timeout
-        while time.monotonic() < deadline:
-            dead = [c for c in self.children if not c.alive]
-            if dead:
-                raise ComponentExited(dead[0], "during start-up")
-            if self.workers_answering(limit=self.options.workers) >= self.options.workers and self._flower_answering():
-                return
-            time.sleep(0.2)
+        probe = self._probe()
+        try:
+            while time.monotonic() < deadline:
+                dead = [c for c in self.children if not c.alive]
+                if dead:
+                    raise ComponentExited(dead[0], "during start-up")
+                workers = self.options.workers
+                if self._answering(probe, workers, timeout=0.25) >= workers and self._flower_answering():
+                    return
+        finally:
+            probe.close()
         raise RuntimeError("the stack did not become ready in time; logs in " + str(self.log_dir))
 
-    def workers_answering(self, limit: int | None = None) -> int:
-        """How many workers answer a ping within 0.5 s (at once, when ``limit`` of them have)."""
+    def _probe(self) -> Any:
         from poolboy.settings import Settings
         from workers.redis_client import probe_app
 
-        probe = probe_app(Settings.from_env(self.env))
+        return probe_app(Settings.from_env(self.env))
+
+    @staticmethod
+    def _answering(probe: Any, limit: int | None, timeout: float) -> int:
+        return len(probe.control.ping(timeout=timeout, limit=limit) or [])
+
+    def workers_answering(self, limit: int | None = None) -> int:
+        """How many workers answer a ping within 0.5 s (at once, when ``limit`` of them have)."""
+        probe = self._probe()
         try:
-            return len(probe.control.ping(timeout=0.5, limit=limit) or [])
+            return self._answering(probe, limit, timeout=0.5)
         finally:
             probe.close()
 
