@@ -13,10 +13,13 @@ local function mark(id, ts, cls, q)
   return id .. '|' .. ts .. '|' .. cls .. '|' .. q
 end
 
--- Record that the key needs a run (the ADD transition; add.lua and observe.lua return it).
-local function gate_add(pending, active_key, msg_id, cls, pending_ttl, stale_ms)
+-- Record that the key needs a run (the ADD transition; add.lua and observe.lua return it). ``active``: whether a
+-- run holds the key, when the caller already asked (nil: ask).
+local function gate_add(pending, active_key, msg_id, cls, pending_ttl, stale_ms, active)
   local now = now_ms()
-  local active = redis.call('EXISTS', active_key) == 1
+  if active == nil then
+    active = redis.call('EXISTS', active_key) == 1
+  end
   local cur = redis.call('GET', pending)
   if cur then
     local id, ts, pcls, q = parse(cur)

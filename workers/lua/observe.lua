@@ -1,14 +1,16 @@
 -- OBSERVE (the watcher, per key a watch event wakes): the own-write check, then ADD.
 -- KEYS pending, active, selfwrites, deferred; ARGV msg_id, class, pending_ttl_s, stale_ms, write_id ('' none),
 -- deferred_ttl_s -> ADD's reply | {3} the key's own write (skip) | {4} deferred to the run going on
+local active = nil
 if ARGV[5] ~= '' then
   if redis.call('SISMEMBER', KEYS[3], ARGV[5]) == 1 then
     return {3}
   end
-  if redis.call('EXISTS', KEYS[2]) == 1 then
+  active = redis.call('EXISTS', KEYS[2]) == 1
+  if active then
     redis.call('SADD', KEYS[4], ARGV[5])
     redis.call('EXPIRE', KEYS[4], ARGV[6])
     return {4}
   end
 end
-return gate_add(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4])
+return gate_add(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], active)
