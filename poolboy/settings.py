@@ -63,8 +63,9 @@ class Settings:
     sweep_due_interval: float = 1.0
     #: slow re-check of a permanent (user-fixable) error
     permanent_error_recheck: float = 300.0
-    #: gate lease on a running key, renewed every lease/3 by a heartbeat
-    gate_lease_seconds: float = 30.0
+    #: gate lease on a running key, renewed every lease/3 by a heartbeat; also how long the key of a run whose
+    #: process was killed (SIGKILL, node loss) waits before the lease reaper runs it again
+    gate_lease_seconds: float = 10.0
     #: a pending gate mark expires after this long (must exceed the worst queue wait)
     gate_pending_ttl: float = 900.0
     #: a queued pending mark older than this with no run active is presumed lost and re-published by the next
@@ -85,7 +86,7 @@ class Settings:
     #: cap of the backoff when the API server failed the request (5xx, 429, no answer): such faults pass, and once
     #: they have, every object that met one should run again within seconds, not minutes (a Retry-After is honoured
     #: up to ``retry_backoff_max``)
-    retry_backoff_api_max: float = 10.0
+    retry_backoff_api_max: float = 5.0
     #: timeout of every Kubernetes API call
     api_timeout: float = 30.0
     #: Kubernetes Lease used to elect the active watcher
