@@ -20,8 +20,7 @@ from typing import Any
 
 from stack import ports
 from stack.processes import Child, ComponentExited, rotate_logs
-
-DEFAULT_QUEUES = "claims,handles,pools,providers,scalings,periodic"
+from workers.names import DEFAULT_QUEUES
 
 
 @dataclass

@@ -21,8 +21,8 @@ import uuid
 from pathlib import Path
 
 from stack import log_options
+from workers.names import DEFAULT_QUEUES
 
-DEFAULT_QUEUES = "claims,handles,pools,providers,scalings,periodic"
 #: Celery execution pools a worker may use (``-P``)
 POOLS = ("prefork", "solo", "threads", "gevent")
 #: seconds between worker heartbeats (Celery's default is 2); Flower marks a worker offline after two missed ones

@@ -9,6 +9,13 @@ PERIODIC_PREFIX = "poolboy.periodic."
 PERIODIC_QUEUE = "periodic"
 #: every queue a worker may consume: one per kind, plus beat's sweeps
 QUEUES: tuple[str, ...] = (*(queue_for(kind) for kind in KINDS), PERIODIC_QUEUE)
+#: the order a worker that consumes several queues takes them in, strictly (the broker's ``queue_order_strategy``
+#: is ``priority``): beat's sweeps first (a few cheap tasks a second, which keep deadlines and the lease reaper on
+#: time), then claims, whose binds users wait for, before the work a bind causes (the bound handle, the pool's
+#: refill), so a burst of claims binds before any replacement is provisioned
+CONSUME_ORDER: tuple[str, ...] = (PERIODIC_QUEUE, *(queue_for(kind) for kind in KINDS))
+#: ``--queues`` of a worker that consumes everything
+DEFAULT_QUEUES = ",".join(CONSUME_ORDER)
 
 
 def reconcile_task(kind: str) -> str:

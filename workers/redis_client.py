@@ -153,7 +153,10 @@ def celery_options(settings: Settings) -> dict[str, Any]:
     """Celery's broker settings: ``broker_url``, ``broker_transport`` (:mod:`workers.redis_transport`), the
     Sentinel/socket transport options, ``broker_use_ssl``."""
     endpoint = parse(settings)
-    transport: dict[str, Any] = {"socket_timeout": 10, "socket_connect_timeout": 5, "health_check_interval": 25}
+    # queue_order_strategy: a worker takes its queues strictly in the order it was given them
+    # (workers.names.CONSUME_ORDER), not round-robin
+    transport: dict[str, Any] = {"socket_timeout": 10, "socket_connect_timeout": 5, "health_check_interval": 25,
+                                 "queue_order_strategy": "priority"}
     tls = uses_tls(settings, endpoint)
     if endpoint.is_sentinel:
         transport["master_name"] = settings.redis_sentinel_master

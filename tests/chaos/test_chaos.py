@@ -29,7 +29,7 @@ import pytest
 import redis
 
 from stack.local import LocalStack, StackOptions
-from tests.e2e.burst import Burst, Watchdog, custom_api, wait_settled
+from tests.e2e.burst import Burst, Watchdog, custom_api, percentile, wait_settled
 from tests.e2e.conftest import FAST_INTERVALS
 from tests.waiting import wait_for
 
@@ -143,10 +143,12 @@ def test_chaos_during_a_burst_breaks_no_invariant_and_converges(chaos_stack: Loc
     creator.join(120)
     stack.cluster.clear_faults()
     calm = time.monotonic()
+    calm_epoch = time.time()
 
     wait_for(lambda: burst.all_bound(CLAIMS), timeout=150, interval=1.0,
              message=f"every claim bound after the chaos ({chaos.done})\n{stack.logs()}")
     bound = time.monotonic() - calm
+    during = burst.bind_seconds(created_before=calm_epoch)
     try:
         wait_for(lambda: burst.unbound_pool_handles() == POOL, timeout=90, interval=1.0,
                  message="pool back at exactly minAvailable")
@@ -167,7 +169,9 @@ def test_chaos_during_a_burst_breaks_no_invariant_and_converges(chaos_stack: Loc
     print(f"chaos: {'; '.join(chaos.done)}\n"
           f"chaos figures: burst + chaos {calm - began:.1f}s; after the chaos stopped every claim bound in "
           f"{bound:.1f}s and the pool back at minAvailable in {converged:.1f}s; deleting {CLAIMS} claims took "
-          f"{deleted:.1f}s; runs reaped {count_in_logs(stack, 'lease expired without DONE')}; transient-error "
+          f"{deleted:.1f}s; bind p50/p90 of the {len(during)} claims created during the chaos "
+          f"{percentile(during, 0.5):.0f}s/{percentile(during, 0.9):.0f}s; "
+          f"runs reaped {count_in_logs(stack, 'lease expired without DONE')}; transient-error "
           f"retries {count_in_logs(stack, 'transient')}; Events dropped {count_in_logs(stack, 'could not emit event')}"
           f"; {watchdog.events} watch events checked")
     assert not violations, violations

@@ -11,6 +11,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes import client, config, watch
@@ -91,6 +92,19 @@ class Burst:
 
     def bound_count(self) -> int:
         return sum(1 for c in self.claims() if (c.get("status") or {}).get("resourceHandle"))
+
+    def bind_seconds(self, created_before: float | None = None) -> list[float]:
+        """Seconds from each bound claim's creation to its ``Bound=True`` condition (whole seconds, as the API
+        stores timestamps), for claims created before the epoch time ``created_before`` (all when None)."""
+        result = []
+        for claim in self.claims():
+            created = _epoch(claim["metadata"].get("creationTimestamp"))
+            bound = next((_epoch(c.get("lastTransitionTime")) for c in (claim.get("status") or {}).get(
+                "conditions") or [] if c.get("type") == "Bound" and c.get("status") == "True"), None)
+            if created is None or bound is None or (created_before is not None and created >= created_before):
+                continue
+            result.append(bound - created)
+        return sorted(result)
 
     def all_bound(self, count: int) -> bool:
         claims = self.claims()
@@ -231,3 +245,16 @@ def wait_settled(burst: Burst, timeout: float = 60.0) -> None:
         wait_for(clean, timeout=timeout, interval=1.0, message="every claim, handle and resource consistent")
     except AssertionError as error:
         raise AssertionError(f"{error}: {last[0][:20]}") from None
+
+
+def _epoch(timestamp: str | None) -> float | None:
+    if not timestamp:
+        return None
+    return datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The ``q`` quantile (0..1) of sorted ``values``, nearest rank; 0 for none."""
+    if not values:
+        return 0.0
+    return values[min(len(values) - 1, max(0, round(q * len(values)) - 1))]
