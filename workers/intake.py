@@ -40,7 +40,7 @@ class GateIntake:
         self.cache = cache
 
     def deliver(self, event_type: str, obj: dict, wakes: list[tuple[str, str | None]]) -> list[str]:
-        cache_call = self.cache.event_call(event_type, obj) if self.cache is not None else None
+        cache_call = self._cache_call(event_type, obj)
         calls: list[Any] = [cache_call] if cache_call is not None else []
         calls += [self.gate.observe_call(key, write_id) for key, write_id in wakes]
         if not calls:
@@ -59,6 +59,17 @@ class GateIntake:
                 to_publish.append(publish)
         self._publish(to_publish)
         return outcomes
+
+    def _cache_call(self, event_type: str, obj: dict) -> Any:
+        """The event's cache write, or None: no cache, nothing to write, or an object the cache cannot hold (e.g.
+        nested deeper than its JSON encoder goes), which must not keep the event's keys from the gate."""
+        if self.cache is None:
+            return None
+        try:
+            return self.cache.event_call(event_type, obj)
+        except Exception as error:
+            self.cache.event_written(event_type, obj, error)
+            return None
 
     def _outcome(self, key: str, reply: Any) -> tuple[str, Publish | None]:
         if isinstance(reply, Exception):  # the script failed, Redis answered: add the key as if nothing were known

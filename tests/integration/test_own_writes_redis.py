@@ -178,6 +178,21 @@ def test_intake_writes_the_cache_before_the_key_in_one_delivery(redis_server, r:
     assert intake.deliver("DELETED", claim, [(KEY, None)]) == ["coalesced"]
 
 
+def test_intake_hands_the_key_over_when_the_cache_cannot_hold_the_object(redis_server, r: redis.Redis) -> None:
+    """An object nested deeper than the cache's JSON encoder goes (the API server accepts it) is not cached, but
+    its event still wakes its key, at once: never a delivery retried forever."""
+    intake = _intake(redis_server.url, r, cache=True)
+    deep: dict = {}
+    node = deep
+    for _ in range(300):
+        node["x"] = {}
+        node = node["x"]
+    claim = {**_claim("9"), "spec": deep}
+    assert intake.deliver("MODIFIED", claim, [(KEY, "u/9")]) == ["published"]
+    assert intake.published == [KEY]
+    assert not r.exists(object_key("poolboy.gpte.redhat.com/v1|ResourceClaim|ns|a"))
+
+
 def test_intake_falls_back_to_add_when_the_check_fails(redis_server, r: redis.Redis) -> None:
     r.set(own_writes.records_key(KEY), "not a set")  # the own-write check's SISMEMBER fails with WRONGTYPE
     intake = _intake(redis_server.url, r)
