@@ -113,7 +113,10 @@ def _time(value: str) -> float:
 
 
 def replay(run: Run, trace: list[float], args: argparse.Namespace) -> None:
-    env = {"POOLBOY_MANAGE_HANDLES_INTERVAL": "2", "POOLBOY_MANAGE_POOLS_INTERVAL": "3"}
+    # the time-based readinessCheck reads the clock: such handles re-run every POOLBOY_TIME_DEPENDENT_INTERVAL (the
+    # handle sweep passes over converged handles), so that interval is what "re-checked every 2 s" needs
+    env = {"POOLBOY_MANAGE_HANDLES_INTERVAL": "2", "POOLBOY_MANAGE_POOLS_INTERVAL": "3",
+           "POOLBOY_TIME_DEPENDENT_INTERVAL": "2"}
     with LocalStack(StackOptions(workers=args.workers, concurrency=1, env=env)) as stack:
         api = api_of(stack)
         client.CoreV1Api(api.api_client).create_namespace({"metadata": {"name": USER_NS}})
