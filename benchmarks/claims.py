@@ -325,6 +325,22 @@ class Bench:
         """Component -> root pid: devcluster, redis, watcher, workers, beat (project) or devcluster, kopf."""
         return self.stack.pids()
 
+    def wait_drained(self, timeout: float = 900.0) -> None:
+        """Until no reconcile is queued or running (the broker's queue lists empty, no gate lease held), then until
+        the API is quiet again: runs that write nothing do not show in :meth:`wait_idle`. Project only."""
+        if self.redis is None:
+            return
+
+        def drained() -> bool:
+            busy = self.redis.zcard("gate:leases")
+            for queue in ("periodic", "claims", "handles", "pools", "providers", "scalings"):
+                busy += sum(self.redis.llen(f"{queue}{suffix}") for suffix in ("", "\x06\x163", "\x06\x166",
+                                                                              "\x06\x169"))
+            return busy == 0
+
+        self.wait(drained, timeout, "no reconcile queued or running", interval=0.5)
+        self.wait_idle(quiet=3.0)
+
     def redis_commands(self) -> collections.Counter[str]:
         return redisops.snapshot(self.redis) if self.redis is not None else collections.Counter()
 
@@ -764,6 +780,7 @@ def run_idle(args: argparse.Namespace) -> dict[str, Any]:
             bench.setup()
             bench.run_claims([f"i{i:05d}" for i in range(n)], None, 3600)
             bench.wait_idle(quiet=3.0)
+            bench.wait_drained()
             bench.reset_counters()
             pids = bench.pids()
             cpu_before, commands_before = procstats.snapshot(pids), bench.redis_commands()
