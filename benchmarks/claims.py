@@ -70,6 +70,7 @@ from benchmarks.workload import API, CLAIM_NS, ITEM_GROUP, OPERATOR_NS, SHAPES, 
 from poolboy.kube import AlreadyExists, KubeClient
 from stack.local import StackOptions
 from stack.worker import POOLS
+from workers.names import CONSUME_ORDER
 
 Stack = ProjectStack | UpstreamStack
 
@@ -333,7 +334,7 @@ class Bench:
 
         def drained() -> bool:
             busy = self.redis.zcard("gate:leases")
-            for queue in ("periodic", "claims", "handles", "pools", "providers", "scalings"):
+            for queue in CONSUME_ORDER:
                 busy += sum(self.redis.llen(f"{queue}{suffix}") for suffix in ("", "\x06\x163", "\x06\x166",
                                                                               "\x06\x169"))
             return busy == 0

@@ -196,7 +196,7 @@ class Watcher:
             self.cache.on_event(event_type, obj)
         for key, _ in wakes:
             self._retrying(partial(self.sink, key), key)
-            metrics.KEYS.labels(key.split("/", 1)[0]).inc()
+        _count(wakes, ["added"] * len(wakes))
 
     def _observe(self, event_type: str, obj: dict) -> None:
         """Pool and claim metrics, and the managed kinds a handle references (started and stopped from here)."""

@@ -45,14 +45,19 @@ class Enqueuer:
         With ``countdown`` (a few seconds at most: an ETA message is held by a worker, see docs/behaviour.md#delivery)
         the run starts that much later, and adds meanwhile coalesce into it: a burst of them costs the key one run."""
         results = self.gate.add_many(keys, priority)
-        to_publish = [publish for _, publish in results if publish]
         for outcome, _ in results:
             metrics.GATE_ADDS.labels(outcome=outcome).inc()
-        if to_publish:
-            with self.app.producer_or_acquire() as producer:
-                for publish in to_publish:
-                    self.publish(publish, countdown=countdown, producer=producer)
+        self.publish_many([publish for _, publish in results if publish], countdown=countdown)
         return [outcome for outcome, _ in results]
+
+    def publish_many(self, publishes: list[Publish], countdown: float | None = None) -> None:
+        """:meth:`publish` for each, on one producer connection."""
+        if len(publishes) == 1:
+            self.publish(publishes[0], countdown=countdown)
+        elif publishes:
+            with self.app.producer_or_acquire() as producer:
+                for publish in publishes:
+                    self.publish(publish, countdown=countdown, producer=producer)
 
     def publish(self, publish: Publish, countdown: float | None = None, producer: object = None) -> None:
         """Send one reconcile message exactly as the gate asked (task id = the gate's message id)."""

@@ -103,6 +103,7 @@ class Gate:
         self._done = client.register_script(_source("done"))
         self._renew = client.register_script(_source("renew"))
         self._reap = client.register_script(_source("reap"))
+        self.renewer = _Renewer(self)
 
     @classmethod
     def from_settings(cls, settings: Settings, client: redis.Redis | None = None) -> Gate:
@@ -212,7 +213,7 @@ class LeaseKeeper:
 
     A reconcile that sees ``lost`` should stop writing and finish: another run may already hold the key (the API
     server's resourceVersion preconditions remain the real safety net). The renewals of every run of a process are
-    made by one daemon thread per gate (:class:`_Renewer`): nearly every run ends long before its first renewal
+    made by one daemon thread of the gate (:class:`_Renewer`): nearly every run ends long before its first renewal
     is due, so a thread per run would be started and joined for nothing.
     """
 
@@ -222,26 +223,16 @@ class LeaseKeeper:
         self.due = 0.0  # monotonic time of the next renewal (the renewer's bookkeeping)
 
     def __enter__(self) -> LeaseKeeper:
-        _Renewer.of(self.gate).add(self)
+        self.gate.renewer.add(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _Renewer.of(self.gate).remove(self)
+        self.gate.renewer.remove(self)
 
 
 class _Renewer:
-    """One daemon thread renewing the leases of the runs in progress on one gate (a process has one gate)."""
-
-    _lock = threading.Lock()
-    _by_gate: dict[int, _Renewer] = {}
-
-    @classmethod
-    def of(cls, gate: Gate) -> _Renewer:
-        with cls._lock:
-            renewer = cls._by_gate.get(id(gate))
-            if renewer is None or renewer.gate is not gate:
-                renewer = cls._by_gate[id(gate)] = _Renewer(gate)
-            return renewer
+    """One daemon thread renewing the leases of the runs in progress on one gate (a process has one gate), started
+    by the first run."""
 
     def __init__(self, gate: Gate) -> None:
         self.gate = gate

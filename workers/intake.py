@@ -18,8 +18,6 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-import redis
-
 from workers import metrics
 from workers.enqueue import Enqueuer
 from workers.gate import Publish, evalsha_pipelined
@@ -45,8 +43,7 @@ class GateIntake:
         calls += [self.gate.observe_call(key, write_id) for key, write_id in wakes]
         if not calls:
             return []
-        replies = evalsha_pipelined(self.gate.redis, calls, raise_on_error=False)
-        _raise_if_unreachable(replies)
+        replies = evalsha_pipelined(self.gate.redis, calls, raise_on_error=False)  # raises if Redis is away
         if cache_call is not None:
             assert self.cache is not None
             reply, replies = replies[0], replies[1:]
@@ -72,7 +69,8 @@ class GateIntake:
             return None
 
     def _outcome(self, key: str, reply: Any) -> tuple[str, Publish | None]:
-        if isinstance(reply, Exception):  # the script failed, Redis answered: add the key as if nothing were known
+        if isinstance(reply, Exception):  # the script failed: add the key as if nothing were known (raises if Redis
+            # is away, and the watcher delivers the event again)
             log.warning("own-write check for %s failed (%s); adding the key", key, reply)
             metrics.OWN_WRITE_CHECK_ERRORS.inc()
             outcome, publish = self.gate.add(key)
@@ -82,16 +80,4 @@ class GateIntake:
         return outcome, publish
 
     def _publish(self, publishes: list[Publish]) -> None:
-        if len(publishes) == 1:
-            self.enqueuer.publish(publishes[0])
-        elif publishes:
-            with self.enqueuer.app.producer_or_acquire() as producer:
-                for publish in publishes:
-                    self.enqueuer.publish(publish, producer=producer)
-
-
-def _raise_if_unreachable(replies: list[Any]) -> None:
-    """A connection error in any reply means Redis was not reached: the whole delivery is retried."""
-    for reply in replies:
-        if isinstance(reply, (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)):
-            raise reply
+        self.enqueuer.publish_many(publishes)

@@ -252,9 +252,3 @@ def _epoch(timestamp: str | None) -> float | None:
         return None
     return datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
 
-
-def percentile(values: list[float], q: float) -> float:
-    """The ``q`` quantile (0..1) of sorted ``values``, nearest rank; 0 for none."""
-    if not values:
-        return 0.0
-    return values[min(len(values) - 1, max(0, round(q * len(values)) - 1))]
