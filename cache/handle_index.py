@@ -107,5 +107,12 @@ class RedisHandleIndex:
             return rank + 1, waiting
         return older + 1, waiting + 1
 
+    def created_since(self, scope: str, since: float) -> int | None:
+        """One round trip: a ZCOUNT of ``created|<scope>``."""
+        key = index_key(f"{candidates.CREATED}|{scope}")
+        reply = read_if_synced(self.redis, self.api_version, "ResourceHandle", self.namespace,
+                               lambda pipe: pipe.zcount(key, repr(since), "+inf"))
+        return None if reply is None else int(reply)
+
     def release(self, name: str, claim: dict) -> None:
         self._release(keys=[RESERVATION_PREFIX + self._handle_id(name)], args=[cache_model.identity(claim)])

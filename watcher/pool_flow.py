@@ -22,6 +22,8 @@ from collections import OrderedDict
 
 from prometheus_client import Counter, Histogram
 
+from poolboy.domain.candidates import first_provider
+
 POOL_BINDS = Counter("poolboy_pool_binds_total", "Pool handles bound to a claim, by whether they were ready (warm hit)",
                      ["pool", "handle"])
 COLD_CREATIONS = Counter("poolboy_claim_handles_created_total", "Handles created for one claim (no pool handle: a "
@@ -31,13 +33,6 @@ HANDLE_READY = Histogram("poolboy_pool_handle_ready_seconds", "Time from a pool 
 
 #: handles whose readiness was not seen yet; beyond this many the oldest are forgotten (bounded memory)
 MAX_TRACKED = 100_000
-
-
-def _first_provider(handle: dict) -> str:
-    spec = handle.get("spec") or {}
-    resources = spec.get("resources") or []
-    name = ((resources[0] or {}).get("provider") or {}).get("name") if resources else None
-    return name or (spec.get("provider") or {}).get("name") or ""
 
 
 class PoolFlow:
@@ -62,7 +57,7 @@ class PoolFlow:
                 self._created.pop(uid, None)
                 return
             if event_type == "ADDED" and bound and not pool:
-                COLD_CREATIONS.labels(provider=_first_provider(handle)).inc()
+                COLD_CREATIONS.labels(provider=first_provider(handle)).inc()
             if not pool:
                 return
             self._time_to_ready(event_type, uid, pool, ready)

@@ -1,17 +1,22 @@
 """Demand-driven pool sizes (issue 20, ``spec.autoscaling``), pure: the model, the measurements, the decision.
 
-The model is a base-stock policy. Claims arrive at rate λ (the pool's binds over ``window``); each handle bound is
-replaced, and a replacement takes the pool's measured time to ready T. By Little's law about λ·T replacements are
-provisioning at any moment, and their number is Poisson(λ·T) distributed (arrivals are Poisson, each stays T: an
-M/G/∞ queue). A pool that keeps *s* unbound handles (ready or provisioning) has a ready one for an arriving claim
-exactly when fewer than *s* are provisioning, so the smallest *s* with ``P(Poisson(λT) ≤ s − 1) ≥ warmHitRatio``
+The model is a base-stock policy. Claims arrive at rate λ; each handle bound is replaced, and a replacement takes
+the pool's measured time to ready T. By Little's law about λ·T replacements are provisioning at any moment, and
+their number is Poisson(λ·T) distributed (arrivals are Poisson, each stays T: an M/G/∞ queue). A pool that keeps *s*
+unbound handles (ready or provisioning) has a ready one for an arriving claim exactly when fewer than *s* are
+provisioning, so the smallest *s* with ``P(Poisson(λT) ≤ s − 1) ≥ warmHitRatio``
 serves that share of claims warm. The target is *s* within ``[minAvailable, maxAvailable]``.
+
+The rate λ is the demand, not only what the pool served: the pool's binds plus the claims of its provider that
+found no pool handle and got a handle made for them (counted from the cache's ``created|provider=<name>`` index,
+:func:`poolboy.domain.candidates.created_entry`) — otherwise an empty pool would measure no demand, and under a burst
+the rate it measures would be capped by its own size. λ is the larger of the rate over ``window`` and over its last
+sixth (:func:`short_window`): the target rises within a fraction of the window when a burst starts, and the long
+window holds it up through short lulls.
 
 It rises at once and falls only after it has been lower for ``scaleDownDelay``, so a lull between bursts does not
 throw away handles that took long to make. Binds are counted in at most :data:`MAX_BUCKETS` time buckets kept in
-``status.autoscaling.binds``, so the status stays small whatever the rate. Claims that found the pool empty and made
-their own handle are not seen by the pool (they are ``poolboy_claim_handles_created_total``), so the rate is the
-pool's binds: a floor of at least 1 keeps it measuring.
+``status.autoscaling.binds``, so the status stays small whatever the rate.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ DEFAULT_SCALE_DOWN_DELAY = "10m"
 DEFAULT_WARM_HIT_RATIO = 0.95
 MAX_BUCKETS = 30
 MIN_BUCKET = timedelta(seconds=5)
+#: the short window, in which a burst raises the rate sooner: this fraction of ``window``
+SHORT_WINDOW_FRACTION = 1 / 6
 
 
 @dataclass(frozen=True)
@@ -87,12 +94,19 @@ def record_binds(buckets: list[dict[str, Any]] | None, count: int, now: datetime
     return kept[-(MAX_BUCKETS + 1):]
 
 
-def claim_rate(buckets: list[dict[str, Any]] | None, now: datetime, chosen: Policy, since: datetime | None) -> float:
-    """Binds per second over the window (or since ``since``, the pool's creation, when that is shorter)."""
-    horizon = now - chosen.window - chosen.bucket
+def short_window(chosen: Policy) -> timedelta:
+    return max(chosen.bucket, chosen.window * SHORT_WINDOW_FRACTION)
+
+
+def claim_rate(buckets: list[dict[str, Any]] | None, now: datetime, chosen: Policy, since: datetime | None,
+               missed: int = 0, window: timedelta | None = None) -> float:
+    """Claims per second over ``window`` (default the policy's; shorter when the pool, created at ``since``, is
+    younger): the binds in ``buckets`` plus ``missed``, the claims of that span that got a handle made for them."""
+    window = window or chosen.window
+    horizon = now - window - chosen.bucket
     binds = sum(int(b.get("count") or 0) for b in buckets or [] if (_parse(b.get("start")) or horizon) > horizon)
-    span = chosen.window if since is None else min(chosen.window, max(now - since, chosen.bucket))
-    return binds / span.total_seconds()
+    span = window if since is None else min(window, max(now - since, chosen.bucket))
+    return (binds + missed) / span.total_seconds()
 
 
 def base_stock(rate: float, time_to_ready: float, ratio: float) -> int:

@@ -27,6 +27,8 @@ from poolboy.utils import timeutil
 
 UNBOUND = "unbound"
 WAITING = "waiting"
+#: handles made for a claim (not from a pool), by scope and creation time: the demand a pool missed
+CREATED = "created"
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,11 @@ class HandleIndex(Protocol):
     def release(self, name: str, claim: dict) -> None:
         ...
 
+    def created_since(self, scope: str, since: float) -> int | None:
+        """How many handles were created for claims of ``scope`` (see :func:`created_entry`) since the epoch time
+        ``since`` and still exist, or None when the index cannot answer."""
+        ...
+
     def queue_position(self, scope: str, claim: dict) -> tuple[int, int] | None:
         """``(position, waiting)``: the claim's place (1 = next) among the claims waiting in ``scope`` and how many
         wait, or None when the index cannot answer. A claim not yet in the queue counts after every older one."""
@@ -62,7 +69,8 @@ def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
     return (obj.get("metadata") or {}).get("labels") or {}
 
 
-def _first_provider(handle: Mapping[str, Any]) -> str:
+def first_provider(handle: Mapping[str, Any]) -> str:
+    """The provider of a handle's (or a pool's: the same spec shape) first resource, else its `spec.provider`."""
     spec = handle.get("spec") or {}
     resources = spec.get("resources") or []
     name = ((resources[0] or {}).get("provider") or {}).get("name") if resources else None
@@ -83,7 +91,7 @@ def is_unbound(handle: Mapping[str, Any], domain: str) -> bool:
 def handle_scopes(handle: Mapping[str, Any], domain: str) -> list[str]:
     pool = (handle.get("spec") or {}).get("resourcePool", {}) or {}
     pool_name = pool.get("name") or _labels(handle).get(f"{domain}/resource-pool-name")
-    scopes = [f"provider={_first_provider(handle)}"]
+    scopes = [f"provider={first_provider(handle)}"]
     if pool_name:
         scopes.append(f"pool={pool_name}")
     return scopes
@@ -145,8 +153,19 @@ def waiting_entry(claim: Mapping[str, Any], domain: str) -> tuple[str, float] | 
     return f"{WAITING}|{claim_scope(pool, _claim_first_provider(claim))}", queue_score(claim)
 
 
+def created_entry(handle: Mapping[str, Any], domain: str) -> tuple[str, float] | None:
+    """``(index, score)`` of a handle created for a claim rather than taken from a pool (a claim that found no
+    pool handle to bind): its creation time in its provider's scope, where the pools of that provider count the
+    demand they missed (:mod:`poolboy.reconcilers.pool_autoscaling`)."""
+    labels = _labels(handle)
+    if f"{domain}/resource-claim-name" not in labels or f"{domain}/resource-pool-name" in labels \
+            or ((handle.get("spec") or {}).get("resourcePool") or {}).get("name"):
+        return None
+    return f"{CREATED}|provider={first_provider(handle)}", queue_score(handle)
+
+
 def queue_score(claim: Mapping[str, Any]) -> float:
-    """A waiting claim's order in its queue: its creation time (oldest first)."""
+    """A waiting claim's order in its queue (oldest first), a created handle's time: its creation time."""
     try:
         return timeutil.parse_timestamp((claim.get("metadata") or {}).get("creationTimestamp") or "").timestamp()
     except ValueError:
@@ -155,10 +174,13 @@ def queue_score(claim: Mapping[str, Any]) -> float:
 
 def cache_entries(obj: Mapping[str, Any], domain: str) -> list[str]:
     """The shared cache's binding indexes of one object (see :func:`cache.model.indexes`): an unbound
-    handle's summary in each scope it serves, a waiting claim's place in its scope's queue."""
+    handle's summary in each scope it serves, a claim's own handle's creation time, a waiting claim's place in its
+    scope's queue."""
     kind = obj.get("kind")
     if kind == "ResourceHandle":
-        return [f"h:{name}\t{value}" for name, value in index_entries(obj, domain)]
+        created = created_entry(obj, domain)
+        return [f"h:{name}\t{value}" for name, value in index_entries(obj, domain)] + \
+            ([f"z:{created[0]}\t{created[1]!r}"] if created is not None else [])
     if kind == "ResourceClaim":
         waiting = waiting_entry(obj, domain)
         if waiting is not None:

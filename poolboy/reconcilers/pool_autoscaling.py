@@ -1,7 +1,9 @@
 """The pool's autoscaling step (``spec.autoscaling``, issue 20): measure, decide, scale down, report.
 
-:mod:`poolboy.domain.autoscaling` holds the model. The pool measures its own demand: a handle its last status listed
-as unbound that is now bound to a claim is one bind (read from the shared cache, one read per vanished handle).
+:mod:`poolboy.domain.autoscaling` holds the model. The pool measures its demand: a handle its last status listed
+as unbound that is now bound to a claim is one bind (read from the shared cache, one read per vanished handle), and
+a handle created for a claim of the pool's provider is one claim the pool missed (a ZCOUNT of the cache's index per
+window; without the cache, misses are not counted).
 Scaling up needs nothing here: the target is passed to the creation step as handles above ``minAvailable``.
 Scaling down deletes unbound handles beyond the target, the newest unready ones first, then the newest ready
 ones; never a bound handle (the delete is conditional on the resourceVersion read unbound), nor one a
@@ -11,11 +13,11 @@ ResourcePoolScaling made (its count would only make the pool replace it).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from poolboy.context import Context
-from poolboy.domain import autoscaling, conditions
+from poolboy.domain import autoscaling, candidates, conditions
 from poolboy.reconcilers import pool_members
 from poolboy.result import PermanentError
 
@@ -43,6 +45,14 @@ def _observe_binds(ctx: Context, pool: dict[str, Any], handles: list[dict[str, A
     return binds
 
 
+def _missed(ctx: Context, pool: dict[str, Any], window: timedelta) -> int:
+    """Claims of the pool's provider that got a handle made for them in the last ``window``."""
+    if ctx.index is None:
+        return 0
+    scope = candidates.claim_scope(None, candidates.first_provider(pool))
+    return ctx.index.created_since(scope, (ctx.now - window).timestamp()) or 0
+
+
 def plan(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]]) -> Step | None:
     """This run's target, or None for a pool without autoscaling; ``InvalidAutoscaling`` when it is wrong."""
     spec, status = pool.get("spec") or {}, pool.get("status") or {}
@@ -55,12 +65,15 @@ def plan(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]]) -> S
     previous = status.get("autoscaling") or {}
     buckets = autoscaling.record_binds(previous.get("binds"), _observe_binds(ctx, pool, handles), ctx.now, chosen)
     created = autoscaling._parse(pool["metadata"].get("creationTimestamp"))
-    rate = autoscaling.claim_rate(buckets, ctx.now, chosen, created)
+    missed = _missed(ctx, pool, chosen.window)
+    short = autoscaling.short_window(chosen)
+    rate = max(autoscaling.claim_rate(buckets, ctx.now, chosen, created, missed),
+               autoscaling.claim_rate(buckets, ctx.now, chosen, created, _missed(ctx, pool, short), short))
     measured = status.get("timeToReadySeconds")
     time_to_ready = float(measured) if isinstance(measured, int | float) and not isinstance(measured, bool) else None
     decision = autoscaling.decide(rate, time_to_ready, chosen, previous, ctx.now)
     record: dict[str, Any] = {"claimsPerHour": round(rate * 3600, 1), "desired": decision.desired,
-                              "target": decision.target, "binds": buckets}
+                              "target": decision.target, "missed": missed, "binds": buckets}
     if time_to_ready is not None:
         record["timeToReadySeconds"] = round(time_to_ready)
     if decision.lower_since:

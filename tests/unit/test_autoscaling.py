@@ -78,3 +78,23 @@ def test_explanation_names_the_figures() -> None:
     message = a.explain(0.05, 120, decision, POLICY)
     assert message.startswith("claim rate 180.0/h over 30m, time to ready 120s: 10 handles keep one ready for 95% "
                               "of claims (min 1, max 10); target 10.")
+
+
+def test_missed_claims_count_as_demand_and_a_burst_shows_in_the_short_window() -> None:
+    created = NOW - timedelta(hours=2)
+    # 6 claims in the last five minutes: 3 bound pool handles, 3 found the pool empty and got their own handle
+    buckets = a.record_binds(None, 3, NOW - timedelta(minutes=1), POLICY)
+    served = a.claim_rate(buckets, NOW, POLICY, created)
+    assert served == pytest.approx(3 / 1800)
+    assert a.claim_rate(buckets, NOW, POLICY, created, missed=3) == pytest.approx(6 / 1800)
+    short = a.short_window(POLICY)
+    assert short == timedelta(minutes=5)
+    burst = a.claim_rate(buckets, NOW, POLICY, created, missed=3, window=short)
+    assert burst > 5 * a.claim_rate(buckets, NOW, POLICY, created, missed=3), "the burst is visible at once"
+
+
+def test_an_empty_pool_measures_the_demand_it_missed() -> None:
+    """Nothing bound from the pool (it had no handle) but claims came: the target rises above the floor."""
+    rate = a.claim_rate([], NOW, POLICY, NOW - timedelta(hours=1), missed=12, window=a.short_window(POLICY))
+    assert a.decide(rate, 120, POLICY, {"target": 1}, NOW).target > 1
+    assert a.decide(a.claim_rate([], NOW, POLICY, None), 120, POLICY, {"target": 1}, NOW).target == 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from poolboy.context import Context
+from poolboy.domain import candidates
 from poolboy.domain.binding import bind_ops, handle_spec_ops
 from poolboy.settings import Settings
 
@@ -83,3 +84,21 @@ def test_spec_ops_change_only_what_differs_and_keep_other_annotations() -> None:
     assert [op["path"] for op in ops] == ["/spec/resources", "/spec/lifespan", "/metadata/annotations"]
     assert _op(ops, "/spec/lifespan")["value"] == {"end": "2030-01-02T03:04:05Z"}
     assert _op(ops, "/metadata/annotations")["value"] == {"keep": "x", "a": "1"}
+
+
+def test_a_handle_made_for_a_claim_is_indexed_as_missed_demand_of_its_provider() -> None:
+    domain = "poolboy.gpte.redhat.com"
+    own = {"kind": "ResourceHandle",
+           "metadata": {"name": "guid-a", "creationTimestamp": "2030-01-01T12:00:00Z",
+                        "labels": {f"{domain}/resource-claim-name": "c", f"{domain}/resource-claim-namespace": "n"}},
+           "spec": {"provider": {"name": "labs"}, "resourceClaim": {"name": "c", "namespace": "n"}}}
+    from_pool = {**own, "metadata": {**own["metadata"], "labels": {**own["metadata"]["labels"],
+                                                                   f"{domain}/resource-pool-name": "p"}}}
+    entry = candidates.created_entry(own, domain)
+    assert entry is not None and entry[0] == "created|provider=labs"
+    assert entry[1] == datetime(2030, 1, 1, 12, tzinfo=UTC).timestamp()
+    assert f"z:created|provider=labs\t{entry[1]!r}" in candidates.cache_entries(own, domain)
+    assert candidates.created_entry(from_pool, domain) is None, "a pool handle bound later is a bind, not a miss"
+    unbound_pool_handle = {**from_pool, "metadata": {**from_pool["metadata"],
+                                                     "labels": {f"{domain}/resource-pool-name": "p"}}}
+    assert candidates.created_entry(unbound_pool_handle, domain) is None

@@ -8,12 +8,11 @@ the pools that serve its scope (from the shared cache).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
 from poolboy.context import Context
-from poolboy.domain import binding, claim_queue
+from poolboy.domain import binding, candidates, claim_queue
 from poolboy.reconcilers.claim.run import ClaimRun
 
 NO_QUEUE = "No matching unbound ResourceHandle; handle creation is disabled."
@@ -26,16 +25,7 @@ def scope_pools(ctx: Context, scope: str) -> list[dict[str, Any]]:
         pool = ctx.kube.get_or_none(ctx.settings.api_version, "ResourcePool", name, ctx.settings.operator_namespace)
         return [pool] if pool else []
     pools = ctx.kube.list(ctx.settings.api_version, "ResourcePool", ctx.settings.operator_namespace)
-    return [p for p in pools if name and name == _first_provider(p)]
-
-
-def _first_provider(pool: Mapping[str, Any]) -> str | None:
-    spec = pool.get("spec") or {}
-    if spec.get("provider"):
-        name: str | None = spec["provider"].get("name")
-        return name
-    resources = spec.get("resources") or []
-    return ((resources[0] or {}).get("provider") or {}).get("name") if resources else None
+    return [p for p in pools if name and name == candidates.first_provider(p)]
 
 
 def update(ctx: Context, claim: dict[str, Any], status: dict[str, Any], scope: str) -> tuple[str, datetime]:
