@@ -69,7 +69,7 @@ from benchmarks.systems import SYSTEMS, ProjectStack, UpstreamStack, time_startu
 from benchmarks.workload import API, CLAIM_NS, ITEM_GROUP, OPERATOR_NS, SHAPES, Workload, item_crd
 from poolboy.kube import AlreadyExists, KubeClient
 from stack.local import StackOptions
-from stack.worker import POOLS
+from stack.worker import DEFAULT_CONCURRENCY, DEFAULT_POOL, POOLS
 from workers.names import CONSUME_ORDER
 
 Stack = ProjectStack | UpstreamStack
@@ -919,10 +919,10 @@ def main() -> int:
                         help="workload shape (benchmarks/workload.py; default upstream)")
     parser.add_argument("--n", type=int, default=300, help="claims per burst (W1, W2, W4, W6)")
     parser.add_argument("--workers", type=int, default=2, help="worker processes for W1–W3, W5, CACHE (default 2)")
-    parser.add_argument("--concurrency", type=int, default=1, help="pool size (processes or threads) per worker"
-                        " (default 1)")
-    parser.add_argument("--pool", choices=POOLS, default="prefork", help="Celery execution pool of every worker"
-                        " (default prefork)")
+    parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY,
+                        help=f"pool size (threads or processes) per worker (default {DEFAULT_CONCURRENCY}, as shipped)")
+    parser.add_argument("--pool", choices=POOLS, default=DEFAULT_POOL,
+                        help=f"Celery execution pool of every worker (default {DEFAULT_POOL}, as shipped)")
     parser.add_argument("--task-events", choices=("on", "off"), default="on",
                         help="workers send task events and heartbeats for Flower (default on, as shipped); compare "
                              "Redis commands and CPU per claim with off")

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from stack import log_options
-from stack.worker import POOLS
+from stack.worker import DEFAULT_CONCURRENCY, DEFAULT_POOL, POOLS
 
 if TYPE_CHECKING:
     from stack.local import LocalStack
@@ -38,9 +38,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--namespace", default=os.environ.get("POOLBOY_NAMESPACE", "poolboy"),
                         help="operator namespace (default: $POOLBOY_NAMESPACE or 'poolboy')")
     parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
-    parser.add_argument("--concurrency", type=int, default=2, help="pool size of each worker (default 2)")
-    parser.add_argument("--pool", choices=POOLS, default="prefork",
-                        help="Celery execution pool of each worker (default prefork; see `poolboy worker --help`)")
+    parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY,
+                        help=f"reconciles at once per worker (default {DEFAULT_CONCURRENCY})")
+    parser.add_argument("--pool", choices=POOLS, default=DEFAULT_POOL,
+                        help=f"Celery execution pool of each worker (default {DEFAULT_POOL}; "
+                             "see `poolboy worker --help`)")
     parser.add_argument("--redis-url", default=None, help="use this Redis instead of starting redis-server")
     parser.add_argument("--use-current-context", action="store_true",
                         help="use the cluster of the current kubeconfig context instead of starting devcluster")

@@ -20,15 +20,16 @@ from typing import Any
 
 from stack import ports
 from stack.processes import Child, ComponentExited, rotate_logs
+from stack.worker import DEFAULT_CONCURRENCY, DEFAULT_POOL
 from workers.names import DEFAULT_QUEUES
 
 
 @dataclass
 class StackOptions:
     workers: int = 1
-    concurrency: int = 2
-    #: Celery execution pool of every worker (``prefork``, ``threads``, ``solo``; see ``poolboy worker --pool``)
-    pool: str = "prefork"
+    concurrency: int = DEFAULT_CONCURRENCY
+    #: Celery execution pool of every worker (``threads``, ``prefork``, ``solo``; see ``poolboy worker --pool``)
+    pool: str = DEFAULT_POOL
     namespace: str = "poolboy"
     kubeconfig: Path | None = None
     redis_url: str | None = None

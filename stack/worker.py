@@ -25,6 +25,12 @@ from workers.names import DEFAULT_QUEUES
 
 #: Celery execution pools a worker may use (``-P``)
 POOLS = ("prefork", "solo", "threads", "gevent")
+#: the default pool and its size: reconciles mostly wait on the API server and Redis, so one process runs several
+#: in threads (one process per worker instead of a parent and its children: less memory, CPU and start-up time).
+#: Time limits and the shutdown hand-back reach them at their stop points (workers.shutdown); prefork kills a
+#: stuck reconcile outright and isolates crashes, for providers whose templates an administrator does not trust.
+DEFAULT_POOL = "threads"
+DEFAULT_CONCURRENCY = 4
 #: seconds between worker heartbeats (Celery's default is 2); Flower marks a worker offline after two missed ones
 HEARTBEAT_SECONDS = 5
 
@@ -32,11 +38,12 @@ HEARTBEAT_SECONDS = 5
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--queues", "-Q", default=os.environ.get("POOLBOY_WORKER_QUEUES", DEFAULT_QUEUES),
                         help=f"comma-separated queues to consume (default {DEFAULT_QUEUES})")
-    parser.add_argument("--concurrency", "-c", type=int, default=int(os.environ.get("POOLBOY_WORKER_CONCURRENCY", 2)),
-                        help="pool size (default 2)")
-    parser.add_argument("--pool", "-P", choices=POOLS, default="prefork",
-                        help="execution pool; prefork enforces hard time limits and isolates crashes (default); "
-                             "threads and gevent run many I/O-bound reconciles in one process")
+    concurrency = int(os.environ.get("POOLBOY_WORKER_CONCURRENCY", DEFAULT_CONCURRENCY))
+    parser.add_argument("--concurrency", "-c", type=int, default=concurrency,
+                        help=f"reconciles at once: threads, or prefork children (default {DEFAULT_CONCURRENCY})")
+    parser.add_argument("--pool", "-P", choices=POOLS, default=os.environ.get("POOLBOY_WORKER_POOL", DEFAULT_POOL),
+                        help=f"execution pool (default {DEFAULT_POOL}): threads and gevent run several reconciles in "
+                             "one process; prefork kills a reconcile past its hard time limit and isolates crashes")
     log_options.add_arguments(parser)
     parser.add_argument("--hostname", "-n", default=None,
                         help="node name (default poolboy-<random>@<host>, unique per process)")

@@ -84,10 +84,12 @@ def _graceful_child(**_: object) -> None:
 
 @worker_shutting_down.connect
 def _stop_children(**_: object) -> None:
-    """Parent told to stop (Kubernetes signals PID 1 only): start the children's grace period now."""
+    """Told to stop (Kubernetes signals PID 1 only): start the grace period of the running reconciles now — in the
+    prefork children, and in this process itself under the threads or gevent pool."""
     from workers import shutdown
 
     shutdown.forward_to_busy_children()
+    shutdown.stop_in_process_runs(settings.worker_shutdown_grace)
 
 
 #: the worker's consumer, once it is ready (its broker connection is what the worker's /healthz checks)

@@ -15,6 +15,7 @@ The rules in short, with the race each one closes: docs/behaviour.md#work-gate.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
@@ -28,6 +29,8 @@ import redis
 
 from poolboy.settings import Settings
 from workers import own_writes
+
+log = logging.getLogger(__name__)
 
 PREFIX = "gate:"
 LEASES = "gate:leases"
@@ -209,7 +212,8 @@ class Gate:
 
 
 class LeaseKeeper:
-    """Keeps a run's lease renewed every lease/3 while the block runs; ``lost`` is set when a renewal fails.
+    """Keeps a run's lease renewed every lease/3 while the block runs, up to ``time_limit`` seconds; ``lost`` is set
+    when a renewal fails or the run outlives its limit.
 
     A reconcile that sees ``lost`` should stop writing and finish: another run may already hold the key (the API
     server's resourceVersion preconditions remain the real safety net). The renewals of every run of a process are
@@ -217,8 +221,10 @@ class LeaseKeeper:
     is due, so a thread per run would be started and joined for nothing.
     """
 
-    def __init__(self, gate: Gate, key: str, token: str) -> None:
+    def __init__(self, gate: Gate, key: str, token: str, time_limit: float | None = None) -> None:
         self.gate, self.key, self.token = gate, key, token
+        self.time_limit = time_limit
+        self.started = time.monotonic()
         self.lost = threading.Event()
         self.due = 0.0  # monotonic time of the next renewal (the renewer's bookkeeping)
 
@@ -267,7 +273,16 @@ class _Renewer:
                 self._renew(keeper)
 
     def _renew(self, keeper: LeaseKeeper) -> None:
-        keeper.due = time.monotonic() + self.interval
+        now = time.monotonic()
+        keeper.due = now + self.interval
+        if keeper.time_limit is not None and now - keeper.started > keeper.time_limit:
+            # past the hard time limit, which no pool but prefork enforces: let the lease lapse, so the reaper
+            # hands the key to another run while this one is stuck
+            log.warning("%s: run still going after its %gs time limit; its lease is left to expire",
+                        keeper.key, keeper.time_limit)
+            keeper.lost.set()
+            self.remove(keeper)
+            return
         try:
             if not self.gate.renew(keeper.key, keeper.token):
                 keeper.lost.set()

@@ -13,8 +13,13 @@ runs' gate leases stay until they expire and the lease reaper re-publishes them,
   releases the lease: another worker runs it at once. Reconcilers are level-based and idempotent, so stopping one
   midway is as safe as a crash, minus the wait.
 
-An idle child ignores SIGTERM: the parent ends the pool in its own time. Only the prefork pool (the default) gets
-hand-backs; solo and threads pools keep Celery's plain warm shutdown.
+An idle child ignores SIGTERM: the parent ends the pool in its own time.
+
+Under the threads (and gevent) pool the reconciles run in the worker process itself, where no signal can reach
+them: when the worker starts shutting down, every running reconcile's :class:`poolboy.utils.cancellation.Scope` is
+asked to stop after the grace, and its next stop point (an API request, a template render) raises
+:class:`HandBack` — cooperative, so a run blocked in one long call is handed back when that call returns. The same
+scope carries the soft time limit for every pool (Celery enforces its time limits only in prefork children).
 """
 
 from __future__ import annotations
@@ -23,9 +28,12 @@ import logging
 import os
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
+
+from poolboy.utils import cancellation
 
 log = logging.getLogger(__name__)
 
@@ -53,19 +61,61 @@ class _ChildState:
 _state = _ChildState()
 
 
+class _InProcessRuns:
+    """The scopes of the reconciles running in this process, for a shutdown of the threads or gevent pool."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.scopes: set[cancellation.Scope] = set()
+        self.stop_at: float | None = None  # monotonic time the grace ends, once the worker is stopping
+
+    def add(self, scope: cancellation.Scope) -> None:
+        with self.lock:
+            self.scopes.add(scope)
+            if self.stop_at is not None:  # started after the worker began stopping: same end of grace
+                scope.stop_after(self.stop_at - time.monotonic(), HandBack)
+
+    def discard(self, scope: cancellation.Scope) -> None:
+        with self.lock:
+            self.scopes.discard(scope)
+
+    def stop_after(self, grace: float) -> int:
+        with self.lock:
+            self.stop_at = time.monotonic() + grace
+            for scope in self.scopes:
+                scope.stop_after(grace, HandBack)
+            return len(self.scopes)
+
+
+_runs = _InProcessRuns()
+
+
 @contextmanager
-def interruptible() -> Iterator[None]:
-    """The part of a task that :class:`HandBack` may interrupt."""
+def interruptible(soft_limit: float | None = None) -> Iterator[None]:
+    """The part of a task that :class:`HandBack` may interrupt, run in its own cancellation scope (which also ends
+    it with :class:`poolboy.utils.cancellation.RunTimeLimitExceeded` after ``soft_limit`` seconds)."""
     if _state.child and not _state.installed:
         _install()
     _state.running = True
-    try:
-        yield
-    finally:
-        _state.running = False
-        if _state.timer is not None:  # finished within the grace: the timer must not hit a later run
-            _state.timer.cancel()
-            _state.timer = None
+    with cancellation.scope(soft_limit) as scope:
+        _runs.add(scope)
+        try:
+            yield
+        finally:
+            _runs.discard(scope)
+            _state.running = False
+            if _state.timer is not None:  # finished within the grace: the timer must not hit a later run
+                _state.timer.cancel()
+                _state.timer = None
+
+
+def stop_in_process_runs(grace: float) -> None:
+    """The worker (threads or gevent pool) is stopping: reconciles still running after ``grace`` seconds are handed
+    back at their next stop point, and so is any that starts meanwhile."""
+    running = _runs.stop_after(max(0.0, grace))
+    if running:
+        log.warning("worker stopping: %d running reconcile(s) have %.0fs to finish before they are handed back",
+                    running, grace)
 
 
 def _on_hand_back(signum: int, frame: object) -> None:

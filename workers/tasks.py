@@ -111,7 +111,8 @@ def reconcile_once(rt: Runtime, kind: str, key: str) -> Outcome:
         # None when no cluster is configured: a reconciler that needs the API fails on first use, one that does not
         # (the engine's instrumented test reconcilers) runs
         kube = cast(Client, rt.reader())
-        with shutdown.interruptible():  # only the domain reconciler: never a gate or due-index call
+        # only the domain reconciler: never a gate or due-index call
+        with shutdown.interruptible(rt.settings.reconcile_soft_time_limit):
             result = reconciler(Context(kube=kube, settings=rt.settings, index=rt.handle_index), namespace, name)
     except PermanentError as error:
         return _on_permanent(rt, kind, key, error)
@@ -168,7 +169,8 @@ def execute(task: Task, kind: str, key: str) -> str:
     writes = own_writes.Collector()
     with run_log.running(key) as run:
         try:
-            with LeaseKeeper(rt.gate, key, token) as keeper, own_writes.collecting(writes):
+            with LeaseKeeper(rt.gate, key, token, rt.settings.reconcile_time_limit) as keeper, \
+                    own_writes.collecting(writes):
                 outcome = reconcile_once(rt, kind, key)
             if keeper.lost.is_set():
                 log.warning("%s: lease lost during the run; another run may have overlapped", key)

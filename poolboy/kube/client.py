@@ -26,6 +26,7 @@ from poolboy.kube.transport import JSON_PATCH, MERGE_PATCH, Transport, load_conf
 from poolboy.kube.watch import watch_events
 from poolboy.observability import observe_write
 from poolboy.settings import Settings
+from poolboy.utils import cancellation
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,7 @@ class KubeClient:
         self.api_client.close()
 
     def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+        cancellation.checkpoint()  # a run past its time limit, or asked to stop, ends before its next request
         return self.transport.request(method, path, **kwargs)
 
     # --- discovery -------------------------------------------------------------------------------------------

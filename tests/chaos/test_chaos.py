@@ -79,8 +79,10 @@ class Chaos:
         assert process is not None
         children = Path(f"/proc/{process.pid}/task/{process.pid}/children")
         pids = [int(p) for p in children.read_text().split()] if children.exists() else []
-        if pids:
-            os.kill(self.rng.choice(pids), signal.SIGKILL)
+        if not pids:  # the threads pool (the default) runs its reconciles in the worker process itself
+            self.kill_worker_main()
+            return
+        os.kill(self.rng.choice(pids), signal.SIGKILL)
         self.done.append(f"SIGKILL {name} pool child")
 
     def kill(self, name: str) -> Callable[[], None]:

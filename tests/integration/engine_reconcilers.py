@@ -3,7 +3,8 @@
 Each run appends ``{"e": "start"|"end", "t": epoch, "pid": pid}`` to the Redis list ``runs:<key>``; what a run does
 is read from the hash ``behave:<key>``:
 
-* ``sleep`` seconds (``sleep_first``: only on the first run; ``sleep_range``: "lo,hi" uniform random)
+* ``sleep`` seconds (``sleep_first``: only on the first run; ``sleep_range``: "lo,hi" uniform random), at the run's
+  stop points as a run making API requests would (:func:`poolboy.utils.cancellation.wait`)
 * ``requeue_in_once``: return ``Result(requeue_at=now + x)`` once (the field is consumed)
 * ``raise``: ``permanent`` (with ``recheck_after``) or ``transient`` (with ``retry_after``); ``fail_times`` limits
   how many runs raise
@@ -31,6 +32,7 @@ import redis
 from poolboy.context import Context
 from poolboy.keys import KINDS
 from poolboy.result import PermanentError, Result, TransientError
+from poolboy.utils import cancellation
 
 
 @cache
@@ -80,7 +82,7 @@ def _make(kind: str):
         run_number = r.incr(f"runcount:{key}")
         _record(key, "start")
         try:
-            time.sleep(_sleep_for(behave, run_number))
+            cancellation.wait(_sleep_for(behave, run_number))
             if behave.get("kube") or namespace.startswith(os.environ.get("ENGINE_TEST_OBSERVE_PREFIX", "\0")):
                 _observe(ctx, kind, namespace, name)
             if behave.get("event"):

@@ -29,3 +29,18 @@ def test_io_bound_pool_runs_keys_concurrently_in_one_process(redis_server, r, en
     first_start = {key: min(run["t"] for run in entries if run["e"] == "start") for key, entries in runs.items()}
     first_end = {key: min(run["t"] for run in entries if run["e"] == "end") for key, entries in runs.items()}
     assert max(first_start.values()) < min(first_end.values()), "all four runs were in progress at the same time"
+
+
+def test_threads_pool_ends_a_run_past_its_soft_time_limit_and_retries_it(redis_server, r, enqueuer):
+    """Celery enforces time limits only in prefork children; under threads the run's own scope ends it at its next
+    stop point, as a failure retried with backoff, while the worker goes on."""
+    key = "claim/pool-limit/slow"
+    r.hset(f"behave:{key}", "sleep_first", "600")
+    env = {**ENV, "POOLBOY_RECONCILE_SOFT_TIME_LIMIT": "1", "POOLBOY_RECONCILE_TIME_LIMIT": "30"}
+    with WorkerProcess(redis_server.url, ["claims"], 2, env=env, pool="threads") as worker:
+        assert enqueuer.add(key) == "published"
+        wait_for(lambda: er.completed(r, key) >= 2, 30, message=f"the retry ran\n{worker.log()[-3000:]}")
+        assert "soft time limit of 1s" in worker.log()
+    first, second = er.runs(r, key)[:2], er.runs(r, key)[2:4]
+    assert first[1]["t"] - first[0]["t"] < 10, "the first run was cut at its limit, not after its 600 s"
+    assert [x["e"] for x in second] == ["start", "end"]

@@ -35,11 +35,12 @@ def exited(worker: WorkerProcess) -> bool:
     return worker.process is not None and worker.process.poll() is not None
 
 
-def test_sigterm_lets_a_running_reconcile_finish_within_the_grace(redis_server, r, enqueuer):
-    key = "claim/graceful/short"
+@pytest.mark.parametrize("pool", ["prefork", "threads"])
+def test_sigterm_lets_a_running_reconcile_finish_within_the_grace(redis_server, r, enqueuer, pool):
+    key = f"claim/graceful/short-{pool}"
     r.hset(f"behave:{key}", "sleep", "2")
     env = {**ENV, "POOLBOY_WORKER_SHUTDOWN_GRACE": "15"}
-    with WorkerProcess(redis_server.url, QUEUES, 1, env=env) as worker:
+    with WorkerProcess(redis_server.url, QUEUES, 1, env=env, pool=pool) as worker:
         assert enqueuer.add(key) == "published"
         wait_for(lambda: er.starts(r, key), 15, message="run started")
         stop(worker, "parent")
@@ -49,23 +50,28 @@ def test_sigterm_lets_a_running_reconcile_finish_within_the_grace(redis_server, 
         assert er.idle(r, tuple(QUEUES)), worker.log()[-6000:]
 
 
-@pytest.mark.parametrize("how", ["parent", "group"])
-def test_sigterm_hands_a_long_reconcile_back_to_another_worker_at_once(redis_server, r, enqueuer, how):
-    key = f"claim/graceful/long-{how}"
+def runs_on(worker: WorkerProcess, pid: int) -> bool:
+    """A run with this PID ran on this worker: in a pool child (prefork) or in the worker process (threads)."""
+    return pid in worker.pool_pids() or pid == worker.pid
+
+
+@pytest.mark.parametrize("pool, how", [("prefork", "parent"), ("prefork", "group"), ("threads", "parent")])
+def test_sigterm_hands_a_long_reconcile_back_to_another_worker_at_once(redis_server, r, enqueuer, pool, how):
+    key = f"claim/graceful/long-{pool}-{how}"
     r.hset(f"behave:{key}", "sleep_first", "600")  # the first run would outlast any test; later runs are instant
     env = {**ENV, "POOLBOY_WORKER_SHUTDOWN_GRACE": "1"}
-    with WorkerProcess(redis_server.url, QUEUES, 1, env=env) as first, \
-            WorkerProcess(redis_server.url, QUEUES, 1, env=env) as second:
+    with WorkerProcess(redis_server.url, QUEUES, 1, env=env, pool=pool) as first, \
+            WorkerProcess(redis_server.url, QUEUES, 1, env=env, pool=pool) as second:
         assert enqueuer.add(key) == "published"
         started = wait_for(lambda: er.runs(r, key), 15, message="first run started")[0]
-        holder, other = (first, second) if started["pid"] in first.pool_pids() else (second, first)
-        assert started["pid"] in holder.pool_pids()
+        holder, other = (first, second) if runs_on(first, started["pid"]) else (second, first)
+        assert runs_on(holder, started["pid"])
         stop(holder, how)
         wait_for(lambda: exited(holder), 30, message=f"stopping worker exited\n{holder.log()[-3000:]}")
         wait_for(lambda: er.completed(r, key) >= 2, 30,
                  message=f"the handed-back key run by the other worker\n{holder.log()[-3000:]}")
         runs = er.runs(r, key)
         assert [x["e"] for x in runs] == ["start", "end", "start", "end"], runs
-        assert runs[2]["pid"] in other.pool_pids(), "the second run must be on the worker still running"
+        assert runs_on(other, runs[2]["pid"]), "the second run must be on the worker still running"
         assert "handing the key back" in holder.log()
         wait_for(lambda: er.idle(r, tuple(QUEUES)), 15, message="gate idle: lease released, nothing left queued")

@@ -112,6 +112,18 @@ def test_lease_keeper_keeps_the_lease_and_reports_loss(gate, r):
     assert not r.get(active_key(KEY)) or r.get(active_key(KEY)) == b"thief"
 
 
+def test_lease_of_a_run_past_its_time_limit_lapses_for_the_reaper(gate, r):
+    """The threads pool cannot kill a stuck run: past its hard time limit, its lease is no longer renewed, so the
+    key goes back to the gate (the reaper re-publishes it) while the stuck run holds only its thread."""
+    gate.start(KEY, "t1")
+    with LeaseKeeper(gate, KEY, "t1", time_limit=0.5) as keeper:
+        assert not keeper.lost.wait(0.4)
+        assert r.get(active_key(KEY)) == b"t1", "renewed within the limit"
+        assert keeper.lost.wait(2.0), "past the limit the keeper gives the lease up"
+        wait_for(lambda: r.get(active_key(KEY)) is None, 2, message="the lease to expire")
+    assert [p.key for p in wait_for(gate.reap, 3, message="the reaper to hand the key on")] == [KEY]
+
+
 def test_add_many_pipelines(gate):
     results = gate.add_many(["claim/a/1", "claim/a/1", "pool/p/x"], "resync")
     assert [o for o, _ in results] == ["published", "coalesced", "published"]

@@ -15,6 +15,7 @@ from typing import Any
 
 from jinja2.exceptions import TemplateSyntaxError
 
+from poolboy.utils import cancellation
 from poolboy.utils.template_guards.limits import BUDGET, MAX_STRING, Budget, LimitError, new_budget
 from poolboy.utils.templating.compiled import compile_template, convert, has_template
 from poolboy.utils.templating.errors import TemplateError
@@ -133,6 +134,8 @@ def _describe(template: Any) -> str:
 
 def _run(template: Any, variables: Mapping[str, Any] | None, template_vars: Mapping[str, Any] | None) -> Any:
     outer = BUDGET.get()
+    if outer is None:  # a top-level render is a stop point of the run (poolboy.utils.cancellation)
+        cancellation.checkpoint()
     budget = outer or new_budget()
     if not budget.omit:
         budget.omit = f"__omit_place_holder__{secrets.token_hex(8)}"
