@@ -8,9 +8,11 @@ so all three exercise exactly the same processes. Every component is a real subp
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import socket
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -77,6 +79,8 @@ class LocalStack:
         :class:`ComponentExited` (naming the component and its last log lines) if one dies while starting."""
         self._plan_ports()
         rotate_logs(self.log_dir)
+        # the readiness probe's Celery and Redis modules load while devcluster starts (this process only waits)
+        threading.Thread(target=importlib.import_module, args=("workers.redis_client",), daemon=True).start()
         try:
             self._start_api()
             self._start_redis()
@@ -272,7 +276,7 @@ class LocalStack:
                 if dead:
                     raise ComponentExited(dead[0], "during start-up")
                 workers = self.options.workers
-                if self._answering(probe, workers, timeout=0.25) >= workers and self._flower_answering():
+                if self._answering(probe, workers, timeout=0.1) >= workers and self._flower_answering():
                     return
         finally:
             probe.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -70,8 +71,18 @@ class Runtime:
         return None if kube is None else CachedKubeClient(kube, self.cache)
 
 
-@cache
+#: held while the process's :class:`Runtime` is built: under the threads pool the first tasks (and the warm-up,
+#: workers.app) may ask for it at once, and there must be one gate, one lease renewer, one set of hooks
+_building = threading.Lock()
+
+
 def runtime() -> Runtime:
+    with _building:
+        return _runtime()
+
+
+@cache
+def _runtime() -> Runtime:
     from workers import metrics, own_writes, run_log
     from workers.app import app, settings
 
