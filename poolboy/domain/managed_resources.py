@@ -45,6 +45,16 @@ def apply_name(definition: dict[str, Any], index: int, guid: str) -> None:
     metadata["name"] = prefix + guid
 
 
+def name_is_reproducible(definition: Mapping[str, Any], guid: str) -> bool:
+    """Whether a later run renders this resource under the same name, so that the reference need not be recorded
+    before the resource is created: the name carries the handle's guid (the default name does, and providers name
+    resources ``<prefix>-{{ guid }}`` by convention). A run that dies between the create and its status write is then
+    followed by one whose create meets a 409 and adopts the resource (:func:`create_or_update`); any other name (say,
+    from the claim's name or a random filter) is recorded first, or a crash there would orphan the resource."""
+    name = (definition.get("metadata") or {}).get("name") or ""
+    return bool(guid) and guid in name
+
+
 def reference_of(definition: Mapping[str, Any]) -> dict[str, str]:
     metadata = definition.get("metadata") or {}
     reference = {"apiVersion": definition["apiVersion"], "kind": definition["kind"], "name": metadata["name"]}

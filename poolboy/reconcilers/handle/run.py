@@ -47,6 +47,7 @@ class HandleRun:
         self.claim = claim
         self.providers = providers
         self.resources: list[dict[str, Any]] = (handle.get("spec") or {}).get("resources") or []
+        self.guid = managed_resources.handle_guid(handle)
         self.status = copy.deepcopy(handle.get("status") or {})
         self.status_resources = status_resources(handle)
         self.states: list[dict[str, Any] | None] = [managed_resources.read_live(ctx, e.get("reference"))
@@ -116,14 +117,15 @@ class HandleRun:
         if recorded:
             managed_resources.enforce_reference(definition, recorded, index)
         else:
-            managed_resources.apply_name(definition, index, managed_resources.handle_guid(self.handle))
+            managed_resources.apply_name(definition, index, self.guid)
         annotations = managed_resources.poolboy_annotations(self.ctx, self.handle, provider.name, index,
                                                             self.requester.annotations(self.ctx))
         managed_resources.apply_metadata(definition, annotations, self.handle)
         if not recorded:
             entry["reference"] = managed_resources.reference_of(definition)
             entry.pop("waitingFor", None)
-            self.write_status()  # durable before create; Conflict here re-runs the reconcile
+            if not managed_resources.name_is_reproducible(definition, self.guid):
+                self.write_status()  # durable before create; Conflict here re-runs the reconcile
         self.status_resources[index].pop("waitingFor", None)
         before = self.states[index]
         self.states[index] = managed_resources.create_or_update(self.ctx, definition, provider.update_filters,
