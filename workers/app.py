@@ -62,8 +62,15 @@ def _forks_children(worker: object) -> bool:
 
 def _warm_up() -> None:
     """What the first reconcile needs and the consumer does not: the domain (templating, schemas) and the API
-    client (the official package's configuration loader)."""
+    client (the official package's configuration loader). At a lower CPU priority (Linux schedules threads one by
+    one): where several workers start at once, the ones still starting come first."""
+    import contextlib
+    import threading
+
     from workers import runtime
+
+    with contextlib.suppress(AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
 
     runtime.reconcilers().preload()
     runtime.runtime().kube  # noqa: B018 (built on first use; this is the first use)
