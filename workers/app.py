@@ -63,7 +63,8 @@ def _forks_children(worker: object) -> bool:
 def _warm_up() -> None:
     """What the first reconcile needs and the consumer does not: the domain (templating, schemas) and the API
     client (the official package's configuration loader). At a lower CPU priority (Linux schedules threads one by
-    one): where several workers start at once, the ones still starting come first."""
+    one): where several workers start at once, the ones still starting come first. It starts no thread (a thread
+    inherits its creator's priority): the lease renewer and the Event senders start with the first run and Event."""
     import contextlib
     import threading
 
