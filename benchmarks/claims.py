@@ -69,7 +69,7 @@ from benchmarks.systems import SYSTEMS, ProjectStack, UpstreamStack, time_startu
 from benchmarks.workload import API, CLAIM_NS, ITEM_GROUP, OPERATOR_NS, SHAPES, Workload, item_crd
 from poolboy.kube import AlreadyExists, KubeClient
 from stack.local import StackOptions
-from stack.worker import DEFAULT_CONCURRENCY, DEFAULT_POOL, POOLS
+from stack.worker import DEFAULT_CONCURRENCY, DEFAULT_POOL, POOLS, local_concurrency
 from workers.names import CONSUME_ORDER
 
 Stack = ProjectStack | UpstreamStack
@@ -462,6 +462,11 @@ def open_system(args: argparse.Namespace, workers: int, latency_ms: float = 0.0,
                         else redis_latency_ms)
 
 
+def concurrency_of(args: argparse.Namespace, workers: int) -> int:
+    """Reconciles at once per worker: ``--concurrency``, or what ``poolboy dev`` chooses for ``workers``."""
+    return int(args.concurrency or local_concurrency(workers))
+
+
 def project_only(args: argparse.Namespace, mode: str) -> None:
     if args.system != "project":
         raise SystemExit(f"{mode} runs on the project only (it needs the project's components or Redis)")
@@ -481,7 +486,7 @@ def run_burst(args: argparse.Namespace, workers: int, n: int, warm: bool, latenc
         bench = Bench(stack, Workload(args.shape))
         try:
             bench.setup()
-            result: dict[str, Any] = {"workers": workers, "concurrency": args.concurrency}
+            result: dict[str, Any] = {"workers": workers, "concurrency": concurrency_of(args, workers)}
             result |= {"pool": args.pool, "api_latency_ms": latency_ms, "create_threads": creators(args, latency_ms),
                        "task_events": args.task_events,
                        "redis_latency_ms": getattr(stack, "redis_latency_ms", None), "shape": args.shape}
@@ -502,7 +507,7 @@ def run_steady(args: argparse.Namespace) -> dict[str, Any]:
         bench = Bench(stack, Workload(args.shape))
         try:
             bench.setup()
-            result: dict[str, Any] = {"workers": args.workers, "concurrency": args.concurrency,
+            result: dict[str, Any] = {"workers": args.workers, "concurrency": concurrency_of(args, args.workers),
                                       "rate": args.rate, "seconds": args.seconds, "pool": 20}
             result["pool_fill_s"] = round(bench.fill_pool(20), 2)
             census = HandleCensus()
@@ -539,7 +544,8 @@ def run_scale_out(args: argparse.Namespace) -> dict[str, Any]:
         bench = Bench(stack, Workload(args.shape))
         try:
             bench.setup()
-            result: dict[str, Any] = {"workers": args.workers, "concurrency": args.concurrency, "claims": n,
+            result: dict[str, Any] = {"workers": args.workers, "concurrency": concurrency_of(args, args.workers),
+                                      "claims": n,
                                       "handles": n}
             phase = Phase(bench, None, "W5")
             clock, start, created = phase.run_claims([f"x{i:05d}" for i in range(n)], None, 3600)
@@ -659,7 +665,8 @@ def run_memory(args: argparse.Namespace) -> dict[str, Any]:
         try:
             bench.setup()
             bench.wait_idle()
-            result: dict[str, Any] = {"workers": options.workers, "concurrency": options.concurrency,
+            result: dict[str, Any] = {"workers": options.workers,
+                                      "concurrency": options.concurrency or local_concurrency(options.workers),
                                       "pool": options.pool, "n": args.mem_n, "idle_at_start": footprint(bench)}
             if args.system == "upstream":
                 result |= {"workers": 1, "concurrency": 1, "pool": "kopf (one process)"}
@@ -855,7 +862,7 @@ def plan(args: argparse.Namespace, chosen: list[str], systems: tuple[str, ...]) 
         for index, workers in enumerate(counts[name]):
             if name == "STARTUP":
                 run: Callable[[], dict[str, Any]] = functools.partial(
-                    lambda w: time_startup(args.system, w, args.concurrency, args.pool), workers)
+                    lambda w: time_startup(args.system, w, concurrency_of(args, w), args.pool), workers)
             else:
                 run = functools.partial(run_burst, args, workers, args.n, True,
                                         args.latency_ms if name == "W6" else 0.0, name)
@@ -919,8 +926,9 @@ def main() -> int:
                         help="workload shape (benchmarks/workload.py; default upstream)")
     parser.add_argument("--n", type=int, default=300, help="claims per burst (W1, W2, W4, W6)")
     parser.add_argument("--workers", type=int, default=2, help="worker processes for W1–W3, W5, CACHE (default 2)")
-    parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY,
-                        help=f"pool size (threads or processes) per worker (default {DEFAULT_CONCURRENCY}, as shipped)")
+    parser.add_argument("--concurrency", type=int, default=None,
+                        help="pool size (threads or processes) per worker (default: as `poolboy dev` chooses for "
+                             f"the worker count, stack.worker.local_concurrency; at most {DEFAULT_CONCURRENCY})")
     parser.add_argument("--pool", choices=POOLS, default=DEFAULT_POOL,
                         help=f"Celery execution pool of every worker (default {DEFAULT_POOL}, as shipped)")
     parser.add_argument("--task-events", choices=("on", "off"), default="on",

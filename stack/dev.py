@@ -38,8 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--namespace", default=os.environ.get("POOLBOY_NAMESPACE", "poolboy"),
                         help="operator namespace (default: $POOLBOY_NAMESPACE or 'poolboy')")
     parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
-    parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY,
-                        help=f"reconciles at once per worker (default {DEFAULT_CONCURRENCY})")
+    parser.add_argument("--concurrency", type=int, default=None,
+                        help=f"reconciles at once per worker (default: about two per core in all, at most "
+                             f"{DEFAULT_CONCURRENCY} each; 1 worker on 2 cores: 4)")
     parser.add_argument("--pool", choices=POOLS, default=DEFAULT_POOL,
                         help=f"Celery execution pool of each worker (default {DEFAULT_POOL}; "
                              "see `poolboy worker --help`)")

@@ -22,14 +22,15 @@ from typing import Any
 
 from stack import ports
 from stack.processes import Child, ComponentExited, rotate_logs
-from stack.worker import DEFAULT_CONCURRENCY, DEFAULT_POOL
+from stack.worker import DEFAULT_POOL, local_concurrency
 from workers.names import DEFAULT_QUEUES
 
 
 @dataclass
 class StackOptions:
     workers: int = 1
-    concurrency: int = DEFAULT_CONCURRENCY
+    #: reconciles at once per worker; None: :func:`stack.worker.local_concurrency` of ``workers``
+    concurrency: int | None = None
     #: Celery execution pool of every worker (``threads``, ``prefork``, ``solo``; see ``poolboy worker --pool``)
     pool: str = DEFAULT_POOL
     namespace: str = "poolboy"
@@ -258,11 +259,16 @@ class LocalStack:
         add("watcher", "watcher", "--identity", f"{socket.gethostname()}-watcher")
         for index in range(self.options.workers):
             add(f"worker-{index}", "worker", "--queues", DEFAULT_QUEUES,
-                "--concurrency", str(self.options.concurrency), "--pool", self.options.pool,
+                "--concurrency", str(self.concurrency), "--pool", self.options.pool,
                 "--hostname", f"worker{index}@%h")
         add("beat", "beat")
         if self.options.flower_port:
             add("flower", "flower", "--port", str(self.options.flower_port), "--address", "127.0.0.1")
+
+    @property
+    def concurrency(self) -> int:
+        """Reconciles at once per worker: the option, or the local default for this many workers."""
+        return self.options.concurrency or local_concurrency(self.options.workers)
 
     def _wait_ready(self) -> None:
         """Until every worker answers a ping (and Flower, if any, its health check). One probe app for the whole

@@ -31,6 +31,15 @@ POOLS = ("prefork", "solo", "threads", "gevent")
 #: stuck reconcile outright and isolates crashes, for providers whose templates an administrator does not trust.
 DEFAULT_POOL = "threads"
 DEFAULT_CONCURRENCY = 4
+
+
+def local_concurrency(workers: int, cores: int | None = None) -> int:
+    """Reconciles at once per worker when ``workers`` workers share one machine (``poolboy dev``): about two per core
+    in all, at most :data:`DEFAULT_CONCURRENCY` each. Beyond that, on one machine, more slots only share the same
+    cores: 8 workers x 4 threads on 2 cores bound a burst's claims at p50 6.5 s where 8 x 1 took 3.5 s (W6,
+    benchmarks/README.md round 6). A worker with a node of its own (the chart) keeps DEFAULT_CONCURRENCY."""
+    cores = cores or os.cpu_count() or 1
+    return max(1, min(DEFAULT_CONCURRENCY, (2 * cores) // max(1, workers)))
 #: seconds between worker heartbeats (Celery's default is 2); Flower marks a worker offline after two missed ones
 HEARTBEAT_SECONDS = 5
 
