@@ -84,6 +84,14 @@ def run_scenario(stack: LocalStack) -> None:
     ok(kubectl(stack, "delete", "-n", "demo", "resourceclaim/hello", "--timeout=60s"))
     wait_for(lambda: "short" not in kubectl(stack, "get", "rclaim", "-n", "demo", "-o", "name").stdout,
              timeout=60, message="the expired claim to be deleted by Poolboy")
+    # the watcher renews its leadership Lease (an update) every retry period; a scenario quicker than that would
+    # leave the grant unexercised, so wait for a renewal: renewTime moves past acquireTime
+    wait_for(lambda: renewed(stack), timeout=30, message="the watcher to renew its Lease")
+
+
+def renewed(stack: LocalStack) -> bool:
+    spec = yaml.safe_load(ok(kubectl(stack, "get", "lease/poolboy-watcher", "-n", NAMESPACE, "-o", "yaml")))["spec"]
+    return bool(spec.get("renewTime")) and spec.get("renewTime") != spec.get("acquireTime")
 
 
 def chart_grants() -> dict[str, list[Grant]]:
