@@ -12,6 +12,9 @@ the oldest waiting claim instead of to whichever run happens first.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import orjson
 import redis
 
@@ -107,12 +110,18 @@ class RedisHandleIndex:
             return rank + 1, waiting
         return older + 1, waiting + 1
 
-    def created_since(self, scope: str, since: float) -> int | None:
-        """One round trip: a ZCOUNT of ``created|<scope>``."""
+    def created_since(self, scope: str, since: Sequence[float]) -> list[int] | None:
+        """One round trip: a ZCOUNT of ``created|<scope>`` per time."""
         key = index_key(f"{candidates.CREATED}|{scope}")
-        reply = read_if_synced(self.redis, self.api_version, "ResourceHandle", self.namespace,
-                               lambda pipe: pipe.zcount(key, repr(since), "+inf"))
-        return None if reply is None else int(reply)
+
+        def counts(pipe: Any) -> None:
+            for moment in since:
+                pipe.zcount(key, repr(moment), "+inf")
+
+        reply = read_if_synced(self.redis, self.api_version, "ResourceHandle", self.namespace, counts)
+        if reply is None:
+            return None
+        return [int(count) for count in (reply if len(since) > 1 else [reply])]
 
     def release(self, name: str, claim: dict) -> None:
         self._release(keys=[RESERVATION_PREFIX + self._handle_id(name)], args=[cache_model.identity(claim)])

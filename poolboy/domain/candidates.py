@@ -15,7 +15,7 @@ Claims that must wait for a handle (``disableCreation``) are kept, per scope, in
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -54,9 +54,9 @@ class HandleIndex(Protocol):
     def release(self, name: str, claim: dict) -> None:
         ...
 
-    def created_since(self, scope: str, since: float) -> int | None:
-        """How many handles were created for claims of ``scope`` (see :func:`created_entry`) since the epoch time
-        ``since`` and still exist, or None when the index cannot answer."""
+    def created_since(self, scope: str, since: Sequence[float]) -> list[int] | None:
+        """For each epoch time in ``since``, how many handles were created for claims of ``scope`` (see
+        :func:`created_entry`) since then and still exist; None when the index cannot answer."""
         ...
 
     def queue_position(self, scope: str, claim: dict) -> tuple[int, int] | None:

@@ -45,12 +45,14 @@ def _observe_binds(ctx: Context, pool: dict[str, Any], handles: list[dict[str, A
     return binds
 
 
-def _missed(ctx: Context, pool: dict[str, Any], window: timedelta) -> int:
-    """Claims of the pool's provider that got a handle made for them in the last ``window``."""
-    if ctx.index is None:
-        return 0
-    scope = candidates.claim_scope(None, candidates.first_provider(pool))
-    return ctx.index.created_since(scope, (ctx.now - window).timestamp()) or 0
+def _missed(ctx: Context, pool: dict[str, Any], windows: list[timedelta]) -> list[int]:
+    """Claims of the pool's provider that got a handle made for them, in each of the last ``windows`` (one round
+    trip)."""
+    counts = None
+    if ctx.index is not None:
+        scope = candidates.claim_scope(None, candidates.first_provider(pool))
+        counts = ctx.index.created_since(scope, [(ctx.now - window).timestamp() for window in windows])
+    return counts or [0] * len(windows)
 
 
 def plan(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]]) -> Step | None:
@@ -65,10 +67,10 @@ def plan(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]]) -> S
     previous = status.get("autoscaling") or {}
     buckets = autoscaling.record_binds(previous.get("binds"), _observe_binds(ctx, pool, handles), ctx.now, chosen)
     created = autoscaling._parse(pool["metadata"].get("creationTimestamp"))
-    missed = _missed(ctx, pool, chosen.window)
     short = autoscaling.short_window(chosen)
+    missed, missed_short = _missed(ctx, pool, [chosen.window, short])
     rate = max(autoscaling.claim_rate(buckets, ctx.now, chosen, created, missed),
-               autoscaling.claim_rate(buckets, ctx.now, chosen, created, _missed(ctx, pool, short), short))
+               autoscaling.claim_rate(buckets, ctx.now, chosen, created, missed_short, short))
     measured = status.get("timeToReadySeconds")
     time_to_ready = float(measured) if isinstance(measured, int | float) and not isinstance(measured, bool) else None
     decision = autoscaling.decide(rate, time_to_ready, chosen, previous, ctx.now)
