@@ -72,6 +72,8 @@ class LocalStack:
         self.component_env: dict[str, dict[str, str]] = {}
         #: component name -> its metrics URL (empty with metrics off)
         self.metrics_urls: dict[str, str] = {}
+        #: the watcher's /readyz: the stack is ready only once the watcher leads and has listed (or stands by)
+        self.watcher_readyz: str = ""
 
     # --- lifecycle -----------------------------------------------------------------------------------------
 
@@ -199,8 +201,11 @@ class LocalStack:
         names = self._component_names()
         metrics = ports.consecutive(metrics_base, names[:-1]) if metrics_base else {}  # beat serves no metrics
         health = ports.consecutive(health_base, names) if health_base else {}
+        if "watcher" not in health:  # its /readyz is how the stack knows the watcher is watching
+            health["watcher"] = ports.free()
         wanted = [ports.PortRequest(port, f"{name} metrics", "--metrics-port") for name, port in metrics.items()]
-        wanted += [ports.PortRequest(port, f"{name} health", "POOLBOY_HEALTH_PORT") for name, port in health.items()]
+        wanted += [ports.PortRequest(port, f"{name} health", "POOLBOY_HEALTH_PORT") for name, port in health.items()
+                   if health_base]
         if self.options.flower_port:
             wanted.append(ports.PortRequest(self.options.flower_port, "Flower", "--flower-port (0 disables Flower)"))
         if self.options.api_port and not self.options.use_current_context:
@@ -213,6 +218,7 @@ class LocalStack:
             if name in health:
                 own["POOLBOY_HEALTH_PORT"] = str(health[name])
         self.metrics_urls = {name: f"http://{ports.LOOPBACK}:{port}/metrics" for name, port in metrics.items()}
+        self.watcher_readyz = f"http://{ports.LOOPBACK}:{health['watcher']}/readyz"
         # Flower listens on loopback only, its pages (with their control buttons) are open there anyway: open its
         # /api/* too unless the user chose basic auth or set the variable
         self.component_env["flower"] = {"FLOWER_UNAUTHENTICATED_API": environ.get("FLOWER_UNAUTHENTICATED_API", "true")}
@@ -271,9 +277,11 @@ class LocalStack:
         return self.options.concurrency or local_concurrency(self.options.workers)
 
     def _wait_ready(self) -> None:
-        """Until every worker answers a ping (and Flower, if any, its health check). One probe app for the whole
-        wait, and short pings back to back: a worker that is not consuming yet costs one ping's timeout, and the
-        ping after the last worker is ready returns as soon as it answered."""
+        """Until the watcher is ready (it leads and its informers have listed, or it stands by), every worker
+        answers a ping, and Flower, if any, its health check: a user who applies a claim at the ready line has it
+        watched and reconciled. One probe app for the whole wait, and short pings back to back: a worker that is not
+        consuming yet costs one ping's timeout, and the ping after the last worker is ready returns as soon as it
+        answered."""
         deadline = time.monotonic() + self.options.ready_timeout
         probe = self._probe()
         try:
@@ -282,7 +290,8 @@ class LocalStack:
                 if dead:
                     raise ComponentExited(dead[0], "during start-up")
                 workers = self.options.workers
-                if self._answering(probe, workers, timeout=0.1) >= workers and self._flower_answering():
+                if self._answering(probe, workers, timeout=0.1) >= workers and self._flower_answering() \
+                        and self._answers_ok(self.watcher_readyz):
                     return
         finally:
             probe.close()
@@ -307,10 +316,14 @@ class LocalStack:
             probe.close()
 
     def _flower_answering(self) -> bool:
-        if not self.options.flower_port:
-            return True
+        return not self.options.flower_port or \
+            self._answers_ok(f"http://{ports.LOOPBACK}:{self.options.flower_port}/healthcheck")
+
+    @staticmethod
+    def _answers_ok(url: str) -> bool:
+        """The URL answers 2xx within a second (a 503 of a probe not yet passing raises HTTPError, an OSError)."""
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.options.flower_port}/healthcheck", timeout=1):
+            with urllib.request.urlopen(url, timeout=1):
                 return True
         except OSError:
             return False

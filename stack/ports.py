@@ -40,6 +40,13 @@ def is_free(port: int, host: str = LOOPBACK) -> bool:
     return True
 
 
+def free(host: str = LOOPBACK) -> int:
+    """A port nothing listens on now (the kernel's pick), for a component whose port nobody needs to know ahead."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
 def check(requests: Iterable[PortRequest], host: str = LOOPBACK) -> None:
     """Raise :class:`PortTaken` for the first requested port that is in use (or requested twice)."""
     seen: dict[int, PortRequest] = {}

@@ -113,14 +113,25 @@ def list_unbound(ctx: Context, claim: Mapping[str, Any]) -> list[dict[str, Any]]
     return [h for h in handles if is_unbound(h, ctx.settings.domain)]
 
 
-def provider_compatible(handle: Mapping[str, Any], provider_names: list[str]) -> bool:
+def provider_compatible(handle: Mapping[str, Any], provider_names: list[str],
+                        parameter_values: Mapping[str, Any] | None = None) -> bool:
     """A provider-mode handle (``spec.provider``) only serves claims whose first resource uses that provider.
 
-    A fresh provider pool handle may not have generated ``spec.resources`` yet; without this check the resource
-    comparison alone would accept it for any claim.
+    A fresh provider pool handle may not have generated ``spec.resources`` yet, so the template comparison has
+    nothing to compare: without these checks it would accept the handle for any claim. Until it has, a
+    provider-mode claim (its effective ``parameter_values``) takes it only when every value the handle was made
+    with is the claim's too; a pool handle made for other values is left for the claims it was made for.
     """
-    name = ((handle.get("spec") or {}).get("provider") or {}).get("name")
-    return name is None or (bool(provider_names) and provider_names[0] == name)
+    provider = (handle.get("spec") or {}).get("provider") or {}
+    name = provider.get("name")
+    if name is None:
+        return True
+    if not provider_names or provider_names[0] != name:
+        return False
+    if parameter_values is None or (handle.get("spec") or {}).get("resources"):
+        return True
+    return all(key in parameter_values and parameter_values[key] == value
+               for key, value in (provider.get("parameterValues") or {}).items())
 
 
 def bind_ops(ctx: Context, claim: Mapping[str, Any], handle: Mapping[str, Any], *,

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from poolboy.context import Context
 from poolboy.domain import candidates
-from poolboy.domain.binding import bind_ops, handle_spec_ops
+from poolboy.domain.binding import bind_ops, handle_spec_ops, provider_compatible
 from poolboy.settings import Settings
 
 SETTINGS = Settings(operator_namespace="op")
@@ -102,3 +102,20 @@ def test_a_handle_made_for_a_claim_is_indexed_as_missed_demand_of_its_provider()
     unbound_pool_handle = {**from_pool, "metadata": {**from_pool["metadata"],
                                                      "labels": {f"{domain}/resource-pool-name": "p"}}}
     assert candidates.created_entry(unbound_pool_handle, domain) is None
+
+
+def test_a_provider_handle_serves_only_claims_of_its_provider() -> None:
+    handle = _handle(provider={"name": "p", "parameterValues": {}})
+    assert provider_compatible(handle, ["p"]) and provider_compatible(handle, ["p"], {"greeting": "hi"})
+    assert not provider_compatible(handle, ["q"]) and not provider_compatible(handle, [])
+    assert provider_compatible(_handle(resources=[{"provider": {"name": "q"}}]), ["p"])  # templates decide
+
+
+def test_a_fresh_pool_handle_is_left_to_claims_with_its_parameter_values() -> None:
+    fresh = _handle(provider={"name": "p", "parameterValues": {"greeting": "pool"}})  # resources not generated yet
+    assert provider_compatible(fresh, ["p"], {"greeting": "pool", "size": 1})
+    assert not provider_compatible(fresh, ["p"], {"greeting": "mine"})
+    assert not provider_compatible(fresh, ["p"], {})
+    assert provider_compatible(fresh, ["p"])  # a resources-mode claim: the bind removes spec.provider
+    generated = {**fresh, "spec": {**fresh["spec"], "resources": [{"provider": P, "template": {}}]}}
+    assert provider_compatible(generated, ["p"], {"greeting": "mine"})  # generated: the template comparison decides

@@ -50,8 +50,9 @@ class ListedCandidates:
 
     def bind(self, run: ClaimRun, mode: Mode, claim_resources: list[dict[str, Any]]) -> dict[str, Any] | None:
         provider_names = [p.name for p in mode.providers]
+        values = parameter_values(run, mode)
         listed = [h for h in binding.list_unbound(run.ctx, run.claim)
-                  if binding.provider_compatible(h, provider_names)]
+                  if binding.provider_compatible(h, provider_names, values)]
         if not listed:
             return None
         providers = providers_by_name(run.ctx, listed, mode.providers)
@@ -76,6 +77,7 @@ class IndexedCandidates:
     def bind(self, run: ClaimRun, mode: Mode, claim_resources: list[dict[str, Any]]) -> dict[str, Any] | None:
         index = self.index
         provider_names = [p.name for p in mode.providers]
+        values = parameter_values(run, mode)
         representatives: dict[str, dict[str, Any] | None] = {}  # read while ranking, reused once for the bind
 
         def fetch(name: str) -> dict[str, Any] | None:
@@ -96,12 +98,18 @@ class IndexedCandidates:
                 else run.read_handle(reservation.name)
             handle = None
             if candidate is not None and candidate_index.is_unbound(candidate, run.ctx.settings.domain) \
-                    and binding.provider_compatible(candidate, provider_names):
+                    and binding.provider_compatible(candidate, provider_names, values):
                 handle = bind_candidate(run, mode, candidate, claim_resources)
             if handle is not None:
                 return handle
             index.release(reservation.name, run.claim)
         return None
+
+
+def parameter_values(run: ClaimRun, mode: Mode) -> dict[str, Any] | None:
+    """The effective parameter values of a provider-mode claim, None in resources mode."""
+    spec = mode.provider_spec(run)
+    return None if spec is None else spec.get("parameterValues") or {}
 
 
 def binding_scope(run: ClaimRun, mode: Mode) -> tuple[str | None, str]:
