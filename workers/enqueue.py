@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from poolboy.settings import Settings
 from workers import metrics
 from workers.gate import Gate, Publish
+from workers.messages import QueuedMessages
 from workers.names import route
 
 if TYPE_CHECKING:
@@ -30,12 +31,13 @@ class Enqueuer:
             app = default_app
         self.app = app
         self.gate = gate or Gate.from_settings(self.settings)
+        self.gate.encoder = QueuedMessages(app).encode  # the gate pushes the messages it decides are owed
 
     def add(self, key: str, priority: str = "event") -> str:
         """Tell the gate ``key`` needs a run; publish a message only when the gate says so."""
         outcome, publish = self.gate.add(key, priority)
         metrics.GATE_ADDS.labels(outcome=outcome).inc()
-        if publish:
+        if publish and not publish.queued:
             self.publish(publish)
         return outcome
 
@@ -44,14 +46,15 @@ class Enqueuer:
 
         With ``countdown`` (a few seconds at most: an ETA message is held by a worker, see docs/behaviour.md#delivery)
         the run starts that much later, and adds meanwhile coalesce into it: a burst of them costs the key one run."""
-        results = self.gate.add_many(keys, priority)
+        results = self.gate.add_many(keys, priority, push=countdown is None)  # a countdown is Celery's to publish
         for outcome, _ in results:
             metrics.GATE_ADDS.labels(outcome=outcome).inc()
         self.publish_many([publish for _, publish in results if publish], countdown=countdown)
         return [outcome for outcome, _ in results]
 
     def publish_many(self, publishes: list[Publish], countdown: float | None = None) -> None:
-        """:meth:`publish` for each, on one producer connection."""
+        """:meth:`publish` for each, on one producer connection (but those the gate has pushed itself)."""
+        publishes = [publish for publish in publishes if not publish.queued]
         if len(publishes) == 1:
             self.publish(publishes[0], countdown=countdown)
         elif publishes:

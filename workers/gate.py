@@ -19,7 +19,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -61,13 +61,20 @@ def new_id() -> str:
     return uuid.uuid4().hex
 
 
+#: ``(key, msg_id, message priority) -> (queue list, message)``: a message the gate script pushes itself when it
+#: decides one is owed (:class:`workers.messages.QueuedMessages`)
+Encoder = Callable[[str, str, int], tuple[str, bytes]]
+
+
 @dataclass(frozen=True)
 class Publish:
-    """The gate says: publish one ``reconcile(key)`` message with this task id and priority class."""
+    """The gate says: publish one ``reconcile(key)`` message with this task id and priority class (unless
+    ``queued``: the gate script has pushed it already)."""
 
     key: str
     msg_id: str
     cls: int
+    queued: bool = False
 
     @property
     def priority(self) -> int:
@@ -107,6 +114,8 @@ class Gate:
         self._renew = client.register_script(_source("renew"))
         self._reap = client.register_script(_source("reap"))
         self.renewer = _Renewer(self)
+        #: set by the publisher: ADD and OBSERVE then push the message they decide is owed themselves
+        self.encoder: Encoder | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings, client: redis.Redis | None = None) -> Gate:
@@ -121,37 +130,53 @@ class Gate:
 
     # --- ADD -------------------------------------------------------------------------------------------------
 
-    def _add_args(self, key: str, priority: str) -> tuple[list[str], list[str | int]]:
+    def _add_args(self, key: str, priority: str) -> tuple[list[str], list[Any]]:
         return [pending_key(key), active_key(key)], [new_id(), CLASSES[priority], self.pending_ttl, self.stale_ms]
+
+    def _pushed(self, key: str, priority: str, keys: list[str], args: list[Any], push: bool) -> None:
+        """Append the queue list (last key) and the message (last argument) when the script is to push it."""
+        if push and self.encoder is not None:
+            queue_list, message = self.encoder(key, str(args[0]), MESSAGE_PRIORITY[CLASSES[priority]])
+            keys.append(queue_list)
+            args.append(message)
 
     @staticmethod
     def _add_result(key: str, reply: list) -> tuple[str, Publish | None]:
         outcome = ADD_OUTCOMES[int(reply[0])]
         if outcome != "published":
             return outcome, None
-        return outcome, Publish(key, _text(reply[1]), int(reply[2]))
+        return outcome, Publish(key, _text(reply[1]), int(reply[2]), queued=len(reply) > 3 and int(reply[3]) == 1)
 
-    def add(self, key: str, priority: str = "event") -> tuple[str, Publish | None]:
-        """Record that ``key`` needs a run. Returns the outcome and, if published, what the caller must publish."""
+    def add(self, key: str, priority: str = "event", push: bool = True) -> tuple[str, Publish | None]:
+        """Record that ``key`` needs a run. Returns the outcome and, if published, what the caller must publish
+        (nothing more when ``push`` and an encoder let the script push the message itself)."""
         keys, args = self._add_args(key, priority)
+        self._pushed(key, priority, keys, args, push)
         return self._add_result(key, self._add(keys=keys, args=args))
 
-    def add_many(self, keys: Iterable[str], priority: str = "event") -> list[tuple[str, Publish | None]]:
+    def add_many(self, keys: Iterable[str], priority: str = "event",
+                 push: bool = True) -> list[tuple[str, Publish | None]]:
         """ADD for many keys in one pipelined round trip (each script still atomic on its own)."""
         keys = list(keys)
         if not keys:
             return []
-        calls = [(self._add, *self._add_args(key, priority)) for key in keys]
+        calls = []
+        for key in keys:
+            script_keys, args = self._add_args(key, priority)
+            self._pushed(key, priority, script_keys, args, push)
+            calls.append((self._add, script_keys, args))
         replies = evalsha_pipelined(self.redis, calls)
         return [self._add_result(key, reply) for key, reply in zip(keys, replies, strict=True)]
 
-    def observe_call(self, key: str, write_id: str | None) -> tuple[Any, list[str], list[str | int]]:
+    def observe_call(self, key: str, write_id: str | None) -> tuple[Any, list[str], list[Any]]:
         """The OBSERVE script and its keys and arguments, for a caller that pipelines it with other commands (the
         watcher's intake): ADD for ``key``, unless ``write_id`` is the key's own write or a run of the key is
         going on (then that run judges it at DONE)."""
         keys, args = self._add_args(key, "event")
-        return (self._observe, [*keys, own_writes.records_key(key), own_writes.deferred_key(key)],
-                [*args, write_id or "", own_writes.DEFERRED_TTL_S])
+        keys += [own_writes.records_key(key), own_writes.deferred_key(key)]
+        args += [write_id or "", own_writes.DEFERRED_TTL_S]
+        self._pushed(key, "event", keys, args, push=True)
+        return self._observe, keys, args
 
     def observe_result(self, key: str, reply: list) -> tuple[str, Publish | None]:
         return self._add_result(key, reply)

@@ -42,3 +42,13 @@ local function gate_add(pending, active_key, msg_id, cls, pending_ttl, stale_ms,
   redis.call('SET', pending, mark(msg_id, now, cls, '1'), 'EX', pending_ttl)
   return {2, msg_id, cls}
 end
+
+-- Publish what ADD decided, when the caller handed the message (workers/messages.py): LPUSH it onto its queue list
+-- in this same atomic step, so a key is never marked queued without its message. The reply says it is pushed.
+local function gate_push(reply, queue_list, message)
+  if reply[1] == 2 and queue_list and message then
+    redis.call('LPUSH', queue_list, message)
+    reply[4] = 1
+  end
+  return reply
+end

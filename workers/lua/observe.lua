@@ -1,6 +1,7 @@
 -- OBSERVE (the watcher, per key a watch event wakes): the own-write check, then ADD.
--- KEYS pending, active, selfwrites, deferred; ARGV msg_id, class, pending_ttl_s, stale_ms, write_id ('' none),
--- deferred_ttl_s -> ADD's reply | {3} the key's own write (skip) | {4} deferred to the run going on
+-- KEYS pending, active, selfwrites, deferred[, queue list]; ARGV msg_id, class, pending_ttl_s, stale_ms, write_id
+-- ('' none), deferred_ttl_s[, message] -> ADD's reply | {3} the key's own write (skip) | {4} deferred to the run
+-- going on
 local active = nil
 if ARGV[5] ~= '' then
   if redis.call('SISMEMBER', KEYS[3], ARGV[5]) == 1 then
@@ -13,4 +14,5 @@ if ARGV[5] ~= '' then
     return {4}
   end
 end
-return gate_add(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], active)
+return gate_push(gate_add(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], active), KEYS[5],
+                 ARGV[7])

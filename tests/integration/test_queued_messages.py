@@ -1,0 +1,61 @@
+"""The gate pushes the reconcile messages it decides are owed (workers/messages.py), on a real redis-server: the
+message is the one ``Celery.send_task`` would have stored, it is pushed exactly when ADD or OBSERVE answers
+``published``, and a run published that way reaches a real worker (the engine tests, ``test_engine*``, run every
+key through this path)."""
+
+from __future__ import annotations
+
+import json
+
+import redis
+
+from workers.enqueue import Enqueuer
+from workers.gate import MESSAGE_PRIORITY, evalsha_pipelined
+
+KEY = "claim/ns/a"
+#: set per message, by Celery (the task id and its copies) or kombu (the delivery tag)
+PER_MESSAGE = {("headers", "id"), ("headers", "root_id"), ("properties", "correlation_id"),
+               ("properties", "delivery_tag"), ("properties", "reply_to"), ("headers", "origin")}
+
+
+def _queued(r: redis.Redis, queue: str = "claims") -> list[dict]:
+    """Every message on ``queue``'s lists (kombu keeps one list per priority step)."""
+    names = [name for name in r.keys(f"{queue}*") if name == queue or name.startswith(queue + "\x06")]
+    return [json.loads(raw) for name in names for raw in r.lrange(name, 0, -1)]
+
+
+def _without_per_message_fields(message: dict) -> dict:
+    message = json.loads(json.dumps(message))
+    for section, field in PER_MESSAGE:
+        message[section].pop(field, None)
+    return message
+
+
+def test_a_pushed_message_is_the_one_send_task_stores(r: redis.Redis, enqueuer: Enqueuer) -> None:
+    assert enqueuer.add(KEY, "resync") == "published"
+    (pushed,) = _queued(r)
+    r.delete(*r.keys("claims*"))
+    enqueuer.app.send_task("poolboy.reconcile.claim", args=[KEY], task_id="sent-by-celery", queue="claims",
+                           priority=MESSAGE_PRIORITY[1])
+    (sent,) = _queued(r)
+    assert _without_per_message_fields(pushed) == _without_per_message_fields(sent)
+    assert pushed["headers"]["id"] == pushed["properties"]["correlation_id"] == r.get(f"gate:{{{KEY}}}:pending") \
+        .split("|")[0], "the task id is the gate's message id"
+    assert pushed["properties"]["delivery_tag"] != sent["properties"]["delivery_tag"]
+
+
+def test_the_gate_pushes_exactly_the_messages_it_decides_are_owed(r: redis.Redis, enqueuer: Enqueuer) -> None:
+    assert enqueuer.add_many([KEY, KEY, "handle/op/h"]) == ["published", "coalesced", "published"]
+    assert [m["headers"]["argsrepr"] for m in _queued(r)] == [repr([KEY])]
+    assert [m["headers"]["argsrepr"] for m in _queued(r, "handles")] == [repr(["handle/op/h"])]
+    gate = enqueuer.gate
+    (reply,) = evalsha_pipelined(r, [gate.observe_call(KEY, "uid/1")])
+    assert gate.observe_result(KEY, reply)[0] == "coalesced"
+    assert len(_queued(r)) == 1, "a coalesced event pushes nothing"
+
+
+def test_a_delayed_add_is_left_to_celery(r: redis.Redis, enqueuer: Enqueuer) -> None:
+    """A countdown is an ETA message, which Celery holds in the worker: the gate does not push it."""
+    assert enqueuer.add_many([KEY], countdown=2) == ["published"]
+    (message,) = _queued(r)
+    assert message["headers"]["eta"] is not None

@@ -1,0 +1,82 @@
+"""Reconcile messages as kombu's Redis transport keeps them in a queue list, so that the gate can push a message
+in the same script that decides it is owed.
+
+Why: publishing through ``Celery.send_task`` cost the watcher about a third of its CPU (kombu's producer declares,
+copies and wraps every publish in its retry machinery) and every woken key a second round trip after the gate's
+(the gate decides, then the client publishes). A gate script that LPUSHes the message itself makes the decision
+and the publish one atomic step: no window in which a key is marked "queued" while its message was never sent,
+and one round trip per watch event. ``poolboy worker`` consumes these messages like any other: they are what
+kombu would have stored (Celery's task protocol 2: headers, properties, base64 body; kombu's priority lists).
+
+The parts that never change for a (task, queue, priority) come from the libraries themselves, once:
+``app.amqp.as_task_v2`` builds the task message, kombu's channel ``prepare_message`` and the anonymous-exchange
+delivery info wrap it, and the channel names the priority list. Per message only what Celery sets per task is
+replaced: the task id (``id``, ``root_id``, ``correlation_id``), the arguments (``argsrepr`` and the body) and
+kombu's ``delivery_tag``. :mod:`tests.integration.test_queued_messages` holds the result against ``send_task``'s.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import threading
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from kombu import serialization
+
+from workers.names import route
+
+if TYPE_CHECKING:
+    from celery import Celery
+
+#: Celery's body: ``[args, kwargs, embed]`` (task protocol 2)
+_EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
+
+
+class QueuedMessages:
+    """``QueuedMessages(app).encode(key, msg_id, priority)`` -> (the Redis list to LPUSH onto, the message)."""
+
+    def __init__(self, app: Celery) -> None:
+        self.app = app
+        self._templates: dict[tuple[str, int], tuple[str, dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+
+    def encode(self, key: str, msg_id: str, priority: int) -> tuple[str, bytes]:
+        task, queue = route(key)
+        list_key, template = self._template(task, queue, priority)
+        message = copy.deepcopy(template)
+        headers, properties = message["headers"], message["properties"]
+        headers["id"] = headers["root_id"] = properties["correlation_id"] = msg_id
+        headers["argsrepr"] = repr([key])
+        properties["delivery_tag"] = str(uuid.uuid4())
+        content_type = message["content-type"]
+        _, _, body = serialization.dumps([[key], {}, _EMBED], serializer=self.app.conf.task_serializer)
+        if content_type != "application/json":
+            raise ValueError(f"queued messages support the json serializer, not {content_type}")
+        message["body"] = base64.b64encode(body.encode() if isinstance(body, str) else body).decode()
+        return list_key, orjson.dumps(message)
+
+    def _template(self, task: str, queue: str, priority: int) -> tuple[str, dict[str, Any]]:
+        found = self._templates.get((queue, priority))
+        if found is None:
+            with self._lock:
+                found = self._templates.get((queue, priority)) or self._build(task, queue, priority)
+                self._templates[(queue, priority)] = found
+        return found
+
+    def _build(self, task: str, queue: str, priority: int) -> tuple[str, dict[str, Any]]:
+        """One message exactly as Celery and kombu would store it, from their own code."""
+        msg_id = str(uuid.uuid4())
+        task_message = self.app.amqp.as_task_v2(msg_id, task, args=["-"], kwargs={}, ignore_result=None)
+        content_type, encoding, body = serialization.dumps(task_message.body,
+                                                           serializer=self.app.conf.task_serializer)
+        properties = {**task_message.properties, "reply_to": self.app.thread_oid, "delivery_mode": 2}
+        with self.app.connection_for_write() as connection:
+            channel = connection.default_channel
+            message = channel.prepare_message(body, priority, content_type, encoding, task_message.headers,
+                                              properties)
+            channel._inplace_augment_message(message, "", queue)  # the anonymous exchange: routing key = queue
+            list_key = channel._q_for_pri(queue, channel.priority(priority))
+        return list_key, message
