@@ -9,17 +9,26 @@ the list below, not whatever the real client happens to have.
 One instance per run (:meth:`workers.runtime.Runtime.reader` makes a new one each time), because a run that met a
 failed precondition (409, or a JSON-patch ``test`` that failed with 422) read something stale and reads from the
 API for the rest of the run: "a stale read costs one conflict and a fresh read".
+
+With ``defer_writes`` (the engine's runs), the results of writes are kept until the run ends and go into the cache
+in the same round trip as the run's other Redis work (:meth:`deferred_puts`, sent by :mod:`workers.tasks`): one
+round trip per run instead of one per write. Meanwhile the run reads its own writes (a get or list answered from
+the cache sees what this run wrote last, as the write-through would have shown it), and other runs see them once
+the watch event or the run's end puts them in; a run that reads an older version meanwhile meets the write's
+precondition, as with any stale read.
 """
 
 from __future__ import annotations
 
 import builtins
+import copy
 import logging
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import Counter
 
-from cache.store import ObjectCache
+from cache import model as cache_model
+from cache.store import ObjectCache, ScriptCall
 from poolboy import kube
 
 if TYPE_CHECKING:  # discovery imports the official client; the types are enough here
@@ -37,10 +46,13 @@ _STALE = (kube.Conflict, kube.Invalid)
 class CachedKubeClient:
     """A :class:`~poolboy.kube.interfaces.Client` reading through ``cache``, writing to ``client`` (one per run)."""
 
-    def __init__(self, client: Client, cache: ObjectCache | None) -> None:
+    def __init__(self, client: Client, cache: ObjectCache | None, *, defer_writes: bool = False) -> None:
         self._client = client
         self._cache = cache
         self.fresh = cache is None  # True: every read goes to the API
+        self.defer_writes = defer_writes
+        #: identity -> (the last result of this run's writes of the object, whether one of them created it)
+        self._written: dict[str, tuple[dict, bool]] = {}
 
     # --- reads ---------------------------------------------------------------------------------------------------
 
@@ -56,14 +68,20 @@ class CachedKubeClient:
         CACHE_READS.labels(verb, "miss" if found is None else "hit").inc()
         return found
 
+    def _get_cached(self, api_version: str, kind: str, name: str, namespace: str | None) -> dict | None:
+        written = self._written.get(cache_model.object_id(api_version, kind, namespace, name))
+        if written is not None and not self.fresh:
+            return copy.deepcopy(written[0])
+        return self._cached("get", lambda c: c.get(api_version, kind, namespace, name))
+
     def get_or_none(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict | None:
-        hit = self._cached("get", lambda c: c.get(api_version, kind, namespace, name))
+        hit = self._get_cached(api_version, kind, name, namespace)
         if hit is not None:
             return hit
         return self._client.get_or_none(api_version, kind, name, namespace)
 
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict:
-        hit = self._cached("get", lambda c: c.get(api_version, kind, namespace, name))
+        hit = self._get_cached(api_version, kind, name, namespace)
         if hit is not None:
             return hit
         return self._client.get(api_version, kind, name, namespace)
@@ -73,9 +91,23 @@ class CachedKubeClient:
         if field_selector is None:  # the cache answers label selectors only
             hit = self._cached("list", lambda c: c.list(api_version, kind, namespace, label_selector))
             if hit is not None:
-                return hit
+                return self._with_own_writes(hit, api_version, kind, namespace, label_selector)
         return self._client.list(api_version, kind, namespace, label_selector=label_selector,
                                  field_selector=field_selector)
+
+    def _with_own_writes(self, listed: builtins.list[dict], api_version: str, kind: str, namespace: str | None,
+                         label_selector: str | None) -> builtins.list[dict]:
+        """A cached list as the cache will answer it once this run's deferred writes are in: each object this run
+        wrote in its latest version, where it still matches the selector."""
+        mine = {ident: obj for ident, (obj, _) in self._written.items()
+                if obj.get("apiVersion") == api_version and obj.get("kind") == kind
+                and cache_model.in_namespace(obj, namespace)}
+        if not mine:
+            return listed
+        terms = cache_model.parse_selector(label_selector)
+        result = [obj for obj in listed if cache_model.identity(obj) not in mine]
+        result += [copy.deepcopy(obj) for obj in mine.values() if cache_model.selector_matches(terms, obj)]
+        return sorted(result, key=cache_model.identity)
 
     # --- writes: through to the API, then the result into the cache ----------------------------------------------
 
@@ -90,6 +122,11 @@ class CachedKubeClient:
 
     def _write_through(self, obj: Any, *, insert: bool) -> None:
         if self._cache is None or not isinstance(obj, dict):
+            return
+        if self.defer_writes:
+            if (obj.get("metadata") or {}).get("name") and obj.get("kind"):
+                ident = cache_model.identity(obj)
+                self._written[ident] = (obj, insert or self._written.get(ident, (obj, False))[1])
             return
         try:
             self._cache.put(obj, insert=insert)
@@ -126,6 +163,23 @@ class CachedKubeClient:
         return self._write(lambda: self._client.delete_if_exists(api_version, kind, name, namespace,
                                                                  propagation=propagation, uid=uid,
                                                                  resource_version=resource_version))
+
+    def deferred_puts(self) -> builtins.list[ScriptCall]:
+        """The cache writes of this run's deferred writes (the latest result per object), for the run's last
+        round trip; forgotten here once taken."""
+        if self._cache is None:
+            return []
+        calls = []
+        for obj, insert in self._written.values():
+            try:
+                call = self._cache.put_call(obj, insert=insert)
+            except Exception as error:  # e.g. nested deeper than the encoder goes: the cache only costs speed
+                log.debug("cache write-through failed: %s", error)
+                continue
+            if call is not None:
+                calls.append(call)
+        self._written.clear()
+        return calls
 
     # --- the rest of the Writer: the real client's --------------------------------------------------------------
 

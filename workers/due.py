@@ -13,6 +13,8 @@ from datetime import datetime
 
 import redis
 
+from cache.store import ScriptCall
+
 DUE = "due"
 
 # ZRANGEBYSCORE + ZREM in one script, so two sweepers (two beats by mistake) never both pop a key.
@@ -24,17 +26,26 @@ end
 return keys
 """
 
+# ZADD LT as a script, so a run's deadline goes in the pipeline of the run's other Redis work (workers/tasks.py)
+_SCHEDULE = "return redis.call('ZADD', KEYS[1], 'LT', ARGV[1], ARGV[2])"
+
 
 class DueIndex:
     def __init__(self, client: redis.Redis, name: str = DUE) -> None:
         self.redis = client
         self.name = name
         self._pop_due = client.register_script(_POP_DUE)
+        self._schedule = client.register_script(_SCHEDULE)
 
     def schedule(self, key: str, at: datetime | float) -> None:
         """Run ``key`` at ``at`` unless an earlier deadline is already recorded (ZADD LT keeps the earliest)."""
+        script, keys, args = self.schedule_call(key, at)
+        script(keys=keys, args=args)
+
+    def schedule_call(self, key: str, at: datetime | float) -> ScriptCall:
+        """:meth:`schedule` as (script, keys, args), for a caller that pipelines it with other scripts."""
         score = at.timestamp() if isinstance(at, datetime) else float(at)
-        self.redis.zadd(self.name, {key: score}, lt=True)
+        return self._schedule, [self.name], [repr(score), key]
 
     def pop_due(self, now: datetime | float | None = None, limit: int = 1000) -> list[str]:
         """Atomically remove and return up to ``limit`` keys whose deadline is at or before ``now``."""

@@ -7,12 +7,12 @@ priority class mapped to a Redis message priority (events before resync).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from poolboy.settings import Settings
 from workers import metrics
-from workers.gate import Gate, Publish
+from workers.gate import Gate, Publish, evalsha_pipelined
 from workers.messages import QueuedMessages
 from workers.names import route
 
@@ -46,7 +46,14 @@ class Enqueuer:
 
         With ``countdown`` (a few seconds at most: an ETA message is held by a worker, see docs/behaviour.md#delivery)
         the run starts that much later, and adds meanwhile coalesce into it: a burst of them costs the key one run."""
-        results = self.gate.add_many(keys, priority, push=countdown is None)  # a countdown is Celery's to publish
+        keys = list(keys)
+        calls = [self.gate.add_call(key, priority, push=countdown is None) for key in keys]  # a countdown is Celery's
+        return self.added(keys, evalsha_pipelined(self.gate.redis, calls) if calls else [], countdown)
+
+    def added(self, keys: Sequence[str], replies: Sequence[Any], countdown: float | None = None) -> list[str]:
+        """Count and publish what the gate answered to the ADDs of ``keys`` (sent on some pipeline): the messages
+        its scripts did not push themselves are published here."""
+        results = [self.gate.add_result(key, reply) for key, reply in zip(keys, replies, strict=True)]
         for outcome, _ in results:
             metrics.GATE_ADDS.labels(outcome=outcome).inc()
         self.publish_many([publish for _, publish in results if publish], countdown=countdown)

@@ -27,6 +27,7 @@ from typing import Any
 
 import redis
 
+from cache.store import ScriptCall
 from poolboy.settings import Settings
 from workers import own_writes
 
@@ -160,15 +161,20 @@ class Gate:
         keys = list(keys)
         if not keys:
             return []
-        calls = []
-        for key in keys:
-            script_keys, args = self._add_args(key, priority)
-            self._pushed(key, priority, script_keys, args, push)
-            calls.append((self._add, script_keys, args))
-        replies = evalsha_pipelined(self.redis, calls)
+        replies = evalsha_pipelined(self.redis, [self.add_call(key, priority, push) for key in keys])
         return [self._add_result(key, reply) for key, reply in zip(keys, replies, strict=True)]
 
-    def observe_call(self, key: str, write_id: str | None) -> tuple[Any, list[str], list[Any]]:
+    def add_call(self, key: str, priority: str = "event", push: bool = True) -> ScriptCall:
+        """ADD as (script, keys, args), for a caller that pipelines it with other scripts; :meth:`add_result`
+        reads its reply."""
+        script_keys, args = self._add_args(key, priority)
+        self._pushed(key, priority, script_keys, args, push)
+        return self._add, script_keys, args
+
+    def add_result(self, key: str, reply: list) -> tuple[str, Publish | None]:
+        return self._add_result(key, reply)
+
+    def observe_call(self, key: str, write_id: str | None) -> ScriptCall:
         """The OBSERVE script and its keys and arguments, for a caller that pipelines it with other commands (the
         watcher's intake): ADD for ``key``, unless ``write_id`` is the key's own write or a run of the key is
         going on (then that run judges it at DONE)."""
@@ -202,11 +208,20 @@ class Gate:
         round trip (a successful run's backoff counter, its logged-error memory); ``mark_clean`` the object's
         hash in the shared cache, whose current version is then recorded as reconciled
         (:func:`workers.sweeps.dirty_keys`)."""
+        script, keys, args = self.done_call(key, token, also_delete, mark_clean, writes)
+        return self.done_result(key, script(keys=keys, args=args))
+
+    def done_call(self, key: str, token: str, also_delete: str | Sequence[str] = (), mark_clean: str = "",
+                  writes: Sequence[str] = ()) -> ScriptCall:
+        """:meth:`done` as (script, keys, args), for a caller that pipelines it after the run's other Redis work;
+        :meth:`done_result` reads its reply."""
         extra = [also_delete] if isinstance(also_delete, str) else list(also_delete or ())
-        reply = self._done(keys=[pending_key(key), active_key(key), LEASES, own_writes.records_key(key),
-                                 own_writes.deferred_key(key), *extra],
-                           args=[token, new_id(), key, self.pending_ttl, mark_clean, own_writes.RECORD_TTL_MS,
-                                 *writes])
+        return (self._done, [pending_key(key), active_key(key), LEASES, own_writes.records_key(key),
+                             own_writes.deferred_key(key), *extra],
+                [token, new_id(), key, self.pending_ttl, mark_clean, own_writes.RECORD_TTL_MS, *writes])
+
+    @staticmethod
+    def done_result(key: str, reply: list) -> Done:
         rerun = Publish(key, _text(reply[1]), int(reply[2])) if int(reply[0]) == 2 else None
         return Done(rerun, deferred=int(reply[3]), foreign=int(reply[4]))
 

@@ -66,9 +66,10 @@ class Runtime:
         return self._kube
 
     def reader(self) -> CachedKubeClient | None:
-        """A fresh per-run client: cache-first reads, write-through (see :mod:`cache.reader`)."""
+        """A fresh per-run client: cache-first reads; writes go into the cache with the run's last round trip
+        (see :mod:`cache.reader` and :func:`workers.tasks.finish`)."""
         kube = self.kube
-        return None if kube is None else CachedKubeClient(kube, self.cache)
+        return None if kube is None else CachedKubeClient(kube, self.cache, defer_writes=True)
 
 
 #: held while the process's :class:`Runtime` is built: under the threads pool the first tasks (and the warm-up,

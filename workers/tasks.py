@@ -22,17 +22,19 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, cast
 
 from celery import Task, shared_task
 
+from cache.reader import CachedKubeClient
 from poolboy.context import Context
 from poolboy.keys import KINDS, parse
 from poolboy.kube.interfaces import Client
 from poolboy.result import PermanentError, Result, TransientError
 from workers import backoff, metrics, own_writes, run_log, shutdown, sweeps
 from workers.config import MAX_COUNTDOWN
-from workers.gate import LeaseKeeper
+from workers.gate import Done, LeaseKeeper, evalsha_pipelined
 from workers.names import reconcile_task, route
 from workers.runtime import Runtime, reconcilers, runtime
 
@@ -45,6 +47,11 @@ class Outcome:
     retry_in: float | None = None  # short countdown retry to publish after DONE
     text: str = "error"  # what the run's log line says happened (workers.run_log)
     level: int | None = None  # that line's level; None: INFO if the run wrote, else DEBUG
+    #: what the run's last round trip records with DONE (:func:`finish`): keys to wake, keys to wake after a
+    #: short countdown, and the key's next deadline in the due-index
+    enqueue: tuple[str, ...] = ()
+    batch: tuple[str, ...] = ()
+    due_at: datetime | float | None = None
 
 
 def _transient_api_error(error: BaseException) -> bool:
@@ -65,27 +72,22 @@ def _retry_after(error: BaseException) -> float | None:
     return float(value) if value else None
 
 
-def _on_success(rt: Runtime, key: str, result: Any) -> Outcome:
+def _on_success(result: Any) -> Outcome:
     if not isinstance(result, Result):
         result = Result()
-    if result.enqueue:
-        rt.enqueuer.add_many(result.enqueue, "event")
-    if result.batch:  # published a little later: adds meanwhile coalesce, so a burst runs the key once per window
-        rt.enqueuer.add_many(result.batch, "event", countdown=min(rt.settings.batch_seconds, MAX_COUNTDOWN))
+    enqueue, batch = tuple(result.enqueue), tuple(result.batch)
     if result.requeue_at is not None:
-        rt.due.schedule(key, result.requeue_at)
-        return Outcome("requeue_after", text=run_log.requeue_text(result.requeue_at))
-    return Outcome("success", text="done")
+        return Outcome("requeue_after", text=run_log.requeue_text(result.requeue_at), due_at=result.requeue_at,
+                       enqueue=enqueue, batch=batch)
+    return Outcome("success", text="done", enqueue=enqueue, batch=batch)
 
 
 def _on_permanent(rt: Runtime, kind: str, key: str, error: PermanentError) -> Outcome:
-    rt.due.schedule(key, time.time() + error.recheck_after)
-    if error.enqueue:
-        rt.enqueuer.add_many(error.enqueue, "event")
     metrics.RECONCILE_ERRORS.labels(controller=kind).inc()
     return Outcome("permanent_error", text=f"permanent error {error.reason}: {error.message} "
                                            f"(re-check in {error.recheck_after:g}s)",
-                   level=run_log.permanent_level(rt.redis, key, error))
+                   level=run_log.permanent_level(rt.redis, key, error), enqueue=tuple(error.enqueue),
+                   due_at=time.time() + error.recheck_after)
 
 
 def _on_transient(rt: Runtime, kind: str, key: str, error: BaseException) -> Outcome:
@@ -97,23 +99,22 @@ def _on_transient(rt: Runtime, kind: str, key: str, error: BaseException) -> Out
     metrics.RETRY_DELAY.labels(controller=kind).observe(delay)
     text = f"transient error, retry {failures} in {delay:.1f}s: {error}"
     if delay > MAX_COUNTDOWN:
-        rt.due.schedule(key, time.time() + delay)
-        return Outcome("error", text=text, level=logging.INFO)
+        return Outcome("error", text=text, level=logging.INFO, due_at=time.time() + delay)
     return Outcome("error", retry_in=delay, text=text, level=logging.INFO)
 
 
-def reconcile_once(rt: Runtime, kind: str, key: str) -> Outcome:
-    """Call the domain reconciler once and record what it asked for; never raises for reconcile failures (only
-    :class:`workers.shutdown.HandBack`, which is not one)."""
+def reconcile_once(rt: Runtime, kind: str, key: str, kube: CachedKubeClient | None) -> Outcome:
+    """Call the domain reconciler once and say what it asked for; never raises for reconcile failures (only
+    :class:`workers.shutdown.HandBack`, which is not one). ``kube`` is the run's reader: None when no cluster is
+    configured (a reconciler that needs the API fails on first use, one that does not, like the engine's
+    instrumented test reconcilers, runs)."""
     _, namespace, name = parse(key)
     try:
         reconciler = reconcilers().lookup(kind)
-        # None when no cluster is configured: a reconciler that needs the API fails on first use, one that does not
-        # (the engine's instrumented test reconcilers) runs
-        kube = cast(Client, rt.reader())
         # only the domain reconciler: never a gate or due-index call
         with shutdown.interruptible(rt.settings.reconcile_soft_time_limit):
-            result = reconciler(Context(kube=kube, settings=rt.settings, index=rt.handle_index), namespace, name)
+            result = reconciler(Context(kube=cast(Client, kube), settings=rt.settings, index=rt.handle_index),
+                                namespace, name)
     except PermanentError as error:
         return _on_permanent(rt, kind, key, error)
     except TransientError as error:
@@ -122,7 +123,7 @@ def reconcile_once(rt: Runtime, kind: str, key: str) -> Outcome:
         if not _transient_api_error(error):
             log.exception("%s: reconcile failed; retrying with backoff", key)
         return _on_transient(rt, kind, key, error)
-    return _on_success(rt, key, result)
+    return _on_success(result)
 
 
 def hand_back(rt: Runtime, key: str) -> None:
@@ -153,6 +154,38 @@ def _clean_mark(rt: Runtime, kind: str, key: str, outcome: Outcome) -> str:
     return sweeps.cached_object_key(rt.settings, key)
 
 
+def finish(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, writes: own_writes.Collector,
+           kube: CachedKubeClient | None) -> Done:
+    """The run's last Redis round trip, in this order: its deferred cache writes, the ADDs of the keys it wakes,
+    its next deadline, and DONE (own writes settled, the lease released). Then the publishes the gate scripts did
+    not make themselves: the countdown ones, and DONE's re-run."""
+    puts = kube.deferred_puts() if kube is not None else []
+    gate = rt.gate
+    adds = [gate.add_call(k) for k in outcome.enqueue] + [gate.add_call(k, push=False) for k in outcome.batch]
+    deadline = [rt.due.schedule_call(key, outcome.due_at)] if outcome.due_at is not None else []
+    done_call = gate.done_call(key, token, also_delete=_done_deletes(key, outcome),
+                               mark_clean=_clean_mark(rt, kind, key, outcome), writes=writes.idents)
+    replies = evalsha_pipelined(rt.redis, [*puts, *adds, *deadline, done_call], raise_on_error=False)
+    for reply in replies[:len(puts)]:
+        if isinstance(reply, Exception):  # the cache only costs speed
+            log.debug("%s: cache write failed: %s", key, reply)
+    replies = replies[len(puts):]
+    for reply in replies:
+        if isinstance(reply, Exception):
+            raise reply
+    woken = len(outcome.enqueue)
+    rt.enqueuer.added(outcome.enqueue, replies[:woken])
+    # published a little later: adds meanwhile coalesce, so a burst runs the key once per window
+    rt.enqueuer.added(outcome.batch, replies[woken:len(adds)],
+                      countdown=min(rt.settings.batch_seconds, MAX_COUNTDOWN))
+    done = gate.done_result(key, replies[-1])
+    own_writes.DEFERRED_EVENTS.labels(outcome="own-write").inc(done.deferred - done.foreign)
+    own_writes.DEFERRED_EVENTS.labels(outcome="rerun").inc(done.foreign)
+    if done.rerun:
+        rt.enqueuer.publish(done.rerun)
+    return done
+
+
 def execute(task: Task, kind: str, key: str) -> str:
     rt = runtime()
     msg_id = task.request.id or uuid.uuid4().hex
@@ -167,11 +200,12 @@ def execute(task: Task, kind: str, key: str) -> str:
     began = time.monotonic()
     outcome = Outcome("error")
     writes = own_writes.Collector()
+    kube = rt.reader()
     with run_log.running(key) as run:
         try:
             with LeaseKeeper(rt.gate, key, token, rt.settings.reconcile_time_limit) as keeper, \
                     own_writes.collecting(writes):
-                outcome = reconcile_once(rt, kind, key)
+                outcome = reconcile_once(rt, kind, key, kube)
             if keeper.lost.is_set():
                 log.warning("%s: lease lost during the run; another run may have overlapped", key)
         except shutdown.HandBack:
@@ -183,12 +217,7 @@ def execute(task: Task, kind: str, key: str) -> str:
             run_log.report(run, outcome.text, elapsed, outcome.level)
             if outcome.result == "handed_back":
                 hand_back(rt, key)
-            done = rt.gate.done(key, token, also_delete=_done_deletes(key, outcome),
-                                mark_clean=_clean_mark(rt, kind, key, outcome), writes=writes.idents)
-            own_writes.DEFERRED_EVENTS.labels(outcome="own-write").inc(done.deferred - done.foreign)
-            own_writes.DEFERRED_EVENTS.labels(outcome="rerun").inc(done.foreign)
-            if done.rerun:
-                rt.enqueuer.publish(done.rerun)
+            finish(rt, kind, key, token, outcome, writes, kube)
     if outcome.retry_in is not None:
         name, queue = route(key)
         task.app.send_task(name, args=[key], queue=queue, countdown=outcome.retry_in, priority=0)

@@ -16,6 +16,7 @@ from cache.writer import EPOCH, CacheWriter
 from poolboy import kube as kube_errors
 from poolboy.kube import KubeClient
 from stack.testing import RedisServer
+from workers.gate import evalsha_pipelined
 from tests.integration.test_watcher import (
     API,
     RunningWatcher,
@@ -210,6 +211,36 @@ def test_stale_cache_costs_one_conflict_and_a_fresh_read(stack, kube: KubeClient
     target = int(written["metadata"]["resourceVersion"])
     wait_for(lambda: int(cached(cache, opns, name)["metadata"]["resourceVersion"]) >= target,
              message="write-through or watcher brought the cache up to date")
+
+
+def test_a_run_reads_its_own_writes_and_puts_them_in_the_cache_at_its_end(kube: KubeClient,  # noqa: F811
+                                                                           rb: redis.Redis) -> None:
+    """A run's writes go into the cache with its last round trip (workers.tasks.finish); until then the run itself
+    sees them as the write-through would have shown them, and the cache keeps the version before."""
+    opns = create_namespace(kube, unique("op"))
+    cache = ObjectCache(rb, DOMAIN)
+    cache.heartbeat(30)
+    cache.mark_synced(API, "ResourcePool", opns)
+    pool, claim = f"{DOMAIN}/resource-pool-name", f"{DOMAIN}/resource-claim-name"
+    first = kube.create(poolboy_obj("ResourcePool", opns, "a", {"minAvailable": 0}, labels={pool: "p"}))
+    cache.put(first)  # as the watcher would
+    reader = CachedKubeClient(kube, cache, defer_writes=True)
+
+    patched = reader.patch_merge(API, "ResourcePool", "a", opns, {"metadata": {"labels": {claim: "c"}}})
+    created = reader.create(poolboy_obj("ResourcePool", opns, "b", {"minAvailable": 1}, labels={pool: "p"}))
+    assert cached(cache, opns, "a")["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+    assert cached(cache, opns, "b") is None, "nothing in the cache before the run's end"
+    assert reader.get(API, "ResourcePool", "a", opns)["metadata"]["resourceVersion"] == \
+        patched["metadata"]["resourceVersion"], "the run reads its own write"
+    assert [p["metadata"]["name"] for p in reader.list(API, "ResourcePool", opns, label_selector=f"{pool}=p,!{claim}")] \
+        == ["b"], "the bound one left the list, the created one joined it"
+    assert [p["metadata"]["name"] for p in reader.list(API, "ResourcePool", opns, label_selector=f"{claim}=c")] == ["a"]
+
+    evalsha_pipelined(rb, reader.deferred_puts())
+    assert cached(cache, opns, "a")["metadata"]["resourceVersion"] == patched["metadata"]["resourceVersion"]
+    assert cached(cache, opns, "b")["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    assert [p["metadata"]["name"] for p in cache.list(API, "ResourcePool", opns, f"{pool}=p,!{claim}")] == ["b"]
+    assert reader.deferred_puts() == [], "taken once"
 
 
 def test_reader_falls_back_to_the_api_when_redis_is_away(kube: KubeClient) -> None:  # noqa: F811
