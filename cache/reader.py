@@ -53,6 +53,9 @@ class CachedKubeClient:
         self.defer_writes = defer_writes
         #: identity -> (the last result of this run's writes of the object, whether one of them created it)
         self._written: dict[str, tuple[dict, bool]] = {}
+        #: identity -> an object read for the run before it began (the engine reads the run's own object in the
+        #: round trip that starts the run): answers the first get of it
+        self._prefetched: dict[str, dict] = {}
 
     # --- reads ---------------------------------------------------------------------------------------------------
 
@@ -68,10 +71,19 @@ class CachedKubeClient:
         CACHE_READS.labels(verb, "miss" if found is None else "hit").inc()
         return found
 
+    def prefetched(self, obj: dict) -> None:
+        """``obj`` was read from the cache for this run (after the run began): its first get needs no read."""
+        self._prefetched[cache_model.identity(obj)] = obj
+
     def _get_cached(self, api_version: str, kind: str, name: str, namespace: str | None) -> dict | None:
-        written = self._written.get(cache_model.object_id(api_version, kind, namespace, name))
+        ident = cache_model.object_id(api_version, kind, namespace, name)
+        written = self._written.get(ident)
         if written is not None and not self.fresh:
             return copy.deepcopy(written[0])
+        prefetched = self._prefetched.pop(ident, None)
+        if prefetched is not None and not self.fresh:
+            CACHE_READS.labels("get", "hit").inc()
+            return prefetched
         return self._cached("get", lambda c: c.get(api_version, kind, namespace, name))
 
     def get_or_none(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict | None:

@@ -248,9 +248,17 @@ class ObjectCache:
             doc = self.redis.hget(key, "doc")
             return orjson.loads(doc) if doc else None
         pipe = self.redis.pipeline(transaction=False)
+        self.get_commands(pipe, api_version, kind, namespace, name)
+        return self.get_reply(pipe.execute())
+
+    def get_commands(self, pipe: Any, api_version: str, kind: str, namespace: str | None, name: str) -> None:
+        """Queue :meth:`get`'s two commands on ``pipe`` (a caller's pipeline); :meth:`get_reply` reads their
+        replies."""
         pipe.exists(ALIVE)
-        pipe.hget(key, "doc")
-        alive, doc = pipe.execute()
+        pipe.hget(object_key(cache_model.object_id(api_version, kind, namespace, name)), "doc")
+
+    def get_reply(self, replies: builtins.list[Any]) -> dict | None:
+        alive, doc = replies
         if alive:
             self._alive_until = time.monotonic() + ALIVE_MEMO_S
         return orjson.loads(doc) if alive and doc else None

@@ -191,8 +191,17 @@ class Gate:
 
     def start(self, key: str, token: str, msg_id: str | None = None) -> Started | None:
         """Take the key's lease; None when another run holds it (the key is then marked pending for it)."""
-        reply = self._start(keys=[pending_key(key), active_key(key), LEASES],
-                            args=[token, self.lease_ms, key, self.pending_ttl, msg_id or new_id()])
+        script, keys, args = self.start_call(key, token, msg_id)
+        return self.start_result(script(keys=keys, args=args))
+
+    def start_call(self, key: str, token: str, msg_id: str | None = None) -> ScriptCall:
+        """:meth:`start` as (script, keys, args), for a caller that pipelines the run's first reads after it;
+        :meth:`start_result` reads its reply."""
+        return (self._start, [pending_key(key), active_key(key), LEASES],
+                [token, self.lease_ms, key, self.pending_ttl, msg_id or new_id()])
+
+    @staticmethod
+    def start_result(reply: list) -> Started | None:
         if int(reply[0]) != 1:
             return None
         waited_ms = int(reply[1])

@@ -9,14 +9,15 @@ import time
 
 import pytest
 import redis
+from celery import Celery
 
 from cache.reader import CachedKubeClient
 from cache.store import ALIVE, ObjectCache
 from cache.writer import EPOCH, CacheWriter
 from poolboy import kube as kube_errors
 from poolboy.kube import KubeClient
+from poolboy.settings import Settings
 from stack.testing import RedisServer
-from workers.gate import evalsha_pipelined
 from tests.integration.test_watcher import (
     API,
     RunningWatcher,
@@ -27,6 +28,11 @@ from tests.integration.test_watcher import (
     unique,
 )
 from tests.waiting import wait_for
+from workers.due import DueIndex
+from workers.enqueue import Enqueuer
+from workers.gate import Gate, evalsha_pipelined
+from workers.runtime import Runtime
+from workers.tasks import begin
 
 DOMAIN = "poolboy.gpte.redhat.com"
 
@@ -232,15 +238,41 @@ def test_a_run_reads_its_own_writes_and_puts_them_in_the_cache_at_its_end(kube: 
     assert cached(cache, opns, "b") is None, "nothing in the cache before the run's end"
     assert reader.get(API, "ResourcePool", "a", opns)["metadata"]["resourceVersion"] == \
         patched["metadata"]["resourceVersion"], "the run reads its own write"
-    assert [p["metadata"]["name"] for p in reader.list(API, "ResourcePool", opns, label_selector=f"{pool}=p,!{claim}")] \
-        == ["b"], "the bound one left the list, the created one joined it"
-    assert [p["metadata"]["name"] for p in reader.list(API, "ResourcePool", opns, label_selector=f"{claim}=c")] == ["a"]
+    def names(selector: str) -> list[str]:
+        return [p["metadata"]["name"] for p in reader.list(API, "ResourcePool", opns, label_selector=selector)]
+
+    assert names(f"{pool}=p,!{claim}") == ["b"], "the bound one left the list, the created one joined it"
+    assert names(f"{claim}=c") == ["a"]
 
     evalsha_pipelined(rb, reader.deferred_puts())
     assert cached(cache, opns, "a")["metadata"]["resourceVersion"] == patched["metadata"]["resourceVersion"]
     assert cached(cache, opns, "b")["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
     assert [p["metadata"]["name"] for p in cache.list(API, "ResourcePool", opns, f"{pool}=p,!{claim}")] == ["b"]
     assert reader.deferred_puts() == [], "taken once"
+
+
+def test_a_run_starts_and_reads_its_own_object_in_one_round_trip(rb: redis.Redis, redis_server) -> None:
+    """workers.tasks.begin: START and the cache read of the run's object share a round trip; the reconcile's first
+    get of its object then asks Redis nothing. A key another run holds is not started, and its object not read."""
+    settings = Settings.from_env(redis_url=redis_server.url, operator_namespace="op")
+    cache = ObjectCache(rb, DOMAIN)
+    cache.heartbeat(30)
+    cache.put(poolboy_obj("ResourcePool", "op", "a", {"minAvailable": 1}, resourceVersion="7"))
+    gate = Gate(rb)
+    app = Celery("test-begin", broker=redis_server.url, set_as_current=False)
+    rt = Runtime(settings, rb, gate, DueIndex(rb), Enqueuer(settings, app, gate), cache)
+    reader = CachedKubeClient(None, cache, defer_writes=True)  # type: ignore[arg-type]  # the API is never asked
+
+    started = begin(rt, "pool", "pool/op/a", "t1", "m1", reader)
+    before = _calls(rb)
+    read = reader.get(API, "ResourcePool", "a", "op")
+    after = _calls(rb)
+    assert started is not None and read["metadata"]["resourceVersion"] == "7"
+    after.pop("cmdstat_info", None)
+    before.pop("cmdstat_info", None)
+    assert after == before, "the first get of the run's object is answered from the start's round trip"
+    assert begin(rt, "pool", "pool/op/a", "t2", "m2", CachedKubeClient(None, cache)) is None  # type: ignore[arg-type]
+    app.close()
 
 
 def test_reader_falls_back_to_the_api_when_redis_is_away(kube: KubeClient) -> None:  # noqa: F811
