@@ -138,7 +138,8 @@ class CachedKubeClient:
         if self.defer_writes:
             if (obj.get("metadata") or {}).get("name") and obj.get("kind"):
                 ident = cache_model.identity(obj)
-                self._written[ident] = (obj, insert or self._written.get(ident, (obj, False))[1])
+                created = insert or (ident in self._written and self._written[ident][1])
+                self._written[ident] = (obj, created)
             return
         try:
             self._cache.put(obj, insert=insert)

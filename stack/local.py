@@ -201,11 +201,10 @@ class LocalStack:
         names = self._component_names()
         metrics = ports.consecutive(metrics_base, names[:-1]) if metrics_base else {}  # beat serves no metrics
         health = ports.consecutive(health_base, names) if health_base else {}
+        wanted = [ports.PortRequest(port, f"{name} metrics", "--metrics-port") for name, port in metrics.items()]
+        wanted += [ports.PortRequest(port, f"{name} health", "POOLBOY_HEALTH_PORT") for name, port in health.items()]
         if "watcher" not in health:  # its /readyz is how the stack knows the watcher is watching
             health["watcher"] = ports.free()
-        wanted = [ports.PortRequest(port, f"{name} metrics", "--metrics-port") for name, port in metrics.items()]
-        wanted += [ports.PortRequest(port, f"{name} health", "POOLBOY_HEALTH_PORT") for name, port in health.items()
-                   if health_base]
         if self.options.flower_port:
             wanted.append(ports.PortRequest(self.options.flower_port, "Flower", "--flower-port (0 disables Flower)"))
         if self.options.api_port and not self.options.use_current_context:

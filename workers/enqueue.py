@@ -8,11 +8,11 @@ priority class mapped to a Redis message priority (events before resync).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from poolboy.settings import Settings
 from workers import metrics
-from workers.gate import Gate, Publish, evalsha_pipelined
+from workers.gate import Gate, Publish
 from workers.messages import QueuedMessages
 from workers.names import route
 
@@ -35,25 +35,18 @@ class Enqueuer:
 
     def add(self, key: str, priority: str = "event") -> str:
         """Tell the gate ``key`` needs a run; publish a message only when the gate says so."""
-        outcome, publish = self.gate.add(key, priority)
-        metrics.GATE_ADDS.labels(outcome=outcome).inc()
-        if publish and not publish.queued:
-            self.publish(publish)
-        return outcome
+        return self.settle([self.gate.add(key, priority)])[0]
 
     def add_many(self, keys: Iterable[str], priority: str = "event", countdown: float | None = None) -> list[str]:
         """``add`` for many keys: one pipelined round trip to the gate, one producer connection for publishing.
 
         With ``countdown`` (a few seconds at most: an ETA message is held by a worker, see docs/behaviour.md#delivery)
         the run starts that much later, and adds meanwhile coalesce into it: a burst of them costs the key one run."""
-        keys = list(keys)
-        calls = [self.gate.add_call(key, priority, push=countdown is None) for key in keys]  # a countdown is Celery's
-        return self.added(keys, evalsha_pipelined(self.gate.redis, calls) if calls else [], countdown)
+        return self.settle(self.gate.add_many(keys, priority, push=countdown is None),  # a countdown is Celery's
+                           countdown)
 
-    def added(self, keys: Sequence[str], replies: Sequence[Any], countdown: float | None = None) -> list[str]:
-        """Count and publish what the gate answered to the ADDs of ``keys`` (sent on some pipeline): the messages
-        its scripts did not push themselves are published here."""
-        results = [self.gate.add_result(key, reply) for key, reply in zip(keys, replies, strict=True)]
+    def settle(self, results: Sequence[tuple[str, Publish | None]], countdown: float | None = None) -> list[str]:
+        """Count what the gate answered to ADDs and publish the runs its scripts did not push themselves."""
         for outcome, _ in results:
             metrics.GATE_ADDS.labels(outcome=outcome).inc()
         self.publish_many([publish for _, publish in results if publish], countdown=countdown)

@@ -142,7 +142,8 @@ class Gate:
             args.append(message)
 
     @staticmethod
-    def _add_result(key: str, reply: list) -> tuple[str, Publish | None]:
+    def add_result(key: str, reply: list) -> tuple[str, Publish | None]:
+        """What ADD's (or OBSERVE's) reply says: the outcome, and the run to publish unless the script pushed it."""
         outcome = ADD_OUTCOMES[int(reply[0])]
         if outcome != "published":
             return outcome, None
@@ -153,7 +154,7 @@ class Gate:
         (nothing more when ``push`` and an encoder let the script push the message itself)."""
         keys, args = self._add_args(key, priority)
         self._pushed(key, priority, keys, args, push)
-        return self._add_result(key, self._add(keys=keys, args=args))
+        return self.add_result(key, self._add(keys=keys, args=args))
 
     def add_many(self, keys: Iterable[str], priority: str = "event",
                  push: bool = True) -> list[tuple[str, Publish | None]]:
@@ -162,7 +163,7 @@ class Gate:
         if not keys:
             return []
         replies = evalsha_pipelined(self.redis, [self.add_call(key, priority, push) for key in keys])
-        return [self._add_result(key, reply) for key, reply in zip(keys, replies, strict=True)]
+        return [self.add_result(key, reply) for key, reply in zip(keys, replies, strict=True)]
 
     def add_call(self, key: str, priority: str = "event", push: bool = True) -> ScriptCall:
         """ADD as (script, keys, args), for a caller that pipelines it with other scripts; :meth:`add_result`
@@ -171,21 +172,15 @@ class Gate:
         self._pushed(key, priority, script_keys, args, push)
         return self._add, script_keys, args
 
-    def add_result(self, key: str, reply: list) -> tuple[str, Publish | None]:
-        return self._add_result(key, reply)
-
     def observe_call(self, key: str, write_id: str | None) -> ScriptCall:
         """The OBSERVE script and its keys and arguments, for a caller that pipelines it with other commands (the
         watcher's intake): ADD for ``key``, unless ``write_id`` is the key's own write or a run of the key is
-        going on (then that run judges it at DONE)."""
+        going on (then that run judges it at DONE). :meth:`add_result` reads its reply."""
         keys, args = self._add_args(key, "event")
         keys += [own_writes.records_key(key), own_writes.deferred_key(key)]
         args += [write_id or "", own_writes.DEFERRED_TTL_S]
         self._pushed(key, "event", keys, args, push=True)
         return self._observe, keys, args
-
-    def observe_result(self, key: str, reply: list) -> tuple[str, Publish | None]:
-        return self._add_result(key, reply)
 
     # --- START / DONE / RENEW --------------------------------------------------------------------------------
 

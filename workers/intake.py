@@ -75,7 +75,7 @@ class GateIntake:
             metrics.OWN_WRITE_CHECK_ERRORS.inc()
             outcome, publish = self.gate.add(key)
         else:
-            outcome, publish = self.gate.observe_result(key, reply)
+            outcome, publish = self.gate.add_result(key, reply)
         metrics.GATE_ADDS.labels(outcome=outcome).inc()
         return outcome, publish
 

@@ -51,10 +51,7 @@ class QueuedMessages:
         headers["id"] = headers["root_id"] = properties["correlation_id"] = msg_id
         headers["argsrepr"] = repr([key])
         properties["delivery_tag"] = str(uuid.uuid4())
-        content_type = message["content-type"]
         _, _, body = serialization.dumps([[key], {}, _EMBED], serializer=self.app.conf.task_serializer)
-        if content_type != "application/json":
-            raise ValueError(f"queued messages support the json serializer, not {content_type}")
         message["body"] = base64.b64encode(body.encode() if isinstance(body, str) else body).decode()
         return list_key, orjson.dumps(message)
 
@@ -72,6 +69,8 @@ class QueuedMessages:
         task_message = self.app.amqp.as_task_v2(msg_id, task, args=["-"], kwargs={}, ignore_result=None)
         content_type, encoding, body = serialization.dumps(task_message.body,
                                                            serializer=self.app.conf.task_serializer)
+        if content_type != "application/json":  # the body is re-encoded per message, as JSON
+            raise ValueError(f"queued messages support the json serializer, not {content_type}")
         properties = {**task_message.properties, "reply_to": self.app.thread_oid, "delivery_mode": 2}
         with self.app.connection_for_write() as connection:
             channel = connection.default_channel

@@ -174,11 +174,12 @@ def finish(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, write
     for reply in replies:
         if isinstance(reply, Exception):
             raise reply
+    added = [gate.add_result(k, reply)
+             for k, reply in zip((*outcome.enqueue, *outcome.batch), replies[:len(adds)], strict=True)]
     woken = len(outcome.enqueue)
-    rt.enqueuer.added(outcome.enqueue, replies[:woken])
+    rt.enqueuer.settle(added[:woken])
     # published a little later: adds meanwhile coalesce, so a burst runs the key once per window
-    rt.enqueuer.added(outcome.batch, replies[woken:len(adds)],
-                      countdown=min(rt.settings.batch_seconds, MAX_COUNTDOWN))
+    rt.enqueuer.settle(added[woken:], countdown=min(rt.settings.batch_seconds, MAX_COUNTDOWN))
     done = gate.done_result(key, replies[-1])
     own_writes.DEFERRED_EVENTS.labels(outcome="own-write").inc(done.deferred - done.foreign)
     own_writes.DEFERRED_EVENTS.labels(outcome="rerun").inc(done.foreign)

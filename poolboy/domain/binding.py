@@ -122,13 +122,14 @@ def provider_compatible(handle: Mapping[str, Any], provider_names: list[str],
     provider-mode claim (its effective ``parameter_values``) takes it only when every value the handle was made
     with is the claim's too; a pool handle made for other values is left for the claims it was made for.
     """
-    provider = (handle.get("spec") or {}).get("provider") or {}
+    spec = handle.get("spec") or {}
+    provider = spec.get("provider") or {}
     name = provider.get("name")
     if name is None:
         return True
     if not provider_names or provider_names[0] != name:
         return False
-    if parameter_values is None or (handle.get("spec") or {}).get("resources"):
+    if parameter_values is None or spec.get("resources"):
         return True
     return all(key in parameter_values and parameter_values[key] == value
                for key, value in (provider.get("parameterValues") or {}).items())

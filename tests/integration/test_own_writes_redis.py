@@ -38,7 +38,7 @@ def gate(r: redis.Redis) -> Gate:
 def observe(gate: Gate, key: str, ident: str | None) -> str:
     """The watcher's OBSERVE for one key, alone on its pipeline."""
     (reply,) = evalsha_pipelined(gate.redis, [gate.observe_call(key, ident)])
-    return gate.observe_result(key, reply)[0]
+    return gate.add_result(key, reply)[0]
 
 
 def dead_redis() -> redis.Redis:

@@ -50,7 +50,7 @@ def test_the_gate_pushes_exactly_the_messages_it_decides_are_owed(r: redis.Redis
     assert [m["headers"]["argsrepr"] for m in _queued(r, "handles")] == [repr(["handle/op/h"])]
     gate = enqueuer.gate
     (reply,) = evalsha_pipelined(r, [gate.observe_call(KEY, "uid/1")])
-    assert gate.observe_result(KEY, reply)[0] == "coalesced"
+    assert gate.add_result(KEY, reply)[0] == "coalesced"
     assert len(_queued(r)) == 1, "a coalesced event pushes nothing"
 
 
