@@ -259,7 +259,9 @@ def test_provider_update_adds_a_parameter_and_tightens_rules_without_breaking_bo
 
     wait_for(lambda: user.config_map(ns, cm)["data"] == {"greeting": "long-greeting", "color": "blue"}, timeout=10,
              message="the new parameter's default reaches the live resource")
-    claim = user.get_claim(ns, "c")
+    # the handle's run renders the new default from the provider; the claim's own run records it in its status
+    claim = user.wait_claim(ns, "c", lambda c: status(c)["provider"]["parameterValues"].get("color") == "blue",
+                            message="the new parameter's default in the claim's status")
     assert status(claim)["provider"]["parameterValues"] == {"greeting": "long-greeting", "color": "blue"}
     assert "validationErrors" not in status(claim)["provider"]  # unchanged value stays valid; default not immutable
 
