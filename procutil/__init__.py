@@ -17,8 +17,22 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Protocol
 
 PR_SET_PDEATHSIG = 1
+
+
+class Process(Protocol):
+    """The part of :class:`subprocess.Popen` a :class:`ChildProcess` uses (a forked component offers it too)."""
+
+    pid: int
+    returncode: int | None
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def terminate(self) -> None: ...
 
 
 def die_with_parent() -> None:
@@ -56,7 +70,7 @@ class ChildProcess:
         self.term_group = term_group
         self.tie_to_parent = tie_to_parent
         self.stdout_path = Path(stdout_path) if stdout_path else None
-        self.process: subprocess.Popen[bytes] | None = None
+        self.process: Process | None = None
         self._log_offset = 0
 
     def start(self) -> ChildProcess:

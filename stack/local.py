@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stack import ports
+from stack import forked, ports
 from stack.processes import Child, ComponentExited, rotate_logs
 from stack.worker import DEFAULT_POOL, local_concurrency
 from workers.names import DEFAULT_QUEUES
@@ -72,8 +72,9 @@ class LocalStack:
         self.component_env: dict[str, dict[str, str]] = {}
         #: component name -> its metrics URL (empty with metrics off)
         self.metrics_urls: dict[str, str] = {}
-        #: the watcher's /readyz: the stack is ready only once the watcher leads and has listed (or stands by)
-        self.watcher_readyz: str = ""
+        #: the /readyz of the watcher and of every worker: the stack is ready once the watcher leads and has listed
+        #: (or stands by) and every worker consumes
+        self.readyz: dict[str, str] = {}
 
     # --- lifecycle -----------------------------------------------------------------------------------------
 
@@ -84,6 +85,7 @@ class LocalStack:
         rotate_logs(self.log_dir)
         # the readiness probe's Celery and Redis modules load while devcluster starts (this process only waits)
         threading.Thread(target=importlib.import_module, args=("workers.redis_client",), daemon=True).start()
+        forked.warm_up()  # the fork server imports the components' libraries meanwhile too (stack/forked.py)
         try:
             self._start_api()
             self._start_redis()
@@ -191,6 +193,11 @@ class LocalStack:
     def _component_names(self) -> list[str]:
         return ["watcher", *(f"worker-{i}" for i in range(self.options.workers)), "beat"]
 
+    @staticmethod
+    def _awaited(names: list[str]) -> list[str]:
+        """The components the ready line waits for: the watcher and the workers (beat only schedules sweeps)."""
+        return [name for name in names if name != "beat"]
+
     def _plan_ports(self) -> None:
         """Give metrics and health ports to components (base, base + 1, …) and check every fixed port is free."""
         environ = {**os.environ, **self.options.env}
@@ -203,8 +210,8 @@ class LocalStack:
         health = ports.consecutive(health_base, names) if health_base else {}
         wanted = [ports.PortRequest(port, f"{name} metrics", "--metrics-port") for name, port in metrics.items()]
         wanted += [ports.PortRequest(port, f"{name} health", "POOLBOY_HEALTH_PORT") for name, port in health.items()]
-        if "watcher" not in health:  # its /readyz is how the stack knows the watcher is watching
-            health["watcher"] = ports.free()
+        for name in self._awaited(names):  # their /readyz is how the stack knows they watch and consume
+            health.setdefault(name, ports.free())
         if self.options.flower_port:
             wanted.append(ports.PortRequest(self.options.flower_port, "Flower", "--flower-port (0 disables Flower)"))
         if self.options.api_port and not self.options.use_current_context:
@@ -217,7 +224,7 @@ class LocalStack:
             if name in health:
                 own["POOLBOY_HEALTH_PORT"] = str(health[name])
         self.metrics_urls = {name: f"http://{ports.LOOPBACK}:{port}/metrics" for name, port in metrics.items()}
-        self.watcher_readyz = f"http://{ports.LOOPBACK}:{health['watcher']}/readyz"
+        self.readyz = {name: f"http://{ports.LOOPBACK}:{health[name]}/readyz" for name in self._awaited(names)}
         # Flower listens on loopback only, its pages (with their control buttons) are open there anyway: open its
         # /api/* too unless the user chose basic auth or set the variable
         self.component_env["flower"] = {"FLOWER_UNAUTHENTICATED_API": environ.get("FLOWER_UNAUTHENTICATED_API", "true")}
@@ -277,24 +284,22 @@ class LocalStack:
 
     def _wait_ready(self) -> None:
         """Until the watcher is ready (it leads and its informers have listed, or it stands by), every worker
-        answers a ping, and Flower, if any, its health check: a user who applies a claim at the ready line has it
-        watched and reconciled. One probe app for the whole wait, and short pings back to back: a worker that is not
-        consuming yet costs one ping's timeout, and the ping after the last worker is ready returns as soon as it
-        answered."""
+        consumes (its /readyz: the consumer runs, Redis and the API answer), and Flower, if any, answers its health
+        check: a user who applies a claim at the ready line has it watched and reconciled. Each probe is a local HTTP
+        request, polled every 20 ms (a Celery ping broadcast before a worker subscribed is lost, and waits out its
+        timeout)."""
         deadline = time.monotonic() + self.options.ready_timeout
-        probe = self._probe()
-        try:
-            while time.monotonic() < deadline:
-                dead = [c for c in self.children if not c.alive]
-                if dead:
-                    raise ComponentExited(dead[0], "during start-up")
-                workers = self.options.workers
-                if self._answering(probe, workers, timeout=0.1) >= workers and self._flower_answering() \
-                        and self._answers_ok(self.watcher_readyz):
-                    return
-        finally:
-            probe.close()
-        raise RuntimeError("the stack did not become ready in time; logs in " + str(self.log_dir))
+        waiting = dict(self.readyz)
+        while time.monotonic() < deadline:
+            dead = [c for c in self.children if not c.alive]
+            if dead:
+                raise ComponentExited(dead[0], "during start-up")
+            waiting = {name: url for name, url in waiting.items() if not self._answers_ok(url)}
+            if not waiting and self._flower_answering():
+                return
+            time.sleep(0.02)
+        raise RuntimeError(f"the stack did not become ready in time (waiting for {', '.join(waiting) or 'Flower'}); "
+                           f"logs in {self.log_dir}")
 
     def _probe(self) -> Any:
         from poolboy.settings import Settings

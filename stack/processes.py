@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from procutil import ChildProcess
+from stack import forked
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -25,7 +26,13 @@ class Child(ChildProcess):
         self.env: dict[str, str] = env
 
     def start(self) -> Child:
-        super().start()
+        """Fork it from the stack's fork server (:mod:`stack.forked`), or start it as a subprocess when it must
+        not be forked (a worker on a monkey-patching pool)."""
+        if not forked.forkable(self.argv):
+            super().start()
+            return self
+        self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        self.process = forked.ForkedProcess(self.argv, self.cmdline, self.env, str(ROOT), str(self.log_path))
         return self
 
     def stop(self, timeout: float = 15.0) -> None:

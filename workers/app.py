@@ -152,7 +152,8 @@ def _remember_consumer(sender: object = None, **_: object) -> None:
 
 @worker_init.connect
 def _start_health(**_: object) -> None:
-    """/healthz: the consumer runs with a broker connection; /readyz: Redis and the API answer too."""
+    """/healthz: the consumer runs with a broker connection; /readyz: it consumes now, and Redis and the API
+    answer."""
     from workers import health
 
     # the loop stalls while a task blocks it (the solo pool), at most for the task time limit
@@ -174,7 +175,8 @@ def _start_health(**_: object) -> None:
                 return f"no Kubernetes client: {error}"
         return api_probe[0]()
 
-    ready = {"redis": health.redis_probe(settings), "api": api}
+    # ready only while consuming (from the start: the liveness grace does not apply), and Redis and the API answer
+    ready = {"consuming": consumer, "redis": health.redis_probe(settings), "api": api}
     health.start_for(settings, {"consumer": health.Sustained(consumer, settings.health_stall_seconds)}, ready)
 
 
