@@ -3,8 +3,8 @@
 What a process of its own would have got from ``subprocess.Popen`` and the interpreter: a session of its own (the
 stack stops it as a group), stdin on ``/dev/null``, stdout and stderr appended to its log and written through (as
 ``PYTHONUNBUFFERED``), its environment, working directory, ``sys.argv`` and command line (``ps``, ``pgrep -f``), and
-the exit handlers of a normal interpreter exit. In place of ``PR_SET_PDEATHSIG`` it stops when the stack dies
-(:func:`stop_with_stack`).
+the exit handlers of a normal interpreter exit; and, once the stack has adopted it, SIGTERM when the stack dies
+(``PR_SET_PDEATHSIG``, as :func:`procutil.die_with_parent` gives a subprocess).
 """
 
 from __future__ import annotations
@@ -12,16 +12,17 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-import select
-import signal
 import sys
-import threading
+import time
 from typing import Any
 
+from procutil import die_with_parent
 
-def run(request: dict[str, Any], lifeline_fd: int) -> int:
+
+def run(request: dict[str, Any]) -> int:
     argv: list[str] = list(request["argv"])
     cwd: str = request["cwd"]
+    _tie_to(int(request["parent"]))
     os.setsid()
     _redirect(request["log"])
     _set_title(" ".join(request["cmdline"]))  # before the environment changes: it measures the space it may use
@@ -31,7 +32,6 @@ def run(request: dict[str, Any], lifeline_fd: int) -> int:
     if cwd not in sys.path:
         sys.path.insert(0, cwd)
     sys.argv = [os.path.join(cwd, "stack", "cli.py"), *argv]
-    threading.Thread(target=stop_with_stack, args=(lifeline_fd,), name="stack-lifeline", daemon=True).start()
     from stack.cli import main
 
     try:
@@ -57,17 +57,22 @@ def _redirect(log_path: str) -> None:
 
 
 def _set_title(title: str) -> None:
-    """The command line ``ps`` and ``pgrep -f`` show: the one the component would have as a process of its own."""
+    """The command line ``ps`` and ``pgrep -f`` show: the one the component would have as a process of its own. It
+    stays so: Celery would retitle worker and beat processes now that ``setproctitle`` is installed, and people and
+    tools find the components by their command lines."""
+    import celery.platforms
     import setproctitle
 
     setproctitle.setproctitle(title)
+    celery.platforms._setproctitle = None
 
 
-def stop_with_stack(lifeline_fd: int) -> None:
-    """SIGTERM this component once the lifeline hangs up: the stack, its only writer, exited or was killed. Only a
-    hang-up is waited for (never data, which is the fork server's to read)."""
-    poller = select.poll()
-    poller.register(lifeline_fd, select.POLLHUP)
-    while not any(event & (select.POLLHUP | select.POLLERR) for _, event in poller.poll()):
-        pass
-    os.kill(os.getpid(), signal.SIGTERM)
+def _tie_to(stack_pid: int, timeout: float = 5.0) -> None:
+    """Wait to be the stack's child (the fork server's middle child exits right after forking this one), then take
+    SIGTERM when the stack dies; exit at once if the stack is already gone."""
+    deadline = time.monotonic() + timeout
+    while os.getppid() != stack_pid and time.monotonic() < deadline:
+        time.sleep(0.001)
+    die_with_parent()
+    if os.getppid() != stack_pid:
+        os._exit(1)

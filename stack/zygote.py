@@ -1,31 +1,27 @@
 """The stack's fork server: a process that has imported the components' libraries once and forks each component.
 
 Runs as ``python -m stack.zygote``, started by :mod:`stack.forked`, which speaks to it over its stdin and stdout in
-JSON lines:
+JSON lines: the stack asks ``{"argv": [...], "cmdline": [...], "env": {...}, "cwd": "...", "log": "...",
+"parent": <the stack's pid>}`` and the server answers ``{"pid": N}`` once ``poolboy <argv>`` runs as process N.
 
-- the stack asks ``{"argv": [...], "cmdline": [...], "env": {...}, "cwd": "...", "log": "..."}`` and the server
-  answers ``{"pid": N}`` once it has forked ``poolboy <argv>``;
-- whenever a component exits, the server says ``{"exit": N, "code": C}`` (C as :attr:`subprocess.Popen.returncode`:
-  the exit status, or minus the signal that killed it).
+The component is forked twice (a child that forks it and exits at once), so that it is handed to the stack, which
+marks itself a child subreaper (``PR_SET_CHILD_SUBREAPER``): the component ends up a direct child of the stack, as a
+subprocess would be. The stack reaps it and learns its exit status with ``waitpid``, tools that look for the
+components among the children of ``poolboy dev`` find them there, and the component ties its life to the stack's
+with ``PR_SET_PDEATHSIG`` once it is the stack's child (:func:`stack.component.run`). The server is single-threaded,
+so forking it is safe.
 
 Why not :mod:`multiprocessing.forkserver`: its children first re-run the parent's ``__main__`` module (spawn's
-"main fix-up"), i.e. the benchmark's or the test runner's script, in every component; a component must be exactly
-``poolboy <argv>``. The server is single-threaded, so forking it is safe. Its stdin doubles as the components'
-lifeline: only the stack writes to it, so when the stack dies every component sees the pipe hang up and stops
-(:func:`stack.component.stop_with_stack`), while the death of this server alone takes no component with it.
+"main fix-up"), i.e. the benchmark's or the test runner's script, in every component, and stay the server's
+children; a component must be exactly ``poolboy <argv>``, a child of the stack.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import selectors
 import signal
 import sys
-
-#: the component's copy of this server's stdin (the stack's end is the only writer): it hangs up when the stack dies
-LIFELINE_FD = 3
 
 
 def _say(message: dict[str, object]) -> None:
@@ -33,35 +29,36 @@ def _say(message: dict[str, object]) -> None:
     os.write(1, json.dumps(message).encode() + b"\n")
 
 
-def _exit_code(status: int) -> int:
-    return os.waitstatus_to_exitcode(status)
-
-
-def _reap() -> None:
-    while True:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-        _say({"exit": pid, "code": _exit_code(status)})
-
-
 def _fork(request: dict[str, object]) -> int:
-    pid = os.fork()
-    if pid:
-        return pid
+    """Fork the component through a child that exits at once (so the stack, a subreaper, adopts it); its pid."""
+    pid_r, pid_w = os.pipe()
+    middle = os.fork()
+    if middle == 0:
+        os.close(pid_r)
+        try:
+            component = os.fork()
+            if component == 0:
+                os.close(pid_w)
+                _become(request)
+            os.write(pid_w, str(component).encode())
+        finally:
+            os._exit(0)
+    os.close(pid_w)
+    with os.fdopen(pid_r, "rb") as reply:
+        component = int(reply.read() or b"0")
+    os.waitpid(middle, 0)  # once it is gone, the component has been handed to the stack
+    return component
+
+
+def _become(request: dict[str, object]) -> None:
+    """In the component: run ``poolboy <argv>`` and leave with its exit code, never returning into the server."""
     code = 1
     try:
-        os.dup2(0, LIFELINE_FD)
-        os.closerange(LIFELINE_FD + 1, os.sysconf("SC_OPEN_MAX"))
         signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         from stack.component import run
 
-        code = run(request, LIFELINE_FD)
+        code = run(request)
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
     except BaseException:  # a component's crash must end the child, never return into the server
@@ -75,31 +72,10 @@ def _fork(request: dict[str, object]) -> int:
 def serve() -> None:
     import stack.preload  # noqa: F401 - the point of this process
 
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_w, False)
-    signal.set_wakeup_fd(wake_w)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # ^C in a terminal is the stack's to handle
-    requests = os.fdopen(0, "rb", buffering=0)
-    selector = selectors.DefaultSelector()
-    selector.register(wake_r, selectors.EVENT_READ)
-    selector.register(0, selectors.EVENT_READ)
-    pending = b""
-    while True:
-        for key, _ in selector.select():
-            if key.fd == wake_r:
-                with contextlib.suppress(BlockingIOError):
-                    os.read(wake_r, 4096)
-                _reap()
-                continue
-            chunk = requests.read(65536)
-            if not chunk:
-                return  # the stack is gone
-            pending += chunk
-            while b"\n" in pending:
-                line, pending = pending.split(b"\n", 1)
-                _say({"pid": _fork(json.loads(line))})
-        _reap()
+    requests = os.fdopen(0, "rb")
+    for line in requests:
+        _say({"pid": _fork(json.loads(line))})
 
 
 if __name__ == "__main__":
