@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import os
 import sys
 import time
 from typing import Any
 
 from procutil import die_with_parent
+
+PR_SET_NAME = 15
 
 
 def run(request: dict[str, Any]) -> int:
@@ -63,7 +66,10 @@ def _set_title(title: str) -> None:
     import celery.platforms
     import setproctitle
 
+    with open("/proc/self/comm", "rb") as comm:
+        name = comm.read().strip()  # "python", as for a subprocess; setproctitle would set it from the title
     setproctitle.setproctitle(title)
+    ctypes.CDLL(None).prctl(PR_SET_NAME, ctypes.c_char_p(name), 0, 0, 0)
     celery.platforms._setproctitle = None
 
 
