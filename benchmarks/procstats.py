@@ -75,9 +75,9 @@ def report(pids: dict[str, int], before: dict[str, float]) -> dict[str, dict[str
 
 
 def is_operator(component: str) -> bool:
-    """The operator's own processes: watcher, workers and beat (not devcluster, Redis or Flower); for upstream
-    Poolboy, its one Kopf process."""
-    return component in ("watcher", "beat", "kopf") or component.startswith("worker")
+    """The operator's own processes: watcher, workers, beat and the fork server they were forked from (not
+    devcluster, Redis or Flower); for upstream Poolboy, its one Kopf process."""
+    return component in ("watcher", "beat", "fork-server", "kopf") or component.startswith("worker")
 
 
 def operator_sum(per_component: dict[str, dict[str, float]], key: str) -> float:

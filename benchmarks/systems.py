@@ -32,6 +32,7 @@ from typing import IO, Any
 
 from devcluster.process import DevCluster
 from procutil import die_with_parent
+from stack import forked
 from stack.local import LocalStack, StackOptions
 from stack.redis_server import RedisServer
 
@@ -88,6 +89,9 @@ class ProjectStack(LocalStack):
         for child in self.children:
             if child.process and child.alive:
                 pids[child.name] = child.process.pid
+        server = forked.running()
+        if server is not None:  # it holds the components' shared libraries: its memory is the operator's too
+            pids["fork-server"] = server
         return pids
 
 

@@ -98,6 +98,11 @@ def zygote() -> Zygote:
         return _zygote
 
 
+def running() -> int | None:
+    """The pid of this process's fork server, if one runs (the benchmarks count its memory as the operator's)."""
+    return _zygote.process.pid if _zygote is not None and _zygote.alive else None
+
+
 def warm_up() -> None:
     """Start the fork server now (from the stack's main thread), so that it imports the preload list while the
     stack starts devcluster."""
