@@ -197,6 +197,12 @@ def main() -> None:
     parser.add_argument("--static", default="2,5", help="static minAvailable values to run")
     parser.add_argument("--autoscaling", action="store_true", help="also run autoscaling")
     parser.add_argument("--max-available", type=int, default=12)
+    parser.add_argument("--window", type=int, default=None,
+                        help="autoscaling window, seconds (default: a fifth of the day)")
+    parser.add_argument("--scale-down-delay", type=int, default=None,
+                        help="autoscaling scaleDownDelay, seconds (default: a tenth of the day)")
+    parser.add_argument("--warm-hit-ratio", type=float, default=None,
+                        help="autoscaling warmHitRatio (default: the pool's default, 0.95)")
     parser.add_argument("--ready-seconds", type=int, default=8)
     parser.add_argument("--warm-seconds", type=float, default=2.0)
     parser.add_argument("--workers", type=int, default=2)
@@ -205,20 +211,24 @@ def main() -> None:
     trace = arrivals(args.seconds, args.scale, args.seed)
     runs = [Run(f"static {n}", {"minAvailable": int(n)}) for n in args.static.split(",") if n]
     if args.autoscaling:
-        runs.append(Run("autoscaling", {"minAvailable": 1, "autoscaling": {
-            "maxAvailable": args.max_available, "window": f"{max(1, int(args.seconds // 5))}s",
-            "scaleDownDelay": f"{max(1, int(args.seconds // 10))}s"}}))
+        window = args.window or max(1, int(args.seconds // 5))
+        delay = args.scale_down_delay if args.scale_down_delay is not None else max(1, int(args.seconds // 10))
+        autoscaling = {"maxAvailable": args.max_available, "window": f"{window}s", "scaleDownDelay": f"{delay}s"}
+        if args.warm_hit_ratio is not None:
+            autoscaling["warmHitRatio"] = args.warm_hit_ratio
+        runs.append(Run(f"autoscaling (window {window}s, scaleDownDelay {delay}s)",
+                        {"minAvailable": 1, "autoscaling": autoscaling}))
     results = []
     for run in runs:
         replay(run, trace, args)
         results.append(summary(run, args))
         print(json.dumps(results[-1]), file=sys.stderr)
-    print(f"{'sizing':<14} {'claims':>6} {'warm':>6} {'p50 s':>6} {'p99 s':>6} {'idle handle-s':>14}", file=sys.stderr)
+    print(f"{'sizing':<40} {'claims':>6} {'warm':>6} {'p50 s':>6} {'p99 s':>6} {'idle handle-s':>14}", file=sys.stderr)
     for row in results:
-        print(f"{row['sizing']:<14} {row['claims']:>6} {row['warm_hit_ratio']:>6} {row['wait_p50_s']:>6} "
+        print(f"{row['sizing']:<40} {row['claims']:>6} {row['warm_hit_ratio']:>6} {row['wait_p50_s']:>6} "
               f"{row['wait_p99_s']:>6} {row['idle_handle_seconds']:>14}", file=sys.stderr)
     json.dump({"seconds": args.seconds, "claims": len(trace), "ready_seconds": args.ready_seconds,
-               "results": results}, sys.stdout, indent=1)
+               "results": results, "unbound_per_second": {run.name: run.unbound for run in runs}}, sys.stdout)
     print()
     if args.plot:
         plot(runs, args.plot)
