@@ -117,9 +117,15 @@ def test_lease_of_a_run_past_its_time_limit_lapses_for_the_reaper(gate, r):
     key goes back to the gate (the reaper re-publishes it) while the stuck run holds only its thread."""
     gate.start(KEY, "t1")
     with LeaseKeeper(gate, KEY, "t1", time_limit=0.5) as keeper:
-        assert not keeper.lost.wait(0.4)
-        assert r.get(active_key(KEY)) == b"t1", "renewed within the limit"
-        assert keeper.lost.wait(2.0), "past the limit the keeper gives the lease up"
+        # watched from the keeper's own start, so that a slow test thread never reads the limit's end as early
+        while True:
+            lost, held = keeper.lost.is_set(), r.get(active_key(KEY))
+            if (elapsed := time.monotonic() - keeper.started) >= 0.4:
+                break
+            assert not lost, f"lease given up within {elapsed:.2f}s, before the 0.5s limit"
+            assert held == b"t1", "renewed within the limit"
+            time.sleep(0.02)
+        assert keeper.lost.wait(3.0), "past the limit the keeper gives the lease up"
         wait_for(lambda: r.get(active_key(KEY)) is None, 2, message="the lease to expire")
     assert [p.key for p in wait_for(gate.reap, 3, message="the reaper to hand the key on")] == [KEY]
 
