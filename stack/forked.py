@@ -39,9 +39,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def forkable(argv: Sequence[str]) -> bool:
-    """Whether ``poolboy <argv>`` may be forked: anything but a worker on a monkey-patching pool."""
+    """Whether ``poolboy <argv>`` may be forked: on Linux (the hand-over needs ``prctl``), anything but a worker on
+    a monkey-patching pool."""
     words = list(argv)
-    return not any(words[i] in ("--pool", "-P") and words[i + 1] in PATCHING_POOLS for i in range(len(words) - 1))
+    return sys.platform == "linux" and \
+        not any(words[i] in ("--pool", "-P") and words[i + 1] in PATCHING_POOLS for i in range(len(words) - 1))
 
 
 PR_SET_CHILD_SUBREAPER = 36
