@@ -107,8 +107,9 @@ def running() -> int | None:
 
 def warm_up() -> None:
     """Start the fork server now (from the stack's main thread), so that it imports the preload list while the
-    stack starts devcluster."""
-    zygote()
+    stack starts devcluster (on Linux: elsewhere nothing is forked)."""
+    if sys.platform == "linux":
+        zygote()
 
 
 class ForkedProcess:
