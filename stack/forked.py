@@ -74,7 +74,10 @@ class Zygote:
             line = self._replies.readline()
         if not line:
             raise RuntimeError(f"the fork server exited before it forked {request['argv']}")
-        pid: int = json.loads(line)["pid"]
+        reply = json.loads(line)
+        if "pid" not in reply:
+            raise RuntimeError(f"the fork server could not fork {request['argv']}: {reply.get('error')}")
+        pid: int = reply["pid"]
         return pid
 
 

@@ -2,7 +2,8 @@
 
 Runs as ``python -m stack.zygote``, started by :mod:`stack.forked`, which speaks to it over its stdin and stdout in
 JSON lines: the stack asks ``{"argv": [...], "cmdline": [...], "env": {...}, "cwd": "...", "log": "...",
-"parent": <the stack's pid>}`` and the server answers ``{"pid": N}`` once ``poolboy <argv>`` runs as process N.
+"parent": <the stack's pid>}`` and the server answers ``{"pid": N}`` once ``poolboy <argv>`` runs as process N, or
+``{"error": "..."}`` when it could not fork it.
 
 The component is forked twice (a child that forks it and exits at once), so that it is handed to the stack, which
 marks itself a child subreaper (``PR_SET_CHILD_SUBREAPER``): the component ends up a direct child of the stack, as a
@@ -32,7 +33,12 @@ def _say(message: dict[str, object]) -> None:
 def _fork(request: dict[str, object]) -> int:
     """Fork the component through a child that exits at once (so the stack, a subreaper, adopts it); its pid."""
     pid_r, pid_w = os.pipe()
-    middle = os.fork()
+    try:
+        middle = os.fork()
+    except OSError:
+        os.close(pid_r)
+        os.close(pid_w)
+        raise
     if middle == 0:
         os.close(pid_r)
         try:
@@ -47,6 +53,8 @@ def _fork(request: dict[str, object]) -> int:
     with os.fdopen(pid_r, "rb") as reply:
         component = int(reply.read() or b"0")
     os.waitpid(middle, 0)  # once it is gone, the component has been handed to the stack
+    if component <= 0:
+        raise OSError("the component could not be forked")
     return component
 
 
@@ -75,7 +83,10 @@ def serve() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # ^C in a terminal is the stack's to handle
     requests = os.fdopen(0, "rb")
     for line in requests:
-        _say({"pid": _fork(json.loads(line))})
+        try:
+            _say({"pid": _fork(json.loads(line))})
+        except (OSError, ValueError) as error:  # e.g. fork's EAGAIN: the stack reports it, this server goes on
+            _say({"error": f"{type(error).__name__}: {error}"})
 
 
 if __name__ == "__main__":

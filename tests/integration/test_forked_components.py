@@ -9,6 +9,7 @@ component with it.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -126,3 +127,19 @@ def test_the_preload_list_leaves_settings_read_at_import_to_each_component():
     code = "import sys, stack.preload; print('prometheus_client' in sys.modules, 'poolboy' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert result.stdout.split() == ["False", "False"]
+
+
+def test_a_request_the_fork_server_cannot_serve_is_answered_with_an_error_and_the_server_goes_on(redis_server,
+                                                                                                   tmp_path):
+    server = forked.zygote()
+    with server._lock:
+        server._requests.write(b"not json\n")
+        server._requests.flush()
+        reply = json.loads(server._replies.readline())
+    assert "error" in reply and "pid" not in reply
+    child = Child("worker-0", worker_argv("after-error"), component_env(redis_server.url), tmp_path).start()
+    try:
+        wait_for(lambda: "ready." in child.output(), 30, message=f"worker ready\n{child.tail()}")
+        assert forked.zygote() is server and server.alive
+    finally:
+        child.stop()
