@@ -203,7 +203,7 @@ class Gate:
         return Started(waited_ms / 1000 if waited_ms >= 0 else None)
 
     def done(self, key: str, token: str, also_delete: str | Sequence[str] = (), mark_clean: str = "",
-             writes: Sequence[str] = ()) -> Done:
+             writes: Sequence[str] = (), mark_dirty: str = "") -> Done:
         """Settle the run's own writes and release the lease if it is still ours, in one script; the result names
         the one re-run to publish when the key was re-marked (by an event, or by a deferred event that was not one
         of ``writes``: :mod:`workers.own_writes`).
@@ -211,18 +211,19 @@ class Gate:
         ``writes`` are the ids of the run's recordable writes; ``also_delete`` names keys to delete in the same
         round trip (a successful run's backoff counter, its logged-error memory); ``mark_clean`` the object's
         hash in the shared cache, whose current version is then recorded as reconciled
-        (:func:`workers.sweeps.dirty_keys`)."""
-        script, keys, args = self.done_call(key, token, also_delete, mark_clean, writes)
+        (:func:`workers.sweeps.dirty_keys`); ``mark_dirty`` that hash, whose record is then dropped (a run whose retry
+        only a countdown message carries: the sweeps run it again should that message be lost)."""
+        script, keys, args = self.done_call(key, token, also_delete, mark_clean, writes, mark_dirty)
         return self.done_result(key, script(keys=keys, args=args))
 
     def done_call(self, key: str, token: str, also_delete: str | Sequence[str] = (), mark_clean: str = "",
-                  writes: Sequence[str] = ()) -> ScriptCall:
+                  writes: Sequence[str] = (), mark_dirty: str = "") -> ScriptCall:
         """:meth:`done` as (script, keys, args), for a caller that pipelines it after the run's other Redis work;
         :meth:`done_result` reads its reply."""
         extra = [also_delete] if isinstance(also_delete, str) else list(also_delete or ())
         return (self._done, [pending_key(key), active_key(key), LEASES, own_writes.records_key(key),
                              own_writes.deferred_key(key), *extra],
-                [token, new_id(), key, self.pending_ttl, mark_clean, own_writes.RECORD_TTL_MS, *writes])
+                [token, new_id(), key, self.pending_ttl, mark_clean, own_writes.RECORD_TTL_MS, mark_dirty, *writes])
 
     @staticmethod
     def done_result(key: str, reply: list) -> Done:

@@ -8,7 +8,9 @@ covers it:
   resource, a provider's validity) already adds its key; the sweep adds an object whose cached version moved past
   the version its last successful run recorded (DONE's ``clean`` mark), in case an add was lost;
 * a run owed but never started (a worker killed holding its message): the object's pending mark is still there,
-  and the sweep adds it (the gate re-publishes a queued mark older than ``gate_stale_seconds``);
+  and the sweep adds it (the gate re-publishes a queued mark older than ``gate_stale_seconds``); a transient
+  failure's retry is a countdown message the gate does not record, so that run drops the object's clean mark
+  instead, and the sweep adds it until a run succeeds;
 * time: lifespan starts and ends, unclaimed handles and re-checks of permanent errors are in the due-index; an
   object whose provider's templates read the clock (``now()``, ``timestamp``, ``datetime``) re-runs itself every
   ``time_dependent_interval`` through the due-index (:attr:`poolboy.domain.provider_spec.ProviderSpec.reads_clock`).

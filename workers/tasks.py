@@ -147,12 +147,17 @@ def _done_deletes(key: str, outcome: Outcome) -> tuple[str, ...]:
     return (backoff.failures_key(key),)
 
 
-def _clean_mark(rt: Runtime, kind: str, key: str, outcome: Outcome) -> str:
-    """The cached object a successful run records as reconciled at its current version ('' for none): the
-    periodic sweeps of claims and handles then pass it over until it changes (:mod:`workers.sweeps`)."""
-    if rt.cache is None or kind not in sweeps.FILTERED or outcome.result not in ("success", "requeue_after"):
-        return ""
-    return sweeps.cached_object_key(rt.settings, key)
+def _sweep_marks(rt: Runtime, kind: str, key: str, outcome: Outcome) -> tuple[str, str]:
+    """``(clean, dirty)``: the cached object a successful run records as reconciled at its current version, so the
+    periodic sweeps of claims and handles pass it over until it changes (:mod:`workers.sweeps`); or the one whose
+    record a run drops because its retry is a countdown message the gate does not know of, so a sweep runs it
+    again if that message is lost (its worker killed, Redis flushed). '' for none."""
+    if rt.cache is None or kind not in sweeps.FILTERED:
+        return "", ""
+    cached = sweeps.cached_object_key(rt.settings, key)
+    if outcome.result in ("success", "requeue_after"):
+        return cached, ""
+    return "", cached if outcome.retry_in is not None else ""
 
 
 def finish(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, writes: own_writes.Collector,
@@ -164,8 +169,9 @@ def finish(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, write
     gate = rt.gate
     adds = [gate.add_call(k) for k in outcome.enqueue] + [gate.add_call(k, push=False) for k in outcome.batch]
     deadline = [rt.due.schedule_call(key, outcome.due_at)] if outcome.due_at is not None else []
-    done_call = gate.done_call(key, token, also_delete=_done_deletes(key, outcome),
-                               mark_clean=_clean_mark(rt, kind, key, outcome), writes=writes.idents)
+    clean, dirty = _sweep_marks(rt, kind, key, outcome)
+    done_call = gate.done_call(key, token, also_delete=_done_deletes(key, outcome), mark_clean=clean,
+                               writes=writes.idents, mark_dirty=dirty)
     replies = evalsha_pipelined(rt.redis, [*puts, *adds, *deadline, done_call], raise_on_error=False)
     for reply in replies[:len(puts)]:
         if isinstance(reply, Exception):  # the cache only costs speed

@@ -53,3 +53,22 @@ def test_a_run_that_lost_its_lease_marks_nothing(redis_server) -> None:
     client.set(f"gate:{{{key}}}:active", "someone-else")
     gate.done(key, "mine", mark_clean=cached_object_key(SETTINGS, key))
     assert dirty_keys(client, SETTINGS, [key]) == [key]
+
+
+def test_an_object_whose_retry_only_a_countdown_message_carries_is_swept_again(redis_server) -> None:
+    """A run that failed transiently is retried by a countdown message the gate does not record: should the message
+    be lost (its worker killed, Redis flushed), the object, at a version an earlier run reconciled, must not be
+    passed over by the sweeps."""
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushall()
+    cache, gate = ObjectCache(client, SETTINGS.domain), Gate(client)
+    key = keys.make(keys.HANDLE, SETTINGS.operator_namespace, "h")
+    cache.put({"apiVersion": API, "kind": "ResourceHandle",
+               "metadata": {"name": "h", "namespace": SETTINGS.operator_namespace, "resourceVersion": "3"}})
+    _run(gate, key, clean=True)
+    assert dirty_keys(client, SETTINGS, [key]) == []
+    assert gate.start(key, "retrying") is not None
+    gate.done(key, "retrying", mark_dirty=cached_object_key(SETTINGS, key))  # the version did not move
+    assert dirty_keys(client, SETTINGS, [key]) == [key]
+    _run(gate, key, clean=True)  # the retry ran and succeeded
+    assert dirty_keys(client, SETTINGS, [key]) == []

@@ -1,5 +1,5 @@
 -- DONE: KEYS pending, active, leases, selfwrites, deferred[, also_delete...];
--- ARGV token, new_msg_id, key, pending_ttl_s, cached, record_ttl_ms, write ids...
+-- ARGV token, new_msg_id, key, pending_ttl_s, cached, record_ttl_ms, dirty, write ids...
 -- -> {code, msg_id, class, deferred, foreign}: code 0 the lease is someone else's | 1 nothing owed |
 --    2 publish one more run (msg_id, class); deferred/foreign: watch events deferred to this run, and how many of
 --    them were not its own writes.
@@ -8,10 +8,15 @@
 -- owed one more run. In the same script as the release, so no event falls between the two.
 -- also_delete (after a successful run: the key's backoff counter, its logged-error memory) is deleted here too.
 -- cached (after a successful run: the object's hash in the shared cache) gets field 'clean' = the version the
--- cache holds now: the periodic sweeps skip an object whose version has not moved since.
-if #ARGV >= 7 then
-  redis.call('SADD', KEYS[4], unpack(ARGV, 7))
+-- cache holds now: the periodic sweeps skip an object whose version has not moved since. dirty (after a run whose
+-- retry is a countdown message, which the gate does not record: the same hash) loses its 'clean' field, so that a
+-- sweep runs the object again should that message be lost with its worker or with Redis.
+if #ARGV >= 8 then
+  redis.call('SADD', KEYS[4], unpack(ARGV, 8))
   redis.call('PEXPIRE', KEYS[4], ARGV[6])
+end
+if ARGV[7] ~= '' then
+  redis.call('HDEL', ARGV[7], 'clean')
 end
 local deferred = redis.call('SMEMBERS', KEYS[5])
 local foreign = 0
