@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Protocol
 
 PR_SET_PDEATHSIG = 1
+PR_SET_NAME = 15
+PR_SET_CHILD_SUBREAPER = 36
 
 
 class Process(Protocol):
@@ -35,12 +37,19 @@ class Process(Protocol):
     def terminate(self) -> None: ...
 
 
+def prctl(option: int, value: int | bytes) -> None:
+    """Linux ``prctl(option, value)``; OSError when it fails, AttributeError where libc has none."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(option, ctypes.c_char_p(value) if isinstance(value, bytes) else value, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), f"prctl({option})")
+
+
 def die_with_parent() -> None:
     """``preexec_fn`` for helper subprocesses: SIGTERM when the process that started them dies, so a killed test
     run or ``poolboy dev`` never leaves orphaned servers behind (Linux ``prctl``; a no-op elsewhere). Start them
     from a long-lived thread: the signal follows the death of the forking thread."""
     with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def free_port() -> int:

@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
 import os
 import sys
 import time
 from typing import Any
 
-from procutil import die_with_parent
-
-PR_SET_NAME = 15
+from procutil import PR_SET_NAME, die_with_parent, prctl
 
 
 def run(request: dict[str, Any]) -> int:
@@ -69,7 +66,7 @@ def _set_title(title: str) -> None:
     with open("/proc/self/comm", "rb") as comm:
         name = comm.read().strip()  # "python", as for a subprocess; setproctitle would set it from the title
     setproctitle.setproctitle(title)
-    ctypes.CDLL(None).prctl(PR_SET_NAME, ctypes.c_char_p(name), 0, 0, 0)
+    prctl(PR_SET_NAME, name)
     celery.platforms._setproctitle = None
 
 

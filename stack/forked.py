@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from procutil import die_with_parent
+from procutil import PR_SET_CHILD_SUBREAPER, die_with_parent, prctl
 
 #: the pools whose monkey-patching must precede every import: such workers run as plain subprocesses
 PATCHING_POOLS = frozenset({"gevent", "eventlet"})
@@ -46,14 +46,12 @@ def forkable(argv: Sequence[str]) -> bool:
         not any(words[i] in ("--pool", "-P") and words[i + 1] in PATCHING_POOLS for i in range(len(words) - 1))
 
 
-PR_SET_CHILD_SUBREAPER = 36
-
-
 class Zygote:
     """The stack's side of one fork server: ask it to fork a component, which becomes this process's child."""
 
     def __init__(self) -> None:
-        _become_subreaper()
+        # adopt the orphans among this process's descendants: a component forked by the server's middle child
+        prctl(PR_SET_CHILD_SUBREAPER, 1)
         # die_with_parent ties the server to the thread that starts it: the stack's main thread, by warm_up
         self.process = subprocess.Popen(
             [sys.executable, "-m", "stack.zygote"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -79,15 +77,6 @@ class Zygote:
             raise RuntimeError(f"the fork server could not fork {request['argv']}: {reply.get('error')}")
         pid: int = reply["pid"]
         return pid
-
-
-def _become_subreaper() -> None:
-    """Adopt the orphans among this process's descendants: a component forked by the server's middle child."""
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
 
 
 _zygote: Zygote | None = None

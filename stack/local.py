@@ -8,17 +8,14 @@ so all three exercise exactly the same processes. Every component is a real subp
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 import socket
 import tempfile
-import threading
 import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from stack import forked, ports
 from stack.processes import Child, ComponentExited, rotate_logs
@@ -83,8 +80,6 @@ class LocalStack:
         :class:`ComponentExited` (naming the component and its last log lines) if one dies while starting."""
         self._plan_ports()
         rotate_logs(self.log_dir)
-        # the readiness probe's Celery and Redis modules load while devcluster starts (this process only waits)
-        threading.Thread(target=importlib.import_module, args=("workers.redis_client",), daemon=True).start()
         forked.warm_up()  # the fork server imports the components' libraries meanwhile too (stack/forked.py)
         try:
             self._start_api()
@@ -301,21 +296,14 @@ class LocalStack:
         raise RuntimeError(f"the stack did not become ready in time (waiting for {', '.join(waiting) or 'Flower'}); "
                            f"logs in {self.log_dir}")
 
-    def _probe(self) -> Any:
+    def workers_answering(self, limit: int | None = None) -> int:
+        """How many workers answer a ping within 0.5 s (at once, when ``limit`` of them have)."""
         from poolboy.settings import Settings
         from workers.redis_client import probe_app
 
-        return probe_app(Settings.from_env(self.env))
-
-    @staticmethod
-    def _answering(probe: Any, limit: int | None, timeout: float) -> int:
-        return len(probe.control.ping(timeout=timeout, limit=limit) or [])
-
-    def workers_answering(self, limit: int | None = None) -> int:
-        """How many workers answer a ping within 0.5 s (at once, when ``limit`` of them have)."""
-        probe = self._probe()
+        probe = probe_app(Settings.from_env(self.env))
         try:
-            return self._answering(probe, limit, timeout=0.5)
+            return len(probe.control.ping(timeout=0.5, limit=limit) or [])
         finally:
             probe.close()
 

@@ -8,9 +8,9 @@ start-up costs each of them only its own set-up, and their proportional memory (
 Only modules whose import reads no per-component setting may be listed: a component's environment is set after
 the fork, so whatever a module decides from ``os.environ`` at import time would be the fork server's decision.
 ``prometheus_client`` is the one to keep out (it picks its multiprocess mode from ``PROMETHEUS_MULTIPROC_DIR`` at
-import time, and each worker sets that itself); ``tests/unit/test_forked.py`` holds the list to it. Celery's
-process titles stay off in forked components (``NOSETPS``): the stack gives each one the command line it would
-have had as a process of its own (:func:`stack.forked.run_component`).
+import time, and each worker sets that itself); ``tests/integration/test_forked_components.py`` holds the list to
+it. Celery's process titles stay off in forked components (``NOSETPS``): the stack gives each one the command line
+it would have had as a process of its own (:mod:`stack.component`).
 """
 
 from __future__ import annotations

@@ -20,6 +20,13 @@ def _claim(name: str, rv: str) -> dict:
             "metadata": {"name": name, "namespace": "ns", "resourceVersion": rv}, "spec": {}}
 
 
+def _cached_handle(cache: ObjectCache, rv: str) -> str:
+    """A handle ``h`` at ``rv`` in the shared cache; its work key."""
+    cache.put({"apiVersion": API, "kind": "ResourceHandle",
+               "metadata": {"name": "h", "namespace": SETTINGS.operator_namespace, "resourceVersion": rv}})
+    return keys.make(keys.HANDLE, SETTINGS.operator_namespace, "h")
+
+
 def _run(gate: Gate, key: str, *, clean: bool) -> None:
     """One run of ``key`` through the gate, ending as a successful run does (or a failed one)."""
     assert gate.start(key, "token") is not None
@@ -46,9 +53,7 @@ def test_a_run_that_lost_its_lease_marks_nothing(redis_server) -> None:
     client = redis.Redis.from_url(redis_server.url)
     client.flushall()
     cache, gate = ObjectCache(client, SETTINGS.domain), Gate(client)
-    key = keys.make(keys.HANDLE, SETTINGS.operator_namespace, "h")
-    cache.put({"apiVersion": API, "kind": "ResourceHandle",
-               "metadata": {"name": "h", "namespace": SETTINGS.operator_namespace, "resourceVersion": "3"}})
+    key = _cached_handle(cache, "3")
     assert gate.start(key, "mine") is not None
     client.set(f"gate:{{{key}}}:active", "someone-else")
     gate.done(key, "mine", mark_clean=cached_object_key(SETTINGS, key))
@@ -62,9 +67,7 @@ def test_an_object_whose_retry_only_a_countdown_message_carries_is_swept_again(r
     client = redis.Redis.from_url(redis_server.url)
     client.flushall()
     cache, gate = ObjectCache(client, SETTINGS.domain), Gate(client)
-    key = keys.make(keys.HANDLE, SETTINGS.operator_namespace, "h")
-    cache.put({"apiVersion": API, "kind": "ResourceHandle",
-               "metadata": {"name": "h", "namespace": SETTINGS.operator_namespace, "resourceVersion": "3"}})
+    key = _cached_handle(cache, "3")
     _run(gate, key, clean=True)
     assert dirty_keys(client, SETTINGS, [key]) == []
     assert gate.start(key, "retrying") is not None
