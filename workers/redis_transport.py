@@ -1,5 +1,6 @@
-"""kombu's Redis transports with one guard and one saving: a channel closed after its connection was torn down can
-still reach Redis, and a channel shares one Redis client per pool (:class:`_SharesItsClient`).
+"""kombu's Redis transports with one guard and two savings: a channel closed after its connection was torn down can
+still reach Redis, a channel shares one Redis client per pool (:class:`_SharesItsClient`), and the bookkeeping of
+unacked messages goes without MULTI/EXEC (:class:`QoS`).
 
 Why (issue 18): when Redis goes away and comes back, Celery's consumer tears its broker connection down in two steps
 (``Connection.collect()``, then ``Connection.close()``). ``collect()`` ends by clearing the transport's
@@ -103,13 +104,37 @@ class _SharesItsClient:
         yield shared[1]
 
 
+class QoS(kombu_redis.QoS):
+    """kombu's unacked-message bookkeeping, sent as a plain pipeline instead of a MULTI/EXEC transaction.
+
+    Every delivered message is recorded (``ZADD unacked_index`` + ``HSET unacked``) and every ack erases it
+    (``ZREM`` + ``HDEL``); kombu wraps each pair in MULTI/EXEC, four commands of eight per message. Nothing needs the
+    pair to be atomic: the only reader, the visibility-timeout restore (``restore_visible``), takes entries older
+    than the timeout (30 minutes by default, always above twice the longest run: :mod:`workers.config`), never one
+    being written or acked now, and it drops an index entry without its message. Restores (``restore_by_tag``) pass
+    their own transactional pipeline and are unchanged.
+    """
+
+    @contextmanager
+    def pipe_or_acquire(self, pipe: Any = None, client: Any = None) -> Iterator[Any]:
+        if pipe:
+            yield pipe
+            return
+        with self.channel.conn_or_acquire(client) as acquired:
+            yield acquired.pipeline(transaction=False)
+
+
 class Channel(_SharesItsClient, _RemembersConnectionInfo, kombu_redis.Channel):
-    """kombu's Redis channel, which can still put unacked messages back after its connection was torn down, and
-    shares one client per pool."""
+    """kombu's Redis channel, which can still put unacked messages back after its connection was torn down, shares
+    one client per pool, and keeps its unacked bookkeeping without transactions."""
+
+    QoS = QoS
 
 
 class SentinelChannel(_SharesItsClient, _RemembersConnectionInfo, kombu_redis.SentinelChannel):
     """kombu's Sentinel channel, with the same guard (its pool also reads the sentinel addresses from the client)."""
+
+    QoS = QoS
 
 
 class Transport(kombu_redis.Transport):

@@ -9,13 +9,14 @@ exits); :mod:`workers.redis_transport` closes the channel (restoring what Redis 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 import redis
 from kombu import Connection, Consumer, Producer, Queue
 
 from stack.testing import RedisServer
+from tests.waiting import wait_for
 from workers.redis_transport import TRANSPORT
 
 
@@ -70,3 +71,55 @@ def test_guarded_transport_fails_with_a_connection_error_while_redis_is_away(ser
     server.process.wait(10)
     with pytest.raises(redis.ConnectionError):
         holding.close()
+
+
+def _commands(client: redis.Redis) -> dict[str, int]:
+    return {name.removeprefix("cmdstat_"): int(stats["calls"]) for name, stats in client.info("commandstats").items()}
+
+
+def _deliver_one(connection: Connection, declared: Callable[[], None] = lambda: None) -> list:
+    """Publish one message and deliver it unacked to a consumer; ``declared`` runs once the queue exists."""
+    queue = Queue("tasks")
+    Producer(connection.channel()).publish({"n": 1}, routing_key="tasks", declare=[queue])
+    channel = connection.channel()
+    delivered: list = []
+    consumer = Consumer(channel, [queue], callbacks=[lambda body, message: delivered.append(message)],
+                        prefetch_count=1)
+    consumer.consume()
+    declared()
+    connection.drain_events(timeout=5)
+    assert delivered, "the message was not delivered"
+    return delivered
+
+
+def test_unacked_bookkeeping_without_transactions(server: RedisServer) -> None:
+    """A delivery is recorded and its ack erases the record, with no MULTI/EXEC: four commands per message saved."""
+    client = redis.Redis.from_url(server.url)
+    before: dict[str, int] = {}
+    with Connection(server.url, transport=TRANSPORT) as connection:
+        delivered = _deliver_one(connection, lambda: before.update(_commands(client)))
+        assert client.hlen("unacked") == 1 and client.zcard("unacked_index") == 1
+        delivered[0].ack()
+        after = _commands(client)
+    assert client.hlen("unacked") == 0 and client.zcard("unacked_index") == 0
+    assert after["zadd"] > before.get("zadd", 0) and after["hdel"] > before.get("hdel", 0)
+    assert after.get("multi", 0) == before.get("multi", 0) and after.get("exec", 0) == before.get("exec", 0)
+
+
+def test_an_unacked_message_past_the_visibility_timeout_is_restored(server: RedisServer) -> None:
+    """What the bookkeeping is for still works: a consumer that dies holding a message gives it back, through the
+    visibility-timeout restore another consumer runs."""
+    client = redis.Redis.from_url(server.url)
+    options = {"visibility_timeout": 0.2}
+    dying = Connection(server.url, transport=TRANSPORT, transport_options=options)
+    _deliver_one(dying)  # never acked, and the consumer never closes (as if SIGKILLed)
+    assert client.llen("tasks") == 0 and client.zcard("unacked_index") == 1
+    with Connection(server.url, transport=TRANSPORT, transport_options=options) as other:
+        channel = other.channel()
+
+        def restored() -> bool:
+            channel.qos.restore_visible(interval=1)
+            return client.llen("tasks") == 1
+
+        wait_for(restored, timeout=10, message="the unacked message back on its queue")
+    assert client.hlen("unacked") == 0 and client.zcard("unacked_index") == 0

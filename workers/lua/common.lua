@@ -13,14 +13,14 @@ local function mark(id, ts, cls, q)
   return id .. '|' .. ts .. '|' .. cls .. '|' .. q
 end
 
--- Record that the key needs a run (the ADD transition; add.lua and observe.lua return it). ``active``: whether a
--- run holds the key, when the caller already asked (nil: ask).
-local function gate_add(pending, active_key, msg_id, cls, pending_ttl, stale_ms, active)
-  local now = now_ms()
-  if active == nil then
-    active = redis.call('EXISTS', active_key) == 1
-  end
-  local cur = redis.call('GET', pending)
+-- Record that the key needs a run (the ADD transition; add.lua and observe.lua return it). ``state``: {pending mark
+-- or false, active token or false} when the caller has read them already (nil: read both here in one MGET; the keys
+-- share the key's hash slot). Redis's clock is read only to write a mark or to judge staleness: this runs once per
+-- watch event, so every command counts (benchmarks/README.md: Redis commands per claim).
+local function gate_add(pending, active_key, msg_id, cls, pending_ttl, stale_ms, state)
+  state = state or redis.call('MGET', pending, active_key)
+  local cur, active = state[1], state[2] ~= false
+  local now
   if cur then
     local id, ts, pcls, q = parse(cur)
     if active then
@@ -29,12 +29,14 @@ local function gate_add(pending, active_key, msg_id, cls, pending_ttl, stale_ms,
       end
       return {0}
     end
+    now = now_ms()
     if q == '1' and cls >= pcls and now - ts <= tonumber(stale_ms) then
       return {0}
     end
     -- otherwise re-arm: the holder died owing a run (q=0), the queued message looks lost (stale),
     -- or this event outranks the queued resync message (a priority inversion: docs/behaviour.md#work-gate)
   end
+  now = now or now_ms()
   if active then
     redis.call('SET', pending, mark(msg_id, now, cls, '0'), 'EX', pending_ttl)
     return {1}

@@ -18,24 +18,38 @@ end
 if ARGV[7] ~= '' then
   redis.call('HDEL', ARGV[7], 'clean')
 end
+-- one command per question: the deferred events, which of them were not own writes, pending and active together,
+-- and one DEL for every key this step clears (every command here runs once per run)
 local deferred = redis.call('SMEMBERS', KEYS[5])
 local foreign = 0
-for _, id in ipairs(deferred) do
-  if redis.call('SISMEMBER', KEYS[4], id) == 0 then
-    foreign = foreign + 1
+if #deferred > 0 then
+  for _, own in ipairs(redis.call('SMISMEMBER', KEYS[4], unpack(deferred))) do
+    if own == 0 then
+      foreign = foreign + 1
+    end
   end
 end
+local both = redis.call('MGET', KEYS[1], KEYS[2])
+local cur, a = both[1], both[2]
+local mine = not a or a == ARGV[1]
+local clear = {}
 if #deferred > 0 then
-  redis.call('DEL', KEYS[5])
+  table.insert(clear, KEYS[5])
 end
-if foreign > 0 and not redis.call('GET', KEYS[1]) then
-  redis.call('SET', KEYS[1], mark(ARGV[2], now_ms(), 0, '0'), 'EX', ARGV[4])
+for i = 6, #KEYS do
+  table.insert(clear, KEYS[i])
 end
-if #KEYS >= 6 then
-  redis.call('DEL', unpack(KEYS, 6))
+if a and mine then
+  table.insert(clear, KEYS[2])
 end
-local a = redis.call('GET', KEYS[2])
-if a and a ~= ARGV[1] then
+if #clear > 0 then
+  redis.call('DEL', unpack(clear))
+end
+if foreign > 0 and not cur then
+  cur = mark(ARGV[2], now_ms(), 0, '0')
+  redis.call('SET', KEYS[1], cur, 'EX', ARGV[4])
+end
+if not mine then
   return {0, '', 0, #deferred, foreign}
 end
 if ARGV[5] ~= '' then
@@ -44,11 +58,7 @@ if ARGV[5] ~= '' then
     redis.call('HSET', ARGV[5], 'clean', rv)
   end
 end
-if a then
-  redis.call('DEL', KEYS[2])
-end
 redis.call('ZREM', KEYS[3], ARGV[3])
-local cur = redis.call('GET', KEYS[1])
 if not cur then
   return {1, '', 0, #deferred, foreign}
 end

@@ -2,17 +2,13 @@
 -- KEYS pending, active, selfwrites, deferred[, queue list]; ARGV msg_id, class, pending_ttl_s, stale_ms, write_id
 -- ('' none), deferred_ttl_s[, message] -> ADD's reply | {3} the key's own write (skip) | {4} deferred to the run
 -- going on
-local active = nil
-if ARGV[5] ~= '' then
-  if redis.call('SISMEMBER', KEYS[3], ARGV[5]) == 1 then
-    return {3}
-  end
-  active = redis.call('EXISTS', KEYS[2]) == 1
-  if active then
-    redis.call('SADD', KEYS[4], ARGV[5])
-    redis.call('EXPIRE', KEYS[4], ARGV[6])
-    return {4}
-  end
+if ARGV[5] ~= '' and redis.call('SISMEMBER', KEYS[3], ARGV[5]) == 1 then
+  return {3}
 end
-return gate_push(gate_add(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], active), KEYS[5],
-                 ARGV[7])
+local state = redis.call('MGET', KEYS[1], KEYS[2])
+if ARGV[5] ~= '' and state[2] then
+  redis.call('SADD', KEYS[4], ARGV[5])
+  redis.call('EXPIRE', KEYS[4], ARGV[6])
+  return {4}
+end
+return gate_push(gate_add(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], state), KEYS[5], ARGV[7])

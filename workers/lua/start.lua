@@ -2,12 +2,11 @@
 -- -> {1, waited_ms or -1} run | {0} busy (the holder, or the lease reaper, will re-publish)
 local now = now_ms()
 if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  local cur = redis.call('GET', KEYS[1])
+  local cur = redis.call('GETDEL', KEYS[1])
   local waited = -1
   if cur then
     local _, ts = parse(cur)
     waited = now - ts
-    redis.call('DEL', KEYS[1])
   end
   redis.call('ZADD', KEYS[3], now + tonumber(ARGV[2]), ARGV[3])
   return {1, waited}
