@@ -243,24 +243,24 @@ class ObjectCache:
 
     def get(self, api_version: str, kind: str, namespace: str | None, name: str) -> dict | None:
         """The cached object, or None on a miss, a tombstone, or when no watcher keeps the cache alive."""
-        key = object_key(cache_model.object_id(api_version, kind, namespace, name))
-        if time.monotonic() < self._alive_until:
-            doc = self.redis.hget(key, "doc")
-            return orjson.loads(doc) if doc else None
         pipe = self.redis.pipeline(transaction=False)
         self.get_commands(pipe, api_version, kind, namespace, name)
         return self.get_reply(pipe.execute())
 
     def get_commands(self, pipe: Any, api_version: str, kind: str, namespace: str | None, name: str) -> None:
-        """Queue :meth:`get`'s two commands on ``pipe`` (a caller's pipeline); :meth:`get_reply` reads their
-        replies."""
-        pipe.exists(ALIVE)
+        """Queue :meth:`get`'s commands on ``pipe`` (a caller's pipeline): the object, after the ``alive`` key unless
+        an answer younger than :data:`ALIVE_MEMO_S` vouches for it; :meth:`get_reply` reads their replies."""
+        if time.monotonic() >= self._alive_until:
+            pipe.exists(ALIVE)
         pipe.hget(object_key(cache_model.object_id(api_version, kind, namespace, name)), "doc")
 
     def get_reply(self, replies: builtins.list[Any]) -> dict | None:
-        alive, doc = replies
-        if alive:
-            self._alive_until = time.monotonic() + ALIVE_MEMO_S
+        if len(replies) == 1:  # the alive key was vouched for
+            alive, doc = 1, replies[0]
+        else:
+            alive, doc = replies
+            if alive:
+                self._alive_until = time.monotonic() + ALIVE_MEMO_S
         return orjson.loads(doc) if alive and doc else None
 
     def list(self, api_version: str, kind: str, namespace: str | None,
