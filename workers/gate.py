@@ -109,6 +109,7 @@ class Gate:
         self.pending_ttl = max(1, int(pending_ttl))
         self.stale_ms = int(stale_seconds * 1000)
         self._add = client.register_script(_source("add"))
+        self._wake = client.register_script(_source("wake"))
         self._observe = client.register_script(_source("observe"))
         self._start = client.register_script(_source("start"))
         self._done = client.register_script(_source("done"))
@@ -171,6 +172,20 @@ class Gate:
         script_keys, args = self._add_args(key, priority)
         self._pushed(key, priority, script_keys, args, push)
         return self._add, script_keys, args
+
+    def wake_call(self, key: str, seen: Sequence[str], push: bool = True) -> ScriptCall:
+        """:meth:`add_call` for a key a finishing run wakes, recording the run's write ids ``seen`` as the key's
+        own first: the watch events of those writes wake the key too, but the run that follows this ADD reads what
+        they wrote (its writes are in the cache by then, put in the same round trip before this), so they are
+        dropped as its own writes would be, instead of running the key once more when they arrive after it began.
+        :meth:`add_result` reads its reply."""
+        if not seen:
+            return self.add_call(key, push=push)
+        keys, args = self._add_args(key, "event")
+        keys.append(own_writes.records_key(key))
+        args += [own_writes.RECORD_TTL_MS, len(seen), *seen]
+        self._pushed(key, "event", keys, args, push)
+        return self._wake, keys, args
 
     def observe_call(self, key: str, write_id: str | None) -> ScriptCall:
         """The OBSERVE script and its keys and arguments, for a caller that pipelines it with other commands (the

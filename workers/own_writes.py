@@ -13,9 +13,16 @@ stamped with the generation that write produced (:func:`poolboy.domain.condition
 never waits for a run that the dropped event would have caused. An unconditional write that changed nothing would
 return the version of somebody else's write, whose event must not be dropped.
 
+The same holds for the keys a run wakes: a handle run that creates its resource and wakes its claim would otherwise
+run the claim twice, once for the WAKE and once more for the resource's watch event (which maps to the claim too)
+when that event arrives after the claim's run began. The run's WAKE (``workers/lua/wake.lua``) records its write
+ids for the woken key before it ADDs it, in one script after the run's cache writes: the run it causes reads those
+writes, so their events are that key's own as well.
+
 Two Redis keys per work key K, hash-tagged ``{K}`` like the gate's own keys:
 
-* ``selfwrites:{K}`` — SET of write ids recorded by finished runs of K (short TTL: an event comes within seconds).
+* ``selfwrites:{K}`` — SET of write ids recorded by finished runs of K, and by runs that woke K after writing (short
+  TTL: an event comes within seconds).
 * ``selfwrites:{K}:deferred`` — SET of ids of events that arrived while a run of K was going. The watch event of
   a write usually arrives *before* the run ends (often before the next line of the reconciler runs), so the
   watcher cannot decide then; the run decides at its end, when it knows all its writes.

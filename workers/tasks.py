@@ -167,7 +167,9 @@ def finish(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, write
     not make themselves: the countdown ones, and DONE's re-run."""
     puts = kube.deferred_puts() if kube is not None else []
     gate = rt.gate
-    adds = [gate.add_call(k) for k in outcome.enqueue] + [gate.add_call(k, push=False) for k in outcome.batch]
+    seen = writes.idents
+    adds = [gate.wake_call(k, seen) for k in outcome.enqueue] + [gate.wake_call(k, seen, push=False)
+                                                                 for k in outcome.batch]
     deadline = [rt.due.schedule_call(key, outcome.due_at)] if outcome.due_at is not None else []
     clean, dirty = _sweep_marks(rt, kind, key, outcome)
     done_call = gate.done_call(key, token, also_delete=_done_deletes(key, outcome), mark_clean=clean,

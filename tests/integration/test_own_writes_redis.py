@@ -107,6 +107,39 @@ def test_a_run_that_lost_its_lease_leaves_the_rerun_to_the_holder(gate: Gate) ->
     assert gate.done(KEY, "t2").rerun is not None
 
 
+def wake(gate: Gate, key: str, seen: list[str]) -> str:
+    """A finishing run's WAKE of another key, after writes ``seen``."""
+    (reply,) = evalsha_pipelined(gate.redis, [gate.wake_call(key, seen)])
+    return gate.add_result(key, reply)[0]
+
+
+def test_a_woken_key_skips_the_events_of_the_writes_that_woke_it(gate: Gate) -> None:
+    """A handle run creates its resource and wakes its claim: the resource's event wakes the claim too, but the run
+    the WAKE published reads the resource already."""
+    assert wake(gate, KEY, ["res/1", "h/2"]) == "published"
+    assert observe(gate, KEY, "res/1") == "own-write"
+    assert observe(gate, KEY, "h/2") == "own-write"
+    assert observe(gate, KEY, "res/3") == "coalesced", "a later write is news (the WAKE's message is queued)"
+    assert observe(gate, "handle/op/h", "res/1") == "published", "recorded for the woken key only"
+
+
+def test_an_event_deferred_before_the_wake_is_judged_seen_and_the_wake_runs_the_key_once_more(gate: Gate) -> None:
+    gate.start(KEY, "t1")
+    assert observe(gate, KEY, "res/4") == "deferred"  # the event came first, while the key ran
+    assert wake(gate, KEY, ["res/4"]) == "pending-while-running"
+    done = gate.done(KEY, "t1")
+    assert (done.deferred, done.foreign) == (1, 0)
+    assert done.rerun is not None, "the WAKE's run, exactly once"
+    assert gate.start(KEY, "t2") is not None
+    assert gate.done(KEY, "t2").rerun is None
+
+
+def test_a_wake_without_writes_is_a_plain_add(gate: Gate) -> None:
+    assert wake(gate, KEY, []) == "published"
+    assert observe(gate, KEY, "res/5") == "coalesced"
+    assert not gate.redis.exists(own_writes.records_key(KEY))
+
+
 def test_records_expire(gate: Gate, r: redis.Redis) -> None:
     gate.start(KEY, "t1")
     gate.done(KEY, "t1", writes=["u/1"])
