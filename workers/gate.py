@@ -308,13 +308,14 @@ class _Renewer:
         self.thread: threading.Thread | None = None
 
     def add(self, keeper: LeaseKeeper) -> None:
+        """No need to wake the thread: it never sleeps longer than one interval, and a new keeper is due one
+        interval from now, no earlier than any other (waking it per run cost a GIL hand-over for nothing)."""
         keeper.due = time.monotonic() + self.interval
         with self.changed:
             self.keepers.add(keeper)
             if self.thread is None or not self.thread.is_alive():  # first use, or after a fork
                 self.thread = threading.Thread(target=self._run, name="lease renewer", daemon=True)
                 self.thread.start()
-            self.changed.notify()
 
     def remove(self, keeper: LeaseKeeper) -> None:
         with self.changed:

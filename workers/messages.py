@@ -18,7 +18,7 @@ kombu's ``delivery_tag``. :mod:`tests.integration.test_queued_messages` holds th
 from __future__ import annotations
 
 import base64
-import copy
+import functools
 import threading
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -35,6 +35,13 @@ if TYPE_CHECKING:
 _EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
 
 
+@functools.lru_cache(maxsize=16384)
+def _body(key: str, serializer: str) -> str:
+    """The base64 body of ``reconcile(key)``, as Celery encodes it: the same for every message of a key."""
+    _, _, body = serialization.dumps([[key], {}, _EMBED], serializer=serializer)
+    return base64.b64encode(body.encode() if isinstance(body, str) else body).decode()
+
+
 class QueuedMessages:
     """``QueuedMessages(app).encode(key, msg_id, priority)`` -> (the Redis list to LPUSH onto, the message)."""
 
@@ -44,15 +51,15 @@ class QueuedMessages:
         self._lock = threading.Lock()
 
     def encode(self, key: str, msg_id: str, priority: int) -> tuple[str, bytes]:
+        """Called for every key every watch event wakes, though most never publish (the script pushes the message
+        only when it decides a run is owed): shallow copies of the template with the per-message fields replaced
+        (the template's nested parts are shared, never changed), and the body cached per key."""
         task, queue = route(key)
         list_key, template = self._template(task, queue, priority)
-        message = copy.deepcopy(template)
-        headers, properties = message["headers"], message["properties"]
-        headers["id"] = headers["root_id"] = properties["correlation_id"] = msg_id
-        headers["argsrepr"] = repr([key])
-        properties["delivery_tag"] = str(uuid.uuid4())
-        _, _, body = serialization.dumps([[key], {}, _EMBED], serializer=self.app.conf.task_serializer)
-        message["body"] = base64.b64encode(body.encode() if isinstance(body, str) else body).decode()
+        headers = {**template["headers"], "id": msg_id, "root_id": msg_id, "argsrepr": repr([key])}
+        properties = {**template["properties"], "correlation_id": msg_id, "delivery_tag": str(uuid.uuid4())}
+        message = {**template, "headers": headers, "properties": properties,
+                   "body": _body(key, self.app.conf.task_serializer)}
         return list_key, orjson.dumps(message)
 
     def _template(self, task: str, queue: str, priority: int) -> tuple[str, dict[str, Any]]:

@@ -18,9 +18,10 @@ end
 if ARGV[7] ~= '' then
   redis.call('HDEL', ARGV[7], 'clean')
 end
--- one command per question: the deferred events, which of them were not own writes, pending and active together,
--- and one DEL for every key this step clears (every command here runs once per run)
-local deferred = redis.call('SMEMBERS', KEYS[5])
+-- one command per question: the deferred events (taken: SPOP of more than there can be empties the set), which of
+-- them were not own writes, pending and active together, and one DEL for every key this step clears (every command
+-- here runs once per run)
+local deferred = redis.call('SPOP', KEYS[5], 1000000)
 local foreign = 0
 if #deferred > 0 then
   for _, own in ipairs(redis.call('SMISMEMBER', KEYS[4], unpack(deferred))) do
@@ -33,9 +34,6 @@ local both = redis.call('MGET', KEYS[1], KEYS[2])
 local cur, a = both[1], both[2]
 local mine = not a or a == ARGV[1]
 local clear = {}
-if #deferred > 0 then
-  table.insert(clear, KEYS[5])
-end
 for i = 6, #KEYS do
   table.insert(clear, KEYS[i])
 end
