@@ -63,7 +63,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import psutil
 import redis
 
-from benchmarks import apicount, compare, latency_proxy, procstats, pyspy, redis_rtt, rediscache, redisops
+from benchmarks import apicount, compare, latency_proxy, procstats, pyspy, redis_rtt, rediscache, redisops, redispurpose
 from benchmarks import summary as summary_table
 from benchmarks.systems import SYSTEMS, ProjectStack, UpstreamStack, time_startup
 from benchmarks.workload import API, CLAIM_NS, ITEM_GROUP, OPERATOR_NS, SHAPES, Workload, item_crd
@@ -371,13 +371,16 @@ class Phase:
     (:meth:`run_claims`: "without replenishment") and when the system is idle again, the pool refilled
     (:meth:`finish`: "with")."""
 
-    def __init__(self, bench: Bench, profile_dir: Path | None, label: str) -> None:
+    def __init__(self, bench: Bench, profile_dir: Path | None, label: str, purposes: bool = False) -> None:
         self.bench = bench
         self.pids = bench.pids()
         bench.reset_counters()
         self.cpu = procstats.snapshot(self.pids)
         self.commands = bench.redis_commands()
         self.marks: dict[str, Mark] = {}
+        self.monitor = redispurpose.Monitor(bench.stack.direct_redis_url) \
+            if purposes and bench.stack.direct_redis_url else None
+        self.purposes: dict[str, collections.Counter[str]] = {}
         self.recorder: pyspy.Recorder | None = None
         if profile_dir is not None and pyspy.Recorder.available():
             self.recorder = pyspy.Recorder(profile_dir / label)
@@ -389,6 +392,8 @@ class Phase:
         """Operator requests by verb and resource since the start of the phase; CPU and Redis commands so far."""
         self.marks[label] = Mark(self.bench.operator_by_verb_resource(), procstats.snapshot(self.pids),
                                  self.bench.redis_commands())
+        if self.monitor is not None:
+            self.purposes[label] = self.monitor.counts()
 
     def run_claims(self, names: list[str], rate: float | None, timeout: float,
                    creators: int = 1) -> tuple[ClaimClock, float, float]:
@@ -412,6 +417,10 @@ class Phase:
         if bench.redis is not None:
             result["redis_commands_per_claim"] = {
                 label: redisops.per_claim(self.commands, mark.commands, n) for label, mark in self.marks.items()}
+        if self.monitor is not None:
+            self.monitor.close()
+            result["redis_commands_by_purpose"] = {
+                label: redispurpose.per_claim(counts, n) for label, counts in self.purposes.items()}
         cpu = result["operator_cpu_s"] = {
             label: round(sum(mark.cpu.get(k, 0.0) - self.cpu.get(k, 0.0) for k in self.pids
                              if procstats.is_operator(k)), 2) for label, mark in self.marks.items()}
@@ -492,7 +501,7 @@ def run_burst(args: argparse.Namespace, workers: int, n: int, warm: bool, latenc
                        "redis_latency_ms": getattr(stack, "redis_latency_ms", None), "shape": args.shape}
             if warm:
                 result["pool_fill_s"] = round(bench.fill_pool(n), 2)
-            phase = Phase(bench, args.profile, label)
+            phase = Phase(bench, args.profile, label, args.redis_purposes)
             clock, start, created = phase.run_claims([f"c{i:05d}" for i in range(n)], None, 900,
                                                      creators(args, latency_ms))
             result.update(summarise(clock, start, created))
@@ -958,6 +967,9 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=1, help="runs per workload (report median and min)")
     parser.add_argument("--profile", type=Path, default=None, help="py-spy the workers, watcher, devcluster into DIR")
     parser.add_argument("--log-dir", default=None, help="keep component logs under this directory")
+    parser.add_argument("--redis-purposes", action="store_true",
+                        help="W1/W2: also count Redis commands by purpose (broker, gate, own writes, cache, ...) "
+                             "through MONITOR, which slows Redis: not for timing runs")
     parser.add_argument("--output", type=Path, default=None, help="also write the JSON document to this file")
     args = parser.parse_args()
     args.system = "project"

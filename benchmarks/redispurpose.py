@@ -1,0 +1,127 @@
+"""Redis commands by purpose: what each command the stack sent was *for* (broker, gate, own writes, cache, ...).
+
+``INFO commandstats`` (:mod:`benchmarks.redisops`) counts commands by name only: an ``HSET`` may be kombu recording
+an unacked message or the watcher writing the cache. ``MONITOR`` shows every command with its keys, including the
+commands a Lua script runs (logged right after the ``EVALSHA`` that runs them, from the ``lua`` client), so each
+is classified by its key (a script's inner commands too; those without a telling key by the script's first key).
+``MONITOR`` costs Redis time, so the benchmark attaches it only when asked (``claims.py --redis-purposes``), and
+those runs' timings are not the figures to compare.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+import threading
+from collections.abc import Iterable
+
+import redis
+
+#: a MONITOR line: ``<time> [<db> <client>] "CMD" "arg" ...``
+_LINE = re.compile(r'^\d+\.\d+ \[\d+ (?P<client>[^\]]+)\] (?P<args>.*)$')
+_ARG = re.compile(r'"((?:[^"\\]|\\.)*)"')
+
+#: (key prefix, purpose), first match wins
+_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("selfwrites:", "own writes"),
+    ("gate:", "gate"),
+    ("poolboy:cache:", "cache"),
+    ("poolboy:due", "due index"),
+    ("poolboy:beat", "beat"),
+    ("unacked", "broker: unacked"),
+    ("_kombu.", "broker"),
+    ("/", "broker: task events"),  # PUBLISH /<db>.celeryev/...
+)
+#: commands with no key, or whose key says nothing: the broker's consuming and pipelining
+_KEYLESS = {"BRPOP": "broker", "MULTI": "broker: unacked", "EXEC": "broker: unacked", "PING": "connections",
+            "HELLO": "connections", "CLIENT": "connections", "SCRIPT": "script loads"}
+#: the benchmark's own commands (as in :mod:`benchmarks.redisops`)
+OWN = {"INFO", "MONITOR"}
+#: every queue list a worker consumes (kombu appends ``\x06\x16<priority>`` for the priority steps)
+QUEUE_NAMES = ("claims", "handles", "pools", "providers", "scalings", "periodic")
+
+
+def purpose_of(command: str, key: str) -> str:
+    """The purpose of one command, from its name and first key."""
+    if command in _KEYLESS:
+        return _KEYLESS[command]
+    for prefix, purpose in _PREFIXES:
+        if key.startswith(prefix):
+            return purpose
+    if key.split("\x06")[0].split("\\x06")[0] in QUEUE_NAMES:
+        return "broker"
+    return "other"
+
+
+class Tally:
+    """Commands by purpose, fed one command at a time in the order Redis ran them."""
+
+    def __init__(self) -> None:
+        self.counts: collections.Counter[str] = collections.Counter()
+        self._script = "other"  # the purpose of the script whose inner commands follow
+
+    def feed(self, lua: bool, args: list[str]) -> None:
+        """One command: ``lua`` when a script ran it, ``args`` its name and arguments."""
+        command = args[0].upper()
+        if command in OWN:
+            return
+        if lua:  # by its own key where it says something (a gate script's LPUSH publishes), else the script's
+            own = purpose_of(command, args[1]) if len(args) > 1 and command not in _KEYLESS else "other"
+            self.counts[self._script if own == "other" else own] += 1
+            return
+        if command in ("EVALSHA", "EVAL"):
+            self._script = purpose_of(command, args[3] if len(args) > 3 and args[2] != "0" else "")
+            self.counts[self._script] += 1
+            return
+        self.counts[purpose_of(command, args[1] if len(args) > 1 else "")] += 1
+
+
+def classify(lines: Iterable[str]) -> collections.Counter[str]:
+    """Commands by purpose from ``redis-cli monitor`` output."""
+    tally = Tally()
+    for line in lines:
+        match = _LINE.match(line)
+        args = _ARG.findall(match["args"]) if match else []
+        if args:
+            tally.feed(match["client"] == "lua", args)
+    return tally.counts
+
+
+def per_claim(counts: collections.Counter[str], n: int) -> dict[str, float]:
+    """``total`` first, then by purpose, largest first."""
+    return {"total": round(sum(counts.values()) / n, 2),
+            **{purpose: round(count / n, 2) for purpose, count in counts.most_common()}}
+
+
+class Monitor:
+    """``MONITOR`` on a connection of its own, classifying as it reads."""
+
+    def __init__(self, url: str) -> None:
+        self.client = redis.Redis.from_url(url)
+        self.tally = Tally()
+        self.lock = threading.Lock()
+        self.stopped = threading.Event()
+        self.ready = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="redis-monitor", daemon=True)
+        self.thread.start()
+        self.ready.wait(10)
+
+    def _run(self) -> None:
+        with self.client.monitor() as monitor:
+            self.ready.set()
+            while not self.stopped.is_set():
+                try:
+                    entry = monitor.next_command()
+                except (redis.ConnectionError, redis.TimeoutError, ValueError):
+                    return
+                with self.lock:
+                    self.tally.feed(entry.get("client_type") == "lua", entry["command"].split(" "))
+
+    def counts(self) -> collections.Counter[str]:
+        """The commands since the monitor started, by purpose."""
+        with self.lock:
+            return collections.Counter(self.tally.counts)
+
+    def close(self) -> None:
+        self.stopped.set()
+        self.client.close()
