@@ -8,7 +8,7 @@ import os
 import time
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urljoin
 
 import orjson
 import urllib3
@@ -93,6 +93,8 @@ class Transport:
         self.api_client = api_client
         self.timeout = timeout
         self._auth: tuple[float, dict[str, str]] = (0.0, {})
+        self._pool: tuple[Any, Any] | None = None  # (pool manager, its pool for the API server)
+        self._base_path = ""  # the path of the configured host (a server behind a path prefix)
 
     def send(self, method: str, path: str, *, query: list[tuple[str, Any]] | None = None, body: Any = None,
               content_type: str = JSON, timeout: Any = None) -> Any:
@@ -100,9 +102,9 @@ class Transport:
         if api_calls:
             observe_api_call(method, path, any(name == "watch" for name, _ in query or ()))
         headers = self.headers(method, path, content_type if body is not None else None)
-        url = self.api_client.configuration.host + path + (_query_string(query) if query else "")
+        target = path + (_query_string(query) if query else "")
         try:
-            response = self._pool_request(method, url, headers, body, timeout or self.timeout)
+            response = self._pool_request(method, target, headers, body, timeout or self.timeout)
         except k8s_client.ApiException as error:  # the REST layer's own failures (e.g. TLS) have status 0
             observe_api_request(method, error.status or 0)
             raise error_for(error.status or 0, None, str(error.reason)) from error
@@ -149,20 +151,49 @@ class Transport:
         self._auth = (now + self.AUTH_TTL_S, auth)
         return auth
 
-    def _pool_request(self, method: str, url: str, headers: dict[str, str], body: Any, timeout: Any) -> Any:
+    def _pool_request(self, method: str, target: str, headers: dict[str, str], body: Any, timeout: Any) -> Any:
         """One request on the client's urllib3 pool (its TLS, proxy and retry settings), body as orjson bytes.
 
         Skips the REST layer's per-call work (``sanitize_for_serialization`` of the whole body, stdlib ``json``,
-        header sanitising) that the profile showed at about a quarter of a worker's CPU. Reads keep going through
-        the REST layer when client-go style read retries are configured, so their semantics stay the client's.
+        header sanitising) that the profile showed at about a quarter of a worker's CPU, and the pool manager's
+        per-request URL parsing and pool lookup (:meth:`_connection_pool`). Reads keep going through the REST layer
+        when client-go style read retries are configured, so their semantics stay the client's.
         """
-        rest = self.api_client.rest_client
-        if method in ("GET", "HEAD") and getattr(self.api_client.configuration, "client_go_retries", False):
+        api_client = self.api_client
+        rest = api_client.rest_client
+        url = api_client.configuration.host + target
+        if method in ("GET", "HEAD") and getattr(api_client.configuration, "client_go_retries", False):
             return rest.request(method, url, headers=headers, _request_timeout=timeout)
-        data = None if body is None else _dumps(body, self.api_client.sanitize_for_serialization)
+        data = None if body is None else _dumps(body, api_client.sanitize_for_serialization)
+        pool = self._connection_pool(rest.pool_manager)
+        if pool is not None:
+            raw = pool.urlopen(method, self._base_path + target, body=data, headers=headers,
+                               timeout=_timeout(timeout), preload_content=False, assert_same_host=False,
+                               redirect=False)
+            location = raw.get_redirect_location()
+            if not location:
+                return k8s_client.rest.RESTResponse(raw)
+            raw.drain_conn()  # an API server that redirects: the pool manager follows it, as it always did
+            raw.release_conn()
+            url = urljoin(url, location)
         raw = rest.pool_manager.request(method, url, body=data, headers=headers, timeout=_timeout(timeout),
                                         preload_content=False)
         return k8s_client.rest.RESTResponse(raw)
+
+    def _connection_pool(self, manager: Any) -> Any:
+        """The API server's connection pool, looked up once (the pool manager parses the URL and builds the pool's
+        key on every request: a few percent of a worker's CPU), or None behind a proxy, where the manager must
+        shape each request itself."""
+        pool = self._pool
+        if pool is not None and pool[0] is manager and pool[1].pool is not None:  # same manager, pool not closed
+            return pool[1]
+        if isinstance(manager, urllib3.ProxyManager):
+            return None
+        host = self.api_client.configuration.host
+        self._base_path = urllib3.util.parse_url(host).path or ""
+        self._base_path = self._base_path.rstrip("/")
+        self._pool = (manager, manager.connection_from_url(host))
+        return self._pool[1]
 
     def read(self, response: Any) -> bytes:
         try:
