@@ -112,14 +112,17 @@ def test_an_unacked_message_past_the_visibility_timeout_is_restored(server: Redi
     client = redis.Redis.from_url(server.url)
     options = {"visibility_timeout": 0.2}
     dying = Connection(server.url, transport=TRANSPORT, transport_options=options)
-    _deliver_one(dying)  # never acked, and the consumer never closes (as if SIGKILLed)
-    assert client.llen("tasks") == 0 and client.zcard("unacked_index") == 1
-    with Connection(server.url, transport=TRANSPORT, transport_options=options) as other:
-        channel = other.channel()
+    try:
+        _deliver_one(dying)  # never acked, and the consumer does not close while the other restores (as if killed)
+        assert client.llen("tasks") == 0 and client.zcard("unacked_index") == 1
+        with Connection(server.url, transport=TRANSPORT, transport_options=options) as other:
+            channel = other.channel()
 
-        def restored() -> bool:
-            channel.qos.restore_visible(interval=1)
-            return client.llen("tasks") == 1
+            def restored() -> bool:
+                channel.qos.restore_visible(interval=1)
+                return client.llen("tasks") == 1
 
-        wait_for(restored, timeout=10, message="the unacked message back on its queue")
-    assert client.hlen("unacked") == 0 and client.zcard("unacked_index") == 0
+            wait_for(restored, timeout=10, message="the unacked message back on its queue")
+        assert client.hlen("unacked") == 0 and client.zcard("unacked_index") == 0
+    finally:
+        dying.release()
