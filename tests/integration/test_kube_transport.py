@@ -71,6 +71,7 @@ def test_requests_keep_the_hosts_path_prefix(server) -> None:
     assert reply["path"] == "/k8s/clusters/c-1/api/v1/namespaces?dryRun=All"
     assert json.loads(reply["body"]) == {"metadata": {"name": "a"}}
     assert transport.request("GET", "/api/v1/namespaces/b")["path"] == "/k8s/clusters/c-1/api/v1/namespaces/b"
+    assert len(targets) == 2
 
 
 def test_a_redirect_is_followed(server) -> None:
@@ -85,3 +86,4 @@ def test_behind_a_proxy_every_request_goes_to_the_proxy_in_absolute_form(server)
     url, targets = server
     reply = _transport("http://api.example.invalid:6443", proxy=url).request("GET", "/api/v1/namespaces")
     assert reply["path"] == "http://api.example.invalid:6443/api/v1/namespaces"
+    assert targets == [reply["path"]]
