@@ -12,6 +12,8 @@ the oldest waiting claim instead of to whichever run happens first.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,6 +26,10 @@ from poolboy.domain import candidates
 from poolboy.domain.candidates import Reservation
 
 RESERVATION_PREFIX = PREFIX + "resv:"
+#: how many candidate names one reservation call carries
+_RESERVE_BATCH = 32
+#: a process keeps at most this many scopes' snapshots (a few pools and providers in practice)
+_MAX_SNAPSHOTS = 256
 
 # ARGV: reservation prefix, ttl ms, claim id, waiting zset, unbound hash, member ids (best first)...
 _RESERVE = """
@@ -60,13 +66,30 @@ class RedisHandleIndex:
         self.ttl_ms = int(ttl_s * 1000)
         self._reserve = client.register_script(_RESERVE)
         self._release = client.register_script(_RELEASE)
+        #: (scope, fallbacks) -> (monotonic time read, summaries): see :meth:`summaries`
+        self._snapshots: dict[tuple[str, tuple[str, ...]], tuple[float, dict[str, dict]]] = {}
+        self._lock = threading.Lock()
 
     def _handle_id(self, name: str) -> str:
         return cache_model.object_id(self.api_version, "ResourceHandle", self.namespace, name)
 
-    def summaries(self, binding_scope: str, *fallbacks: str) -> dict[str, dict] | None:
+    def summaries(self, binding_scope: str, *fallbacks: str, max_age: float = 0.0) -> dict[str, dict] | None:
         """Unbound handles of a scope by name (with those of ``fallbacks`` it lacks), or None when the cache cannot
-        be trusted (then list from the API); one round trip."""
+        be trusted (then list from the API); one round trip, or none when a snapshot of this process no older than
+        ``max_age`` seconds can answer.
+
+        Why snapshots: every claim run of a burst read the scope's whole index (one HGETALL of every unbound
+        handle's summary, about 250 bytes each) to rank it, so a burst of N claims on a pool of N handles moved N²
+        summaries through Redis and the workers. A snapshot is never changed once taken (the handles this process
+        reserves are left out of a new one), so rankers in other threads may hold it while it is replaced; what
+        it misses is caught by the reservation script (a handle bound meanwhile is no longer in the live index)
+        and by the caller, which reads afresh before it concludes that no handle is free."""
+        key = (binding_scope, fallbacks)
+        if max_age > 0:
+            with self._lock:
+                found = self._snapshots.get(key)
+            if found is not None and time.monotonic() - found[0] <= max_age:
+                return found[1]
         scopes = [*fallbacks, binding_scope]  # later scopes' entries win
         indexes = [index_key(f"{candidates.UNBOUND}|{scope}") for scope in scopes]
 
@@ -74,6 +97,7 @@ class RedisHandleIndex:
             for index in indexes:
                 pipe.hgetall(index)
 
+        taken_at = time.monotonic()
         replies = read_if_synced(self.redis, self.api_version, "ResourceHandle", self.namespace, read)
         if replies is None:
             return None
@@ -81,18 +105,37 @@ class RedisHandleIndex:
         for entries in (replies if len(indexes) > 1 else [replies]):
             merged.update({member.decode().rsplit("|", 1)[1]: orjson.loads(value)
                            for member, value in entries.items()})
+        with self._lock:
+            if len(self._snapshots) >= _MAX_SNAPSHOTS:
+                self._snapshots.clear()
+            self._snapshots[key] = (taken_at, merged)
         return merged
 
+    def _forget(self, name: str) -> None:
+        """A handle this process reserved leaves its snapshots (replaced, never changed: see :meth:`summaries`)."""
+        with self._lock:
+            for key, (taken_at, entries) in list(self._snapshots.items()):
+                if name in entries:
+                    self._snapshots[key] = (taken_at, {k: v for k, v in entries.items() if k != name})
+
     def reserve(self, binding_scope: str, names: list[str], claim: dict) -> Reservation:
+        """The first of ``names`` (best first) that no other claim holds, asked :data:`_RESERVE_BATCH` names at a
+        time: the best is nearly always free, and a pool of thousands need not cross the wire per claim."""
         claim_id = cache_model.identity(claim)
-        outcome = self._reserve(args=[RESERVATION_PREFIX, self.ttl_ms, claim_id,
-                                      index_key(f"{candidates.WAITING}|{binding_scope}"),
-                                      index_key(f"{candidates.UNBOUND}|{binding_scope}"),
-                                      *(self._handle_id(name) for name in names)])
-        verdict = outcome[0].decode()
-        if verdict == "ok":
-            return Reservation(name=outcome[1].decode().rsplit("|", 1)[1])
-        return Reservation(wait=verdict == "wait")
+        for first in range(0, max(len(names), 1), _RESERVE_BATCH):
+            batch = names[first:first + _RESERVE_BATCH]
+            outcome = self._reserve(args=[RESERVATION_PREFIX, self.ttl_ms, claim_id,
+                                          index_key(f"{candidates.WAITING}|{binding_scope}"),
+                                          index_key(f"{candidates.UNBOUND}|{binding_scope}"),
+                                          *(self._handle_id(name) for name in batch)])
+            verdict = outcome[0].decode()
+            if verdict == "ok":
+                name = outcome[1].decode().rsplit("|", 1)[1]
+                self._forget(name)
+                return Reservation(name=name)
+            if verdict == "wait":
+                return Reservation(wait=True)
+        return Reservation()
 
     def queue_position(self, binding_scope: str, claim: dict) -> tuple[int, int] | None:
         """One round trip: the claim's rank in ``waiting|<scope>``, else how many older claims wait (a claim

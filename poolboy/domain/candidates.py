@@ -42,9 +42,10 @@ class Reservation:
 class HandleIndex(Protocol):
     """The engine's index of unbound handles (``cache.handle_index``); absent, binding lists from the API."""
 
-    def summaries(self, scope: str, *fallbacks: str) -> dict[str, dict] | None:
+    def summaries(self, scope: str, *fallbacks: str, max_age: float = 0.0) -> dict[str, dict] | None:
         """Unbound handles of ``scope`` by name (see :func:`summary`), with those of the ``fallbacks`` scopes that
-        ``scope`` lacks, or None when the index cannot answer."""
+        ``scope`` lacks, or None when the index cannot answer; read no more than ``max_age`` seconds ago (0: now).
+        A snapshot may still list a handle bound since: only a reservation tells."""
         ...
 
     def reserve(self, scope: str, names: list[str], claim: dict) -> Reservation:

@@ -32,6 +32,11 @@ def bind(run: ClaimRun, mode: Mode, claim_resources: list[dict[str, Any]]) -> di
     return candidate_source(run, mode).bind(run, mode, claim_resources)
 
 
+#: how old a snapshot of the index's summaries a claim may rank first (a burst of claims in one worker process shares
+#: one read; a claim that finds no free handle in it reads afresh before it concludes there is none)
+SNAPSHOT_S = 1.0
+
+
 def candidate_source(run: ClaimRun, mode: Mode) -> CandidateSource:
     """The index when it can answer for the claim's scope, the listed unbound handles otherwise."""
     index = run.ctx.index
@@ -39,9 +44,9 @@ def candidate_source(run: ClaimRun, mode: Mode) -> CandidateSource:
         pool, scope = binding_scope(run, mode)
         # a handle without resources or provider serves any claim: outside a pool, its scope is read alongside
         anywhere = () if pool else (candidate_index.claim_scope(None, ""),)
-        summaries = index.summaries(scope, *anywhere)
+        summaries = index.summaries(scope, *anywhere, max_age=SNAPSHOT_S)
         if summaries is not None:
-            return IndexedCandidates(index, scope, summaries)
+            return IndexedCandidates(index, scope, summaries, anywhere)
     return ListedCandidates()
 
 
@@ -67,14 +72,28 @@ class ListedCandidates:
 
 class IndexedCandidates:
     """Warm binding from the engine's index (:mod:`poolboy.domain.candidates`): rank from summaries, reserve the
-    best atomically, bind it with the usual conditional patch, release and go on when the bind loses."""
+    best atomically, bind it with the usual conditional patch, release and go on when the bind loses. The first
+    summaries may be a recent snapshot; before it answers "no handle", it ranks a fresh read once more."""
 
-    def __init__(self, index: candidate_index.HandleIndex, scope: str, summaries: dict[str, dict[str, Any]]) -> None:
+    def __init__(self, index: candidate_index.HandleIndex, scope: str, summaries: dict[str, dict[str, Any]],
+                 fallbacks: tuple[str, ...] = ()) -> None:
         self.index = index
         self.scope = scope
         self.summaries = summaries
+        self.fallbacks = fallbacks
 
     def bind(self, run: ClaimRun, mode: Mode, claim_resources: list[dict[str, Any]]) -> dict[str, Any] | None:
+        handle, wait = self._bind_from(self.summaries, run, mode, claim_resources)
+        if handle is not None or wait:
+            return handle
+        fresh = self.index.summaries(self.scope, *self.fallbacks)
+        if fresh is None:  # the index cannot answer now: list, as when it could not answer at all
+            return ListedCandidates().bind(run, mode, claim_resources)
+        return self._bind_from(fresh, run, mode, claim_resources)[0]
+
+    def _bind_from(self, summaries: dict[str, dict[str, Any]], run: ClaimRun, mode: Mode,
+                   claim_resources: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, bool]:
+        """(the handle bound, or None; whether the claim must wait for older claims of its scope)."""
         index = self.index
         provider_names = [p.name for p in mode.providers]
         values = parameter_values(run, mode)
@@ -86,13 +105,13 @@ class IndexedCandidates:
             return representatives[name]
 
         ranked = candidate_index.rank(
-            run.claim, self.summaries, fetch=fetch,
+            run.claim, summaries, fetch=fetch,
             providers=lambda handles: providers_by_name(run.ctx, handles, mode.providers),
             now=run.ctx.now, domain=run.ctx.settings.domain, claim_resources=claim_resources)
         while ranked:
             reservation = index.reserve(self.scope, ranked, run.claim)
             if reservation.name is None:
-                return None
+                return None, reservation.wait
             ranked = ranked[ranked.index(reservation.name) + 1:]
             candidate = representatives.pop(reservation.name) if reservation.name in representatives \
                 else run.read_handle(reservation.name)
@@ -101,9 +120,9 @@ class IndexedCandidates:
                     and binding.provider_compatible(candidate, provider_names, values):
                 handle = bind_candidate(run, mode, candidate, claim_resources)
             if handle is not None:
-                return handle
+                return handle, False
             index.release(reservation.name, run.claim)
-        return None
+        return None, False
 
 
 def parameter_values(run: ClaimRun, mode: Mode) -> dict[str, Any] | None:

@@ -1,0 +1,100 @@
+"""The unbound-handle index as binding reads it (:mod:`cache.handle_index`), on a real redis-server: a burst of claims
+in one worker process shares a recent snapshot of a scope's summaries instead of reading the whole index per claim,
+a handle the process reserved leaves its snapshots, and nothing is concluded from a snapshot that a fresh read
+would contradict (the claim reconciler reads afresh before "no handle": :mod:`poolboy.reconcilers.claim.bind`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from cache.handle_index import RedisHandleIndex
+from cache.store import ALIVE, SYNCED, ObjectCache, scope
+
+API = "poolboy.gpte.redhat.com/v1"
+DOMAIN = "poolboy.gpte.redhat.com"
+POOL_SCOPE = "pool=p"
+
+
+def pool_handle(name: str, rv: int = 1) -> dict:
+    return {"apiVersion": API, "kind": "ResourceHandle",
+            "metadata": {"name": name, "namespace": "op", "resourceVersion": str(rv),
+                         "creationTimestamp": "2026-11-28T00:00:00Z",
+                         "labels": {f"{DOMAIN}/resource-pool-name": "p"}},
+            "spec": {"resourcePool": {"name": "p"}, "resources": [{"provider": {"name": "bench"}}]}}
+
+
+def claim(name: str) -> dict:
+    return {"apiVersion": API, "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": "users", "uid": name, "resourceVersion": "1",
+                         "creationTimestamp": "2026-11-28T00:00:00Z"}}
+
+
+@pytest.fixture()
+def rb(redis_server) -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushall()
+    client.set(ALIVE, "1")  # a live watcher that has listed handles
+    client.sadd(SYNCED, scope(API, "ResourceHandle", "*"))
+    yield client
+    client.close()
+
+
+@pytest.fixture()
+def cache(rb: redis.Redis) -> ObjectCache:
+    return ObjectCache(rb, DOMAIN)
+
+
+@pytest.fixture()
+def index(rb: redis.Redis) -> RedisHandleIndex:
+    return RedisHandleIndex(rb, API, "op")
+
+
+def hgetalls(rb: redis.Redis) -> int:
+    return int(rb.info("commandstats").get("cmdstat_hgetall", {}).get("calls", 0))
+
+
+def test_a_recent_snapshot_answers_without_a_read_and_a_fresh_read_sees_what_came_since(rb, cache, index) -> None:
+    for name in ("h1", "h2"):
+        cache.put(pool_handle(name))
+    assert set(index.summaries(POOL_SCOPE) or {}) == {"h1", "h2"}
+    reads = hgetalls(rb)
+    cache.put(pool_handle("h3"))
+    assert set(index.summaries(POOL_SCOPE, max_age=30) or {}) == {"h1", "h2"}, "the snapshot, as it was"
+    assert hgetalls(rb) == reads, "answered without reading Redis"
+    assert set(index.summaries(POOL_SCOPE) or {}) == {"h1", "h2", "h3"}, "max_age 0: read now"
+    assert hgetalls(rb) == reads + 1
+
+
+def test_a_snapshot_grows_old(rb, cache, index) -> None:
+    cache.put(pool_handle("h1"))
+    index.summaries(POOL_SCOPE)
+    cache.put(pool_handle("h2"))
+    time.sleep(0.06)  # the snapshot's age is the point here, not a wait for a condition
+    assert set(index.summaries(POOL_SCOPE, max_age=0.05) or {}) == {"h1", "h2"}
+
+
+def test_a_handle_this_process_reserved_leaves_its_snapshots_and_others_skip_it(cache, index) -> None:
+    for name in ("h1", "h2"):
+        cache.put(pool_handle(name))
+    snapshot = index.summaries(POOL_SCOPE) or {}
+    first = index.reserve(POOL_SCOPE, sorted(snapshot), claim("c1"))
+    assert first.name == "h1"
+    assert set(snapshot) == {"h1", "h2"}, "a snapshot a ranker holds is never changed under it"
+    assert set(index.summaries(POOL_SCOPE, max_age=30) or {}) == {"h2"}
+    # another process's snapshot still lists h1: the reservation script skips it
+    assert index.reserve(POOL_SCOPE, ["h1", "h2"], claim("c2")).name == "h2"
+    nothing = index.reserve(POOL_SCOPE, ["h1", "h2"], claim("c3"))
+    assert nothing.name is None and not nothing.wait
+
+
+def test_a_reservation_goes_past_the_first_batch_of_names(cache, index) -> None:
+    names = [f"h{i:03d}" for i in range(40)]
+    for name in names:
+        cache.put(pool_handle(name))
+    for i, name in enumerate(names[:35]):
+        assert index.reserve(POOL_SCOPE, [name], claim(f"holder{i}")).name == name
+    assert index.reserve(POOL_SCOPE, names, claim("late")).name == "h035", "found in the second batch of 32"
