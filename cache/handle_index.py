@@ -41,8 +41,9 @@ if waiting > 0 then
 end
 for i = 6, #ARGV do
   if redis.call('HEXISTS', ARGV[5], ARGV[i]) == 1 then
-    local owner = redis.call('GET', ARGV[1] .. ARGV[i])
-    if owner == ARGV[3] or redis.call('SET', ARGV[1] .. ARGV[i], ARGV[3], 'NX', 'PX', ARGV[2]) then
+    -- one command: take the reservation if it is free, and learn who holds it otherwise
+    local owner = redis.call('SET', ARGV[1] .. ARGV[i], ARGV[3], 'NX', 'PX', ARGV[2], 'GET')
+    if not owner or owner == ARGV[3] then
       return {'ok', ARGV[i]}
     end
   end
