@@ -32,6 +32,8 @@ _RESERVE_BATCH = 32
 _MAX_SNAPSHOTS = 256
 
 # ARGV: reservation prefix, ttl ms, claim id, waiting zset, unbound hash, member ids (best first)...
+# -> {'wait'} | {'ok', member, passed...} | {'none', passed...}; passed: the members before it that are bound or
+# held by another claim, which the caller's snapshot can forget
 _RESERVE = """
 local waiting = redis.call('ZCARD', ARGV[4])
 if waiting > 0 then
@@ -39,16 +41,18 @@ if waiting > 0 then
   if not rank then rank = waiting end
   if rank >= redis.call('HLEN', ARGV[5]) then return {'wait'} end
 end
+local passed = {}
 for i = 6, #ARGV do
   if redis.call('HEXISTS', ARGV[5], ARGV[i]) == 1 then
     -- one command: take the reservation if it is free, and learn who holds it otherwise
     local owner = redis.call('SET', ARGV[1] .. ARGV[i], ARGV[3], 'NX', 'PX', ARGV[2], 'GET')
     if not owner or owner == ARGV[3] then
-      return {'ok', ARGV[i]}
+      return {'ok', ARGV[i], unpack(passed)}
     end
   end
+  table.insert(passed, ARGV[i])
 end
-return {'none'}
+return {'none', unpack(passed)}
 """
 
 _RELEASE = """
@@ -112,12 +116,16 @@ class RedisHandleIndex:
             self._snapshots[key] = (taken_at, merged)
         return merged
 
-    def _forget(self, name: str) -> None:
-        """A handle this process reserved leaves its snapshots (replaced, never changed: see :meth:`summaries`)."""
+    def _forget(self, *names: str) -> None:
+        """Handles taken (by this process or another) leave this process's snapshots (replaced, never changed: see
+        :meth:`summaries`)."""
+        if not names:
+            return
+        gone = set(names)
         with self._lock:
             for key, (taken_at, entries) in list(self._snapshots.items()):
-                if name in entries:
-                    self._snapshots[key] = (taken_at, {k: v for k, v in entries.items() if k != name})
+                if not gone.isdisjoint(entries):
+                    self._snapshots[key] = (taken_at, {k: v for k, v in entries.items() if k not in gone})
 
     def reserve(self, binding_scope: str, names: list[str], claim: dict) -> Reservation:
         """The first of ``names`` (best first) that no other claim holds, asked :data:`_RESERVE_BATCH` names at a
@@ -130,12 +138,12 @@ class RedisHandleIndex:
                                           index_key(f"{candidates.UNBOUND}|{binding_scope}"),
                                           *(self._handle_id(name) for name in batch)])
             verdict = outcome[0].decode()
-            if verdict == "ok":
-                name = outcome[1].decode().rsplit("|", 1)[1]
-                self._forget(name)
-                return Reservation(name=name)
             if verdict == "wait":
                 return Reservation(wait=True)
+            passed = [member.decode().rsplit("|", 1)[1] for member in outcome[1:]]
+            self._forget(*passed)  # the reserved one, and those bound or held by others: no other claim here tries them
+            if verdict == "ok":
+                return Reservation(name=passed[0])
         return Reservation()
 
     def queue_position(self, binding_scope: str, claim: dict) -> tuple[int, int] | None:

@@ -98,3 +98,13 @@ def test_a_reservation_goes_past_the_first_batch_of_names(cache, index) -> None:
     for i, name in enumerate(names[:35]):
         assert index.reserve(POOL_SCOPE, [name], claim(f"holder{i}")).name == name
     assert index.reserve(POOL_SCOPE, names, claim("late")).name == "h035", "found in the second batch of 32"
+
+
+def test_handles_held_by_other_processes_leave_the_snapshot_once_passed(rb, cache, index) -> None:
+    for name in ("h1", "h2", "h3"):
+        cache.put(pool_handle(name))
+    elsewhere = RedisHandleIndex(rb, API, "op")  # another worker process
+    assert elsewhere.reserve(POOL_SCOPE, ["h1"], claim("elsewhere")).name == "h1"
+    assert set(index.summaries(POOL_SCOPE) or {}) == {"h1", "h2", "h3"}, "held, not bound: still in the index"
+    assert index.reserve(POOL_SCOPE, ["h1", "h2", "h3"], claim("c")).name == "h2"
+    assert set(index.summaries(POOL_SCOPE, max_age=30) or {}) == {"h3"}, "the next claim here tries h3 first"
