@@ -23,7 +23,7 @@ import redis
 from cache import model as cache_model
 from cache.store import PREFIX, index_key, read_if_synced
 from poolboy.domain import candidates
-from poolboy.domain.candidates import Reservation
+from poolboy.domain.candidates import Reservation, Snapshot
 
 RESERVATION_PREFIX = PREFIX + "resv:"
 #: how many candidate names one reservation call carries
@@ -71,14 +71,14 @@ class RedisHandleIndex:
         self.ttl_ms = int(ttl_s * 1000)
         self._reserve = client.register_script(_RESERVE)
         self._release = client.register_script(_RELEASE)
-        #: (scope, fallbacks) -> (monotonic time read, summaries): see :meth:`summaries`
-        self._snapshots: dict[tuple[str, tuple[str, ...]], tuple[float, dict[str, dict]]] = {}
+        #: (scope, fallbacks) -> the last summaries read: see :meth:`summaries`
+        self._snapshots: dict[tuple[str, tuple[str, ...]], Snapshot] = {}
         self._lock = threading.Lock()
 
     def _handle_id(self, name: str) -> str:
         return cache_model.object_id(self.api_version, "ResourceHandle", self.namespace, name)
 
-    def summaries(self, binding_scope: str, *fallbacks: str, max_age: float = 0.0) -> dict[str, dict] | None:
+    def summaries(self, binding_scope: str, *fallbacks: str, max_age: float = 0.0) -> Snapshot | None:
         """Unbound handles of a scope by name (with those of ``fallbacks`` it lacks), or None when the cache cannot
         be trusted (then list from the API); one round trip, or none when a snapshot of this process no older than
         ``max_age`` seconds can answer.
@@ -93,8 +93,8 @@ class RedisHandleIndex:
         if max_age > 0:
             with self._lock:
                 found = self._snapshots.get(key)
-            if found is not None and time.monotonic() - found[0] <= max_age:
-                return found[1]
+            if found is not None and time.monotonic() - found.read_at <= max_age:
+                return found
         scopes = [*fallbacks, binding_scope]  # later scopes' entries win
         indexes = [index_key(f"{candidates.UNBOUND}|{scope}") for scope in scopes]
 
@@ -110,11 +110,12 @@ class RedisHandleIndex:
         for entries in (replies if len(indexes) > 1 else [replies]):
             merged.update({member.decode().rsplit("|", 1)[1]: orjson.loads(value)
                            for member, value in entries.items()})
+        snapshot = Snapshot(merged, taken_at)
         with self._lock:
             if len(self._snapshots) >= _MAX_SNAPSHOTS:
                 self._snapshots.clear()
-            self._snapshots[key] = (taken_at, merged)
-        return merged
+            self._snapshots[key] = snapshot
+        return snapshot
 
     def _forget(self, *names: str) -> None:
         """Handles taken (by this process or another) leave this process's snapshots (replaced, never changed: see
@@ -123,9 +124,10 @@ class RedisHandleIndex:
             return
         gone = set(names)
         with self._lock:
-            for key, (taken_at, entries) in list(self._snapshots.items()):
-                if not gone.isdisjoint(entries):
-                    self._snapshots[key] = (taken_at, {k: v for k, v in entries.items() if k not in gone})
+            for key, snapshot in list(self._snapshots.items()):
+                if not gone.isdisjoint(snapshot):
+                    self._snapshots[key] = Snapshot({k: v for k, v in snapshot.items() if k not in gone},
+                                                    snapshot.read_at)
 
     def reserve(self, binding_scope: str, names: list[str], claim: dict) -> Reservation:
         """The first of ``names`` (best first) that no other claim holds, asked :data:`_RESERVE_BATCH` names at a

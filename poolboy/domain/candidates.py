@@ -39,10 +39,19 @@ class Reservation:
     wait: bool = False
 
 
+class Snapshot(dict[str, dict]):
+    """Summaries by handle name as an index read them, and when (``time.monotonic()``): a caller that asked for a
+    recent answer can tell one read before it asked, which may miss handles added since."""
+
+    def __init__(self, entries: Mapping[str, dict], read_at: float) -> None:
+        super().__init__(entries)
+        self.read_at = read_at
+
+
 class HandleIndex(Protocol):
     """The engine's index of unbound handles (``cache.handle_index``); absent, binding lists from the API."""
 
-    def summaries(self, scope: str, *fallbacks: str, max_age: float = 0.0) -> dict[str, dict] | None:
+    def summaries(self, scope: str, *fallbacks: str, max_age: float = 0.0) -> Snapshot | None:
         """Unbound handles of ``scope`` by name (see :func:`summary`), with those of the ``fallbacks`` scopes that
         ``scope`` lacks, or None when the index cannot answer; read no more than ``max_age`` seconds ago (0: now).
         A snapshot may still list a handle bound since: only a reservation tells."""

@@ -190,8 +190,7 @@ class Transport:
         if isinstance(manager, urllib3.ProxyManager):
             return None
         host = self.api_client.configuration.host
-        self._base_path = urllib3.util.parse_url(host).path or ""
-        self._base_path = self._base_path.rstrip("/")
+        self._base_path = (urllib3.util.parse_url(host).path or "").rstrip("/")
         self._pool = (manager, manager.connection_from_url(host))
         return self._pool[1]
 

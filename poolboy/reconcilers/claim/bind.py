@@ -9,6 +9,7 @@ claim wins a handle, and a loser moves on to the next candidate.
 
 from __future__ import annotations
 
+import time
 from typing import Any, Protocol
 
 from poolboy import keys
@@ -44,9 +45,10 @@ def candidate_source(run: ClaimRun, mode: Mode) -> CandidateSource:
         pool, scope = binding_scope(run, mode)
         # a handle without resources or provider serves any claim: outside a pool, its scope is read alongside
         anywhere = () if pool else (candidate_index.claim_scope(None, ""),)
+        asked = time.monotonic()
         summaries = index.summaries(scope, *anywhere, max_age=SNAPSHOT_S)
         if summaries is not None:
-            return IndexedCandidates(index, scope, summaries, anywhere)
+            return IndexedCandidates(index, scope, summaries, anywhere, recent=summaries.read_at < asked)
     return ListedCandidates()
 
 
@@ -73,18 +75,20 @@ class ListedCandidates:
 class IndexedCandidates:
     """Warm binding from the engine's index (:mod:`poolboy.domain.candidates`): rank from summaries, reserve the
     best atomically, bind it with the usual conditional patch, release and go on when the bind loses. The first
-    summaries may be a recent snapshot; before it answers "no handle", it ranks a fresh read once more."""
+    summaries may be a snapshot read before the claim asked; then, before it answers "no handle", it ranks a read of
+    its own (a read of its own is not repeated: a claim no handle can serve reads the index once)."""
 
     def __init__(self, index: candidate_index.HandleIndex, scope: str, summaries: dict[str, dict[str, Any]],
-                 fallbacks: tuple[str, ...] = ()) -> None:
+                 fallbacks: tuple[str, ...] = (), *, recent: bool = False) -> None:
         self.index = index
         self.scope = scope
         self.summaries = summaries
         self.fallbacks = fallbacks
+        self.recent = recent  # a snapshot read before this claim asked (else a read of its own)
 
     def bind(self, run: ClaimRun, mode: Mode, claim_resources: list[dict[str, Any]]) -> dict[str, Any] | None:
         handle, wait = self._bind_from(self.summaries, run, mode, claim_resources)
-        if handle is not None or wait:
+        if handle is not None or wait or not self.recent:
             return handle
         fresh = self.index.summaries(self.scope, *self.fallbacks)
         if fresh is None:  # the index cannot answer now: list, as when it could not answer at all
