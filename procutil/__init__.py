@@ -11,9 +11,11 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import random
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -52,12 +54,56 @@ def die_with_parent() -> None:
         prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def free_port() -> int:
-    """A TCP port that is free on loopback right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
+#: where :func:`free_port` looks first: below Linux's default ephemeral range (32768-60999), whose ports the kernel
+#: also hands to outgoing connections
+LISTEN_RANGE = (20000, 32767)
+_given: set[int] = set()
+_given_lock = threading.Lock()
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nothing listens on now, for a server that binds it a moment later, and never the same one twice
+    in this process.
+
+    Not the kernel's pick (``bind(0)``): that comes from the ephemeral range, and between this answer and the
+    server's bind, any outgoing connection on the machine (a worker connecting to Redis, say) may be given the same
+    port as its local end, and the server dies with "Address already in use". A port below the ephemeral range is
+    only ever taken by another listener. The kernel's pick remains the fallback.
+    """
+    low, high = LISTEN_RANGE
+    ephemeral_low, ephemeral_high = _ephemeral_range()
+    candidates = [port for port in range(low, high + 1) if not ephemeral_low <= port <= ephemeral_high]
+    rng = random.Random()
+    with _given_lock:
+        for port in rng.sample(candidates, min(len(candidates), 64)):
+            if port not in _given and bindable(host, port):
+                _given.add(port)
+                return port
+        with socket.socket() as sock:
+            sock.bind((host, 0))
+            port = int(sock.getsockname()[1])
+        _given.add(port)
         return port
+
+
+def bindable(host: str, port: int) -> bool:
+    """Whether a listener could bind ``host:port`` now (with SO_REUSEADDR, as every server here binds: a TIME_WAIT
+    connection does not count, a listener does)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
 
 
 class ChildProcess:

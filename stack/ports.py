@@ -7,9 +7,10 @@ other program holds is a one-line message for the newcomer, not a child's traceb
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+import procutil
 
 LOOPBACK = "127.0.0.1"
 
@@ -31,20 +32,13 @@ def is_free(port: int, host: str = LOOPBACK) -> bool:
     """Whether ``host:port`` can be bound now, as the components bind it: with SO_REUSEADDR (Tornado, http.server
     and devcluster all set it), so the TIME_WAIT connections a just-stopped ``poolboy dev`` leaves behind do not
     count, while a listener does."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-    return True
+    return procutil.bindable(host, port)
 
 
 def free(host: str = LOOPBACK) -> int:
-    """A port nothing listens on now (the kernel's pick), for a component whose port nobody needs to know ahead."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+    """A port nothing listens on now, for a component whose port nobody needs to know ahead (see
+    :func:`procutil.free_port`: never one an outgoing connection may take before the component binds it)."""
+    return procutil.free_port(host)
 
 
 def check(requests: Iterable[PortRequest], host: str = LOOPBACK) -> None:

@@ -6,7 +6,8 @@ import socket
 
 import pytest
 
-from stack.ports import PortRequest, PortTaken, check, is_free
+import procutil
+from stack.ports import LOOPBACK, PortRequest, PortTaken, check, free, is_free
 
 
 def test_a_listening_port_is_taken_and_named_in_one_line() -> None:
@@ -34,3 +35,37 @@ def test_a_port_whose_server_just_stopped_is_free() -> None:
         client.recv(1)
         client.close()
     assert is_free(port)
+
+
+def test_free_ports_are_distinct_listenable_and_never_ones_outgoing_connections_get() -> None:
+    """A component is told its port before it binds it: a port from the kernel's ephemeral range could meanwhile be
+    the local end of any outgoing connection (a watcher died with "Address already in use" that way)."""
+    low, high = procutil._ephemeral_range()
+    given = [free(LOOPBACK) for _ in range(40)]
+    assert len(set(given)) == len(given)
+    assert not [port for port in given if low <= port <= high]
+    for port in given[:5]:
+        with socket.socket() as listener:
+            listener.bind((LOOPBACK, port))
+            listener.listen()
+            assert not is_free(port)
+
+
+def test_a_listened_port_is_not_given_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a range of ten ports where nine have listeners, the tenth is the one given out."""
+    base = min(procutil.free_port(), procutil.LISTEN_RANGE[1] - 10)
+    monkeypatch.setattr(procutil, "LISTEN_RANGE", (base, base + 9))
+    monkeypatch.setattr(procutil, "_given", set())
+    listeners = []
+    try:
+        for port in range(base, base + 9):
+            listener = socket.socket()
+            listeners.append(listener)
+            listener.bind((LOOPBACK, port))
+            listener.listen()
+        if not is_free(base + 9):
+            pytest.skip(f"port {base + 9} is in use by another program")
+        assert procutil.free_port() == base + 9
+    finally:
+        for sock in listeners:
+            sock.close()
