@@ -473,7 +473,7 @@ def open_system(args: argparse.Namespace, workers: int, latency_ms: float = 0.0,
 
 def concurrency_of(args: argparse.Namespace, workers: int) -> int:
     """Reconciles at once per worker: ``--concurrency``, or what ``poolboy dev`` chooses for ``workers``."""
-    return int(args.concurrency or local_concurrency(workers))
+    return int(args.concurrency or local_concurrency(workers, pool=args.pool))
 
 
 def project_only(args: argparse.Namespace, mode: str) -> None:
@@ -674,8 +674,8 @@ def run_memory(args: argparse.Namespace) -> dict[str, Any]:
         try:
             bench.setup()
             bench.wait_idle()
-            result: dict[str, Any] = {"workers": options.workers,
-                                      "concurrency": options.concurrency or local_concurrency(options.workers),
+            concurrency = options.concurrency or local_concurrency(options.workers, pool=options.pool)
+            result: dict[str, Any] = {"workers": options.workers, "concurrency": concurrency,
                                       "pool": options.pool, "n": args.mem_n, "idle_at_start": footprint(bench)}
             if args.system == "upstream":
                 result |= {"workers": 1, "concurrency": 1, "pool": "kopf (one process)"}

@@ -275,7 +275,7 @@ class LocalStack:
     @property
     def concurrency(self) -> int:
         """Reconciles at once per worker: the option, or the local default for this many workers."""
-        return self.options.concurrency or local_concurrency(self.options.workers)
+        return self.options.concurrency or local_concurrency(self.options.workers, pool=self.options.pool)
 
     def _wait_ready(self) -> None:
         """Until the watcher is ready (it leads and its informers have listed, or it stands by), every worker

@@ -31,15 +31,26 @@ POOLS = ("prefork", "solo", "threads", "gevent")
 #: stuck reconcile outright and isolates crashes, for providers whose templates an administrator does not trust.
 DEFAULT_POOL = "threads"
 DEFAULT_CONCURRENCY = 4
+#: the fewest reconciles at once of a worker whose slots are threads (see :func:`local_concurrency`)
+MIN_THREADS = 2
 
 
-def local_concurrency(workers: int, cores: int | None = None) -> int:
+def local_concurrency(workers: int, cores: int | None = None, pool: str = DEFAULT_POOL) -> int:
     """Reconciles at once per worker when ``workers`` workers share one machine (``poolboy dev``): about two per core
-    in all, at most :data:`DEFAULT_CONCURRENCY` each. Beyond that, on one machine, more slots only share the same
-    cores: 8 workers x 4 threads on 2 cores bound a burst's claims at p50 6.5 s where 8 x 1 took 3.5 s (W6,
-    benchmarks/README.md round 6). A worker with a node of its own (the chart) keeps DEFAULT_CONCURRENCY."""
+    in all, at most :data:`DEFAULT_CONCURRENCY` each, and never fewer than :data:`MIN_THREADS` in a pool of threads.
+
+    Beyond about two per core, on one machine, more slots only share the same cores: 8 workers x 4 threads on 2
+    cores bound a burst's claims at p50 6.5 s where 8 x 1 took 3.5 s (W6, benchmarks/README.md round 6). But a
+    worker with one slot idles while it acks a message and fetches the next, and while the API server answers its
+    run: a second thread overlaps those waits for the cost of a thread (W6 with 10 ms of API and 1 ms of Redis
+    latency, 8 workers: bound p50 1.77 s with one thread each, 1.15 s with two, 1.33 s with three; 4 workers 3.0 s
+    and 1.65 s; round 10). A prefork slot is a process of its own, so prefork keeps the rule as it was. A worker
+    with a node of its own (the chart) keeps DEFAULT_CONCURRENCY."""
     cores = cores or os.cpu_count() or 1
-    return max(1, min(DEFAULT_CONCURRENCY, (2 * cores) // max(1, workers)))
+    floor = 1 if pool == "prefork" else MIN_THREADS
+    return max(floor, min(DEFAULT_CONCURRENCY, (2 * cores) // max(1, workers)))
+
+
 #: seconds between worker heartbeats (Celery's default is 2); Flower marks a worker offline after two missed ones
 HEARTBEAT_SECONDS = 5
 
