@@ -21,7 +21,7 @@ import orjson
 import redis
 
 from cache import model as cache_model
-from cache.store import PREFIX, index_key, read_if_synced
+from cache.store import PREFIX, index_key, object_key, read_if_synced
 from poolboy.domain import candidates
 from poolboy.domain.candidates import Reservation, Snapshot
 
@@ -31,9 +31,10 @@ _RESERVE_BATCH = 32
 #: a process keeps at most this many scopes' snapshots (a few pools and providers in practice)
 _MAX_SNAPSHOTS = 256
 
-# ARGV: reservation prefix, ttl ms, claim id, waiting zset, unbound hash, member ids (best first)...
-# -> {'wait'} | {'ok', member, passed...} | {'none', passed...}; passed: the members before it that are bound or
-# held by another claim, which the caller's snapshot can forget
+# ARGV: reservation prefix, ttl ms, claim id, waiting zset, unbound hash, object key prefix, member ids (best first)...
+# -> {'wait'} | {'ok', doc, member, passed...} | {'none', passed...}; doc: the reserved handle as the cache holds it
+# ('' when it has none), so the claim need not read it in a round trip of its own; passed: the members before it that
+# are bound or held by another claim, which the caller's snapshot can forget
 _RESERVE = """
 local waiting = redis.call('ZCARD', ARGV[4])
 if waiting > 0 then
@@ -42,12 +43,13 @@ if waiting > 0 then
   if rank >= redis.call('HLEN', ARGV[5]) then return {'wait'} end
 end
 local passed = {}
-for i = 6, #ARGV do
+for i = 7, #ARGV do
   if redis.call('HEXISTS', ARGV[5], ARGV[i]) == 1 then
     -- one command: take the reservation if it is free, and learn who holds it otherwise
     local owner = redis.call('SET', ARGV[1] .. ARGV[i], ARGV[3], 'NX', 'PX', ARGV[2], 'GET')
     if not owner or owner == ARGV[3] then
-      return {'ok', ARGV[i], unpack(passed)}
+      local doc = redis.call('HGET', ARGV[6] .. ARGV[i], 'doc') or ''
+      return {'ok', doc, ARGV[i], unpack(passed)}
     end
   end
   table.insert(passed, ARGV[i])
@@ -137,15 +139,16 @@ class RedisHandleIndex:
             batch = names[first:first + _RESERVE_BATCH]
             outcome = self._reserve(args=[RESERVATION_PREFIX, self.ttl_ms, claim_id,
                                           index_key(f"{candidates.WAITING}|{binding_scope}"),
-                                          index_key(f"{candidates.UNBOUND}|{binding_scope}"),
+                                          index_key(f"{candidates.UNBOUND}|{binding_scope}"), object_key(""),
                                           *(self._handle_id(name) for name in batch)])
             verdict = outcome[0].decode()
             if verdict == "wait":
                 return Reservation(wait=True)
-            passed = [member.decode().rsplit("|", 1)[1] for member in outcome[1:]]
+            doc = outcome[1] if verdict == "ok" else b""
+            passed = [member.decode().rsplit("|", 1)[1] for member in outcome[2 if verdict == "ok" else 1:]]
             self._forget(*passed)  # the reserved one, and those bound or held by others: no other claim here tries them
             if verdict == "ok":
-                return Reservation(name=passed[0])
+                return Reservation(name=passed[0], handle=orjson.loads(doc) if doc else None)
         return Reservation()
 
     def queue_position(self, binding_scope: str, claim: dict) -> tuple[int, int] | None:

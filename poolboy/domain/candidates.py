@@ -33,10 +33,13 @@ CREATED = "created"
 
 @dataclass(frozen=True)
 class Reservation:
-    """A reserved handle name; or none, with ``wait`` when older waiting claims of the scope come first."""
+    """A reserved handle name; or none, with ``wait`` when older waiting claims of the scope come first. ``handle``
+    is the reserved handle as the index's store last saw it, when it could say (a read the claim need not repeat;
+    like any cached read it may be stale, which the conditional bind patch detects)."""
 
     name: str | None = None
     wait: bool = False
+    handle: dict[str, Any] | None = None
 
 
 class Snapshot(dict[str, dict]):

@@ -80,6 +80,9 @@ class KubeClient:
         except NotFound:
             return None
 
+    def prefetched(self, obj: dict) -> None:
+        """Every get asks the API: nothing read elsewhere stands in for it."""
+
     def list_pages(self, api_version: str, kind: str, namespace: str | None = None, *,
                    label_selector: str | None = None, field_selector: str | None = None,
                    limit: int = 500) -> Iterator[list[dict]]:

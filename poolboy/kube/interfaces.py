@@ -31,6 +31,11 @@ class Reader(Protocol):
              field_selector: str | None = None) -> list[dict]:
         ...
 
+    def prefetched(self, obj: dict) -> None:
+        """``obj`` was read for this run from the store this reader reads (a reservation brought the handle along):
+        the next get of it may be answered from it. A reader whose every get asks the API ignores it."""
+        ...
+
 
 @runtime_checkable
 class Writer(Protocol):

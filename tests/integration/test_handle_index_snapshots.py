@@ -108,3 +108,17 @@ def test_handles_held_by_other_processes_leave_the_snapshot_once_passed(rb, cach
     assert set(index.summaries(POOL_SCOPE) or {}) == {"h1", "h2", "h3"}, "held, not bound: still in the index"
     assert index.reserve(POOL_SCOPE, ["h1", "h2", "h3"], claim("c")).name == "h2"
     assert set(index.summaries(POOL_SCOPE, max_age=30) or {}) == {"h3"}, "the next claim here tries h3 first"
+
+
+def test_a_reservation_brings_the_handle_as_cached_so_the_claim_reads_it_no_more(rb, cache, index) -> None:
+    cache.put(pool_handle("h1", rv=7))
+    reservation = index.reserve(POOL_SCOPE, ["h1"], claim("c1"))
+    assert reservation.name == "h1"
+    assert reservation.handle == pool_handle("h1", rv=7)
+
+
+def test_a_reservation_of_a_handle_the_cache_no_longer_holds_brings_none(rb, cache, index) -> None:
+    cache.put(pool_handle("h1"))
+    rb.hdel(f"poolboy:cache:o:{API}|ResourceHandle|op|h1", "doc")  # the index entry outlived its document
+    reservation = index.reserve(POOL_SCOPE, ["h1"], claim("c1"))
+    assert reservation.name == "h1" and reservation.handle is None

@@ -117,6 +117,8 @@ class IndexedCandidates:
             if reservation.name is None:
                 return None, reservation.wait
             ranked = ranked[ranked.index(reservation.name) + 1:]
+            if reservation.handle is not None and reservation.name not in representatives:
+                run.ctx.kube.prefetched(reservation.handle)  # the read below needs no round trip of its own
             candidate = representatives.pop(reservation.name) if reservation.name in representatives \
                 else run.read_handle(reservation.name)
             handle = None
