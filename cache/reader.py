@@ -23,6 +23,7 @@ from __future__ import annotations
 import builtins
 import copy
 import logging
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import Counter
@@ -33,7 +34,7 @@ from poolboy import kube
 
 if TYPE_CHECKING:  # discovery imports the official client; the types are enough here
     from poolboy.kube.discovery import ResourceInfo
-    from poolboy.kube.interfaces import Client
+    from poolboy.kube.interfaces import Client, ObjectRef
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +71,23 @@ class CachedKubeClient:
             return None
         CACHE_READS.labels(verb, "miss" if found is None else "hit").inc()
         return found
+
+    def prefetch(self, refs: Iterable[ObjectRef]) -> None:
+        """Read the objects the run is about to get in one round trip (those it wrote or has read ahead excepted);
+        each one found answers its next get. Reads from the API (``fresh``) are not made ahead."""
+        if self.fresh or self._cache is None:
+            return
+        wanted: dict[str, tuple[str, str, str | None, str]] = {}
+        for api_version, kind, name, namespace in refs:
+            ident = cache_model.object_id(api_version, kind, namespace, name)
+            if ident not in self._written and ident not in self._prefetched:
+                wanted[ident] = (api_version, kind, namespace, name)
+        if not wanted:
+            return
+        found = self._cached("prefetch", lambda c: c.get_many(list(wanted.values())))
+        for ident, obj in zip(wanted, found or (), strict=False):
+            if obj is not None:
+                self._prefetched[ident] = obj
 
     def prefetched(self, obj: dict) -> None:
         """``obj`` was read from the cache for this run (after the run began): its first get needs no read."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 import builtins
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import orjson
@@ -253,6 +253,24 @@ class ObjectCache:
         if time.monotonic() >= self._alive_until:
             pipe.exists(ALIVE)
         pipe.hget(object_key(cache_model.object_id(api_version, kind, namespace, name)), "doc")
+
+    def get_many(self, refs: Sequence[tuple[str, str, str | None, str]]) -> builtins.list[dict | None]:
+        """:meth:`get` of each ``(apiVersion, kind, namespace, name)``, in one round trip."""
+        if not refs:
+            return []
+        pipe = self.redis.pipeline(transaction=False)
+        vouched = time.monotonic() < self._alive_until
+        if not vouched:
+            pipe.exists(ALIVE)
+        for api_version, kind, namespace, name in refs:
+            pipe.hget(object_key(cache_model.object_id(api_version, kind, namespace, name)), "doc")
+        replies = pipe.execute()
+        if not vouched:
+            alive, *replies = replies
+            if not alive:
+                return [None] * len(refs)
+            self._alive_until = time.monotonic() + ALIVE_MEMO_S
+        return [orjson.loads(doc) if doc else None for doc in replies]
 
     def get_reply(self, replies: builtins.list[Any]) -> dict | None:
         if len(replies) == 1:  # the alive key was vouched for

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import builtins
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, cast
 
 from kubernetes import client as k8s_client
@@ -22,6 +22,7 @@ from kubernetes import client as k8s_client
 from poolboy.kube import event_recorder, events
 from poolboy.kube.discovery import Discovery, ResourceInfo
 from poolboy.kube.errors import BadRequest, NotFound
+from poolboy.kube.interfaces import ObjectRef
 from poolboy.kube.transport import JSON_PATCH, MERGE_PATCH, Transport, load_configuration
 from poolboy.kube.watch import watch_events
 from poolboy.observability import observe_write
@@ -79,6 +80,9 @@ class KubeClient:
             return self.get(api_version, kind, name, namespace)
         except NotFound:
             return None
+
+    def prefetch(self, refs: Iterable[ObjectRef]) -> None:
+        """Every get asks the API when it is made: nothing to read ahead."""
 
     def prefetched(self, obj: dict) -> None:
         """Every get asks the API: nothing read elsewhere stands in for it."""

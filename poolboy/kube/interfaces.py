@@ -10,10 +10,15 @@ what it calls, not on which of the two it was handed, and a method a reconciler 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from poolboy.kube.discovery import ResourceInfo
+
+
+#: ``(apiVersion, kind, name, namespace)``: one object, as :meth:`Reader.get` names it
+ObjectRef = tuple[str, str, str, "str | None"]
 
 
 @runtime_checkable
@@ -29,6 +34,12 @@ class Reader(Protocol):
 
     def list(self, api_version: str, kind: str, namespace: str | None = None, *, label_selector: str | None = None,
              field_selector: str | None = None) -> list[dict]:
+        ...
+
+    def prefetch(self, refs: Iterable[ObjectRef]) -> None:
+        """Read these objects now, together (one round trip where the reader can), because the run is about to get
+        each of them: the next get of each is answered from that read. A reader whose every get asks the API, or that
+        cannot read several at once, ignores it."""
         ...
 
     def prefetched(self, obj: dict) -> None:

@@ -275,6 +275,37 @@ def test_a_run_starts_and_reads_its_own_object_in_one_round_trip(rb: redis.Redis
     app.close()
 
 
+def test_what_a_run_names_ahead_is_read_in_one_round_trip_and_answers_its_gets(rb: redis.Redis) -> None:
+    """Reader.prefetch: a handle run's claim, namespace, provider and resource in one pipeline; each get is then
+    answered from it, a miss still asks the API, and a reader that reads from the API after a conflict reads
+    nothing ahead."""
+    cache = ObjectCache(rb, DOMAIN)
+    cache.heartbeat(30)
+    objects = [poolboy_obj("ResourceClaim", "users", "c", {}, resourceVersion="3"),
+               poolboy_obj("ResourceProvider", "op", "p", {}, resourceVersion="4"),
+               {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "users", "resourceVersion": "5"}}]
+    for obj in objects:
+        cache.put(obj)
+    reader = CachedKubeClient(None, cache)  # type: ignore[arg-type]  # the API is never asked for what was found
+    before = _calls(rb)
+    reader.prefetch([(API, "ResourceClaim", "c", "users"), ("v1", "Namespace", "users", None),
+                     (API, "ResourceProvider", "p", "op"), ("v1", "ConfigMap", "absent", "users")])
+    middle = _calls(rb)
+    got = [reader.get(API, "ResourceClaim", "c", "users"), reader.get("v1", "Namespace", "users"),
+           reader.get(API, "ResourceProvider", "p", "op")]
+    after = _calls(rb)
+    for stats in (before, middle, after):
+        stats.pop("cmdstat_info", None)
+    assert [obj["metadata"]["resourceVersion"] for obj in got] == ["3", "5", "4"]
+    assert middle["cmdstat_hget"] - before.get("cmdstat_hget", 0) == 4, "every name asked, in one pipeline"
+    assert after == middle, "the gets asked Redis nothing"
+
+    fresh = CachedKubeClient(None, cache)  # type: ignore[arg-type]
+    fresh.fresh = True
+    fresh.prefetch([(API, "ResourceClaim", "c", "users")])
+    assert _calls(rb).get("cmdstat_hget") == after["cmdstat_hget"], "a fresh reader reads nothing ahead"
+
+
 def test_reader_falls_back_to_the_api_when_redis_is_away(kube: KubeClient) -> None:  # noqa: F811
     opns = create_namespace(kube, unique("op"))
     name = unique("pool")

@@ -15,7 +15,7 @@ def _methods(protocol: type) -> list[str]:
 
 
 def test_the_client_is_the_reader_and_the_writer() -> None:
-    assert set(_methods(Reader)) == {"get", "get_or_none", "list", "prefetched"}
+    assert set(_methods(Reader)) == {"get", "get_or_none", "list", "prefetch", "prefetched"}
     assert {"create", "patch_json", "delete_if_exists", "emit_event"} <= set(_methods(Writer))
     assert not _methods(Client)  # nothing of its own
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from poolboy import keys
 from poolboy.context import Context
-from poolboy.domain import binding, claim_lifespan
+from poolboy.domain import binding, claim_lifespan, reads
 from poolboy.domain.object_meta import is_ignored
 from poolboy.domain.provider import ProviderNotFound
 from poolboy.reconcilers import preamble
@@ -42,6 +42,7 @@ def reconcile(ctx: Context, namespace: str, name: str) -> Result:
 
 
 def _live(ctx: Context, claim: dict[str, Any]) -> Result:
+    ctx.kube.prefetch(reads.claim_reads(ctx, claim))  # providers, handle, resources: one round trip, not one each
     run = ClaimRun(ctx, claim)
     run.patch_claim(preamble.finalizer_patch(ctx, claim))  # staged into the run's one metadata write
     requested_start = claim_lifespan.parse_optional((run.spec.get("lifespan") or {}).get("start"))

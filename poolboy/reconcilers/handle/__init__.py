@@ -18,7 +18,7 @@ from typing import Any
 
 from poolboy import keys
 from poolboy.context import Context
-from poolboy.domain import binding, conditions
+from poolboy.domain import binding, conditions, reads
 from poolboy.domain.object_meta import is_ignored
 from poolboy.domain.provider import clock_rerun
 from poolboy.reconcilers import preamble
@@ -54,6 +54,7 @@ def _record_error(ctx: Context, run: HandleRun, error: PermanentError) -> None:
 
 
 def _live(ctx: Context, handle: dict[str, Any]) -> Result:
+    ctx.kube.prefetch(reads.handle_reads(ctx, handle))  # claim, namespace, providers, resources: one round trip
     namespace, name = handle["metadata"]["namespace"], handle["metadata"]["name"]
     read_version = resource_version(handle)
     claim = _read_claim(ctx, handle)
