@@ -42,6 +42,9 @@ CACHE_READS = Counter("poolboy_cache_reads_total", "Reads through the shared cac
                       ["verb", "outcome"])
 
 _STALE = (kube.Conflict, kube.Invalid)
+#: the most object versions one run reports as got (:meth:`CachedKubeClient.seen`): a bound for the DONE script's
+#: arguments; a run past it is only run again by an event it could have ignored
+MAX_SEEN = 256
 
 
 class CachedKubeClient:
@@ -57,6 +60,8 @@ class CachedKubeClient:
         #: identity -> an object read for the run before it began (the engine reads the run's own object in the
         #: round trip that starts the run): answers the first get of it
         self._prefetched: dict[str, dict] = {}
+        #: "<uid>/<resourceVersion>" of what the run got by name, in order (see :meth:`seen`)
+        self._seen: dict[str, None] = {}
 
     # --- reads ---------------------------------------------------------------------------------------------------
 
@@ -106,15 +111,28 @@ class CachedKubeClient:
 
     def get_or_none(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict | None:
         hit = self._get_cached(api_version, kind, name, namespace)
-        if hit is not None:
-            return hit
-        return self._client.get_or_none(api_version, kind, name, namespace)
+        return self._saw(hit if hit is not None else self._client.get_or_none(api_version, kind, name, namespace))
 
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict:
         hit = self._get_cached(api_version, kind, name, namespace)
-        if hit is not None:
-            return hit
-        return self._client.get(api_version, kind, name, namespace)
+        found = self._saw(hit if hit is not None else self._client.get(api_version, kind, name, namespace))
+        assert found is not None
+        return found
+
+    def _saw(self, obj: dict | None) -> dict | None:
+        """Remember the version of an object this run got (see :meth:`seen`)."""
+        if obj is not None:
+            metadata = obj.get("metadata") or {}
+            uid, version = metadata.get("uid"), metadata.get("resourceVersion")
+            if uid and version:
+                self._seen[f"{uid}/{version}"] = None
+        return obj
+
+    def seen(self) -> builtins.list[str]:
+        """``"<uid>/<resourceVersion>"`` of every object version this run got by name: a watch event of one of them
+        brings the run nothing it has not acted on (:mod:`workers.own_writes`). Lists are left out: a pool run lists
+        every handle of its pool, and their events are few."""
+        return builtins.list(self._seen)[:MAX_SEEN]
 
     def list(self, api_version: str, kind: str, namespace: str | None = None, *, label_selector: str | None = None,
              field_selector: str | None = None) -> builtins.list[dict]:

@@ -178,12 +178,13 @@ class Gate:
         own first: the watch events of those writes wake the key too, but the run that follows this ADD reads what
         they wrote (its writes are in the cache by then, put in the same round trip before this), so they are
         dropped as its own writes would be, instead of running the key once more when they arrive after it began.
-        :meth:`add_result` reads its reply."""
+        While a run of the key is going on, the ids are deferred to it instead (outcome "deferred"): it runs again
+        only if it did not get those versions. :meth:`add_result` reads its reply."""
         if not seen:
             return self.add_call(key, push=push)
         keys, args = self._add_args(key, "event")
-        keys.append(own_writes.records_key(key))
-        args += [own_writes.RECORD_TTL_MS, len(seen), *seen]
+        keys += [own_writes.records_key(key), own_writes.deferred_key(key)]
+        args += [own_writes.RECORD_TTL_MS, own_writes.DEFERRED_TTL_S, len(seen), *seen]
         self._pushed(key, "event", keys, args, push)
         return self._wake, keys, args
 

@@ -19,6 +19,13 @@ when that event arrives after the claim's run began. The run's WAKE (``workers/l
 ids for the woken key before it ADDs it, in one script after the run's cache writes: the run it causes reads those
 writes, so their events are that key's own as well.
 
+What a run *got* counts the same way: a run that read an object at version V (by name, from the cache or the API)
+has acted on V, so V's watch event, arriving during the run or after it, brings it nothing (``workers/tasks.py``
+passes the reader's :meth:`~cache.reader.CachedKubeClient.seen` versions to DONE with the write ids). And a WAKE that
+finds a run of the woken key going on defers its write ids to that run like watch events: the run goes again only
+if it did not get those versions itself (a claim run started by its resource's ADDED event, while the handle run that
+created the resource was still writing the handle's status, used to run a third time to find nothing to do).
+
 Two Redis keys per work key K, hash-tagged ``{K}`` like the gate's own keys:
 
 * ``selfwrites:{K}`` — SET of write ids recorded by finished runs of K, and by runs that woke K after writing (short

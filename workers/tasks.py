@@ -172,8 +172,10 @@ def finish(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, write
                                                                  for k in outcome.batch]
     deadline = [rt.due.schedule_call(key, outcome.due_at)] if outcome.due_at is not None else []
     clean, dirty = _sweep_marks(rt, kind, key, outcome)
+    # the versions the run got count as its own: an event of one of them brings it nothing new (workers/own_writes.py)
+    acted_on = [*writes.idents, *kube.seen()] if kube is not None else writes.idents
     done_call = gate.done_call(key, token, also_delete=_done_deletes(key, outcome), mark_clean=clean,
-                               writes=writes.idents, mark_dirty=dirty)
+                               writes=acted_on, mark_dirty=dirty)
     replies = evalsha_pipelined(rt.redis, [*puts, *adds, *deadline, done_call], raise_on_error=False)
     for reply in replies[:len(puts)]:
         if isinstance(reply, Exception):  # the cache only costs speed

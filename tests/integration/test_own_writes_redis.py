@@ -123,15 +123,26 @@ def test_a_woken_key_skips_the_events_of_the_writes_that_woke_it(gate: Gate) -> 
     assert observe(gate, "handle/op/h", "res/1") == "published", "recorded for the woken key only"
 
 
-def test_an_event_deferred_before_the_wake_is_judged_seen_and_the_wake_runs_the_key_once_more(gate: Gate) -> None:
+def test_a_wake_during_a_run_that_did_not_get_those_versions_runs_the_key_once_more(gate: Gate) -> None:
     gate.start(KEY, "t1")
     assert observe(gate, KEY, "res/4") == "deferred"  # the event came first, while the key ran
-    assert wake(gate, KEY, ["res/4"]) == "pending-while-running"
-    done = gate.done(KEY, "t1")
-    assert (done.deferred, done.foreign) == (1, 0)
-    assert done.rerun is not None, "the WAKE's run, exactly once"
+    assert wake(gate, KEY, ["res/4", "h/5"]) == "deferred", "deferred to the run going on, like the events"
+    done = gate.done(KEY, "t1", writes=["claim/9"])  # t1 got neither version
+    assert (done.deferred, done.foreign) == (2, 2)
+    assert done.rerun is not None, "one more run, exactly once"
     assert gate.start(KEY, "t2") is not None
-    assert gate.done(KEY, "t2").rerun is None
+    assert gate.done(KEY, "t2", writes=["res/4", "h/5"]).rerun is None
+    assert observe(gate, KEY, "h/5") == "own-write", "what the rerun got is recorded for late events"
+
+
+def test_a_wake_during_a_run_that_got_those_versions_needs_no_rerun(gate: Gate) -> None:
+    """A claim run started by its resource's ADDED event reads the handle the handle run is still writing: when the
+    handle run's WAKE comes, the claim run has already got what it wrote."""
+    gate.start(KEY, "t1")
+    assert wake(gate, KEY, ["res/6", "h/7"]) == "deferred"
+    done = gate.done(KEY, "t1", writes=["res/6", "h/7"])  # the versions t1 got, passed with its writes
+    assert (done.deferred, done.foreign, done.rerun) == (2, 0, None)
+    assert observe(gate, KEY, "h/7") == "own-write", "and their late events are skipped"
 
 
 def test_a_wake_without_writes_is_a_plain_add(gate: Gate) -> None:

@@ -306,6 +306,22 @@ def test_what_a_run_names_ahead_is_read_in_one_round_trip_and_answers_its_gets(r
     assert _calls(rb).get("cmdstat_hget") == after["cmdstat_hget"], "a fresh reader reads nothing ahead"
 
 
+def test_a_run_reports_the_versions_it_got_by_name(rb: redis.Redis) -> None:
+    """What DONE counts as the run's own besides its writes (workers/own_writes.py): every version it got by name,
+    from the cache or read ahead; not what it listed, and nothing it did not get."""
+    cache = ObjectCache(rb, DOMAIN)
+    cache.heartbeat(30)
+    cache.put(poolboy_obj("ResourceProvider", "op", "p", {}, resourceVersion="4", uid="u-p"))
+    cache.put(poolboy_obj("ResourceHandle", "op", "h", {}, resourceVersion="8", uid="u-h"))
+    cache.put(poolboy_obj("ResourceHandle", "op", "other", {}, resourceVersion="9", uid="u-o"))
+    reader = CachedKubeClient(None, cache)  # type: ignore[arg-type]
+    reader.prefetch([(API, "ResourceHandle", "h", "op"), (API, "ResourceHandle", "other", "op")])
+    reader.get(API, "ResourceProvider", "p", "op")
+    reader.get_or_none(API, "ResourceHandle", "h", "op")
+    reader.get(API, "ResourceProvider", "p", "op")
+    assert reader.seen() == ["u-p/4", "u-h/8"], "read ahead but never got: not seen"
+
+
 def test_reader_falls_back_to_the_api_when_redis_is_away(kube: KubeClient) -> None:  # noqa: F811
     opns = create_namespace(kube, unique("op"))
     name = unique("pool")
