@@ -36,19 +36,22 @@ MIN_THREADS = 2
 
 
 def local_concurrency(workers: int, cores: int | None = None, pool: str = DEFAULT_POOL) -> int:
-    """Reconciles at once per worker when ``workers`` workers share one machine (``poolboy dev``): about two per core
-    in all, at most :data:`DEFAULT_CONCURRENCY` each, and never fewer than :data:`MIN_THREADS` in a pool of threads.
+    """Reconciles at once per worker when ``workers`` workers share one machine (``poolboy dev``), at most
+    :data:`DEFAULT_CONCURRENCY` each: threads about four per core in all and never fewer than :data:`MIN_THREADS`
+    per worker; prefork children (a process each) about two per core in all.
 
-    Beyond about two per core, on one machine, more slots only share the same cores: 8 workers x 4 threads on 2
-    cores bound a burst's claims at p50 6.5 s where 8 x 1 took 3.5 s (W6, benchmarks/README.md round 6). But a
-    worker with one slot idles while it acks a message and fetches the next, and while the API server answers its
-    run: a second thread overlaps those waits for the cost of a thread (W6 with 10 ms of API and 1 ms of Redis
-    latency, 8 workers: bound p50 1.77 s with one thread each, 1.15 s with two, 1.33 s with three; 4 workers 3.0 s
-    and 1.65 s; round 10). A prefork slot is a process of its own, so prefork keeps the rule as it was. A worker
-    with a node of its own (the chart) keeps DEFAULT_CONCURRENCY."""
+    A reconcile mostly waits (on the API server, on Redis, on its worker's event loop acking a message and fetching
+    the next), and a thread slot costs next to nothing, so threads overlap those waits until the cores are busy.
+    Measured on 2 cores (benchmarks/README.md round 10), bound p50 of W6 (1 ms of Redis, 10 ms of API latency):
+    2 workers 3.1-3.4 s with two threads each, 1.8-2.0 s with four; 4 workers 3.0 s with one, 1.65 s with two;
+    8 workers 1.77 s with one, 1.15 s with two, 1.33 s with three (more slots than that only queue for the same
+    cores: 8 x 4 bound at p50 6.5 s where 8 x 1 took 3.5 s in round 6). W2-300 all bound, 2 workers: 1.8-2.1 s
+    with two threads each, 1.57-1.63 s with four. A worker with a node of its own (the chart) keeps
+    DEFAULT_CONCURRENCY."""
     cores = cores or os.cpu_count() or 1
-    floor = 1 if pool == "prefork" else MIN_THREADS
-    return max(floor, min(DEFAULT_CONCURRENCY, (2 * cores) // max(1, workers)))
+    if pool == "prefork":
+        return max(1, min(DEFAULT_CONCURRENCY, (2 * cores) // max(1, workers)))
+    return max(MIN_THREADS, min(DEFAULT_CONCURRENCY, (4 * cores) // max(1, workers)))
 
 
 #: seconds between worker heartbeats (Celery's default is 2); Flower marks a worker offline after two missed ones

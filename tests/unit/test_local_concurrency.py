@@ -1,5 +1,5 @@
-"""How many reconciles at once each worker of `poolboy dev` runs when none is given: about two per core in all, and
-at least two threads per worker."""
+"""How many reconciles at once each worker of `poolboy dev` runs when none is given: threads about four per core in
+all and at least two per worker, prefork children about two per core in all."""
 
 from __future__ import annotations
 
@@ -17,9 +17,10 @@ def test_prefork_about_two_slots_per_core_at_most_the_default_each(workers: int,
 
 
 @pytest.mark.parametrize("workers, cores, expected", [
-    (1, 2, 4), (2, 2, 2), (3, 2, 2), (8, 2, 2), (1, 1, 2), (2, 8, DEFAULT_CONCURRENCY), (16, 8, 2), (4, 8, 4),
+    (1, 2, 4), (2, 2, 4), (3, 2, 2), (4, 2, 2), (8, 2, 2), (1, 1, 4), (2, 1, 2), (2, 8, DEFAULT_CONCURRENCY),
+    (16, 8, 2), (4, 8, 4), (0, 2, 4),
 ])
-def test_threads_at_least_two_per_worker(workers: int, cores: int, expected: int) -> None:
+def test_threads_about_four_per_core_at_least_two_per_worker(workers: int, cores: int, expected: int) -> None:
     """A lone thread idles while its worker acks and fetches messages and while the API answers."""
     assert local_concurrency(workers, cores, pool="threads") == expected
     assert local_concurrency(workers, cores) == expected  # threads are the default pool
