@@ -248,38 +248,35 @@ class ObjectCache:
         return self.get_reply(pipe.execute())
 
     def get_commands(self, pipe: Any, api_version: str, kind: str, namespace: str | None, name: str) -> None:
-        """Queue :meth:`get`'s commands on ``pipe`` (a caller's pipeline): the object, after the ``alive`` key unless
-        an answer younger than :data:`ALIVE_MEMO_S` vouches for it; :meth:`get_reply` reads their replies."""
-        if time.monotonic() >= self._alive_until:
-            pipe.exists(ALIVE)
-        pipe.hget(object_key(cache_model.object_id(api_version, kind, namespace, name)), "doc")
+        """Queue :meth:`get`'s commands on ``pipe`` (a caller's pipeline); :meth:`get_reply` reads their replies."""
+        self._gets_commands(pipe, [(api_version, kind, namespace, name)])
+
+    def get_reply(self, replies: builtins.list[Any]) -> dict | None:
+        return self._gets_reply(replies, 1)[0]
 
     def get_many(self, refs: Sequence[tuple[str, str, str | None, str]]) -> builtins.list[dict | None]:
         """:meth:`get` of each ``(apiVersion, kind, namespace, name)``, in one round trip."""
         if not refs:
             return []
         pipe = self.redis.pipeline(transaction=False)
-        vouched = time.monotonic() < self._alive_until
-        if not vouched:
+        self._gets_commands(pipe, refs)
+        return self._gets_reply(pipe.execute(), len(refs))
+
+    def _gets_commands(self, pipe: Any, refs: Iterable[tuple[str, str, str | None, str]]) -> None:
+        """The objects, after the ``alive`` key unless an answer younger than :data:`ALIVE_MEMO_S` vouches for it."""
+        if time.monotonic() >= self._alive_until:
             pipe.exists(ALIVE)
         for api_version, kind, namespace, name in refs:
             pipe.hget(object_key(cache_model.object_id(api_version, kind, namespace, name)), "doc")
-        replies = pipe.execute()
-        if not vouched:
-            alive, *replies = replies
-            if not alive:
-                return [None] * len(refs)
-            self._alive_until = time.monotonic() + ALIVE_MEMO_S
-        return [orjson.loads(doc) if doc else None for doc in replies]
 
-    def get_reply(self, replies: builtins.list[Any]) -> dict | None:
-        if len(replies) == 1:  # the alive key was vouched for
-            alive, doc = 1, replies[0]
+    def _gets_reply(self, replies: builtins.list[Any], count: int) -> builtins.list[dict | None]:
+        if len(replies) == count:  # the alive key was vouched for
+            alive, docs = 1, replies
         else:
-            alive, doc = replies
+            alive, *docs = replies
             if alive:
                 self._alive_until = time.monotonic() + ALIVE_MEMO_S
-        return orjson.loads(doc) if alive and doc else None
+        return [orjson.loads(doc) if alive and doc else None for doc in docs]
 
     def list(self, api_version: str, kind: str, namespace: str | None,
              label_selector: str | None) -> builtins.list[dict] | None:

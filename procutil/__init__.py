@@ -81,9 +81,8 @@ def free_port(host: str = "127.0.0.1") -> int:
     low, high = LISTEN_RANGE
     ephemeral_low, ephemeral_high = _ephemeral_range()
     candidates = [port for port in range(low, high + 1) if not ephemeral_low <= port <= ephemeral_high]
-    rng = random.Random()
     with _given_lock:
-        for port in rng.sample(candidates, min(len(candidates), 64)):
+        for port in random.sample(candidates, min(len(candidates), 64)):
             if port not in _given and bindable(host, port):
                 _given.add(port)
                 return port

@@ -117,10 +117,12 @@ class IndexedCandidates:
             if reservation.name is None:
                 return None, reservation.wait
             ranked = ranked[ranked.index(reservation.name) + 1:]
-            if reservation.handle is not None and reservation.name not in representatives:
-                run.ctx.kube.prefetched(reservation.handle)  # the read below needs no round trip of its own
-            candidate = representatives.pop(reservation.name) if reservation.name in representatives \
-                else run.read_handle(reservation.name)
+            if reservation.name in representatives:
+                candidate = representatives.pop(reservation.name)
+            else:
+                if reservation.handle is not None:
+                    run.ctx.kube.prefetched(reservation.handle)  # the read below needs no round trip of its own
+                candidate = run.read_handle(reservation.name)
             handle = None
             if candidate is not None and candidate_index.is_unbound(candidate, run.ctx.settings.domain) \
                     and binding.provider_compatible(candidate, provider_names, values):
