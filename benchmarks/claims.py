@@ -381,6 +381,7 @@ class Phase:
         self.monitor = redispurpose.Monitor(bench.stack.direct_redis_url) \
             if purposes and bench.stack.direct_redis_url else None
         self.purposes: dict[str, collections.Counter[str]] = {}
+        self.purpose_detail: dict[str, collections.Counter[str]] = {}
         self.recorder: pyspy.Recorder | None = None
         if profile_dir is not None and pyspy.Recorder.available():
             self.recorder = pyspy.Recorder(profile_dir / label)
@@ -394,6 +395,7 @@ class Phase:
                                  self.bench.redis_commands())
         if self.monitor is not None:
             self.purposes[label] = self.monitor.counts()
+            self.purpose_detail[label] = self.monitor.detail()
 
     def run_claims(self, names: list[str], rate: float | None, timeout: float,
                    creators: int = 1) -> tuple[ClaimClock, float, float]:
@@ -421,6 +423,8 @@ class Phase:
             self.monitor.close()
             result["redis_commands_by_purpose"] = {
                 label: redispurpose.per_claim(counts, n) for label, counts in self.purposes.items()}
+            result["redis_commands_by_purpose_command_key"] = {
+                label: redispurpose.per_claim(counts, n) for label, counts in self.purpose_detail.items()}
         cpu = result["operator_cpu_s"] = {
             label: round(sum(mark.cpu.get(k, 0.0) - self.cpu.get(k, 0.0) for k in self.pids
                              if procstats.is_operator(k)), 2) for label, mark in self.marks.items()}

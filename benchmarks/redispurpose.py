@@ -53,27 +53,46 @@ def purpose_of(command: str, key: str) -> str:
     return "other"
 
 
+#: the parts of a key that name one object or message (hash tags, uids, numbers), for :func:`key_shape`
+_VARIABLE = re.compile(r"\{[^}]*\}|[0-9a-f]{8}-[0-9a-f-]{27}|\d+")
+
+
+def key_shape(key: str) -> str:
+    """A key with what names one object or message left out (``gate:{…}:pending``), so keys group by their role."""
+    shape = _VARIABLE.sub("…", key)
+    return ":".join(shape.split(":")[:4])
+
+
 class Tally:
-    """Commands by purpose, fed one command at a time in the order Redis ran them."""
+    """Commands by purpose, fed one command at a time in the order Redis ran them; ``detail`` counts them by purpose,
+    command and key shape (``gate: SADD gate:…:ids``), which says what to cut."""
 
     def __init__(self) -> None:
         self.counts: collections.Counter[str] = collections.Counter()
+        self.detail: collections.Counter[str] = collections.Counter()
         self._script = "other"  # the purpose of the script whose inner commands follow
+        self._script_key = ""
 
     def feed(self, lua: bool, args: list[str]) -> None:
         """One command: ``lua`` when a script ran it, ``args`` its name and arguments."""
         command = args[0].upper()
         if command in OWN:
             return
+        key = args[1] if len(args) > 1 and command not in _KEYLESS else ""
         if lua:  # by its own key where it says something (a gate script's LPUSH publishes), else the script's
-            own = purpose_of(command, args[1]) if len(args) > 1 and command not in _KEYLESS else "other"
-            self.counts[self._script if own == "other" else own] += 1
+            own = purpose_of(command, key) if key else "other"
+            self._count(self._script if own == "other" else own, f"  {command} {key_shape(key)}")
             return
         if command in ("EVALSHA", "EVAL"):
-            self._script = purpose_of(command, args[3] if len(args) > 3 and args[2] != "0" else "")
-            self.counts[self._script] += 1
+            key = args[3] if len(args) > 3 and args[2] != "0" else ""
+            self._script = purpose_of(command, key)
+            self._count(self._script, f"{command} {key_shape(key)}")
             return
-        self.counts[purpose_of(command, args[1] if len(args) > 1 else "")] += 1
+        self._count(purpose_of(command, key), f"{command} {key_shape(key)}")
+
+    def _count(self, purpose: str, what: str) -> None:
+        self.counts[purpose] += 1
+        self.detail[f"{purpose}: {what}"] += 1
 
 
 def classify(lines: Iterable[str]) -> collections.Counter[str]:
@@ -121,6 +140,11 @@ class Monitor:
         """The commands since the monitor started, by purpose."""
         with self.lock:
             return collections.Counter(self.tally.counts)
+
+    def detail(self) -> collections.Counter[str]:
+        """The commands since the monitor started, by purpose, command and key shape."""
+        with self.lock:
+            return collections.Counter(self.tally.detail)
 
     def close(self) -> None:
         self.stopped.set()
