@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from functools import cached_property
 from datetime import timedelta
 from typing import Any
 
@@ -143,9 +144,10 @@ class Settings:
     def __post_init__(self) -> None:
         self.lifespan_warning_leads  # noqa: B018 - a bad POOLBOY_LIFESPAN_WARNINGS stops the process at start
 
-    @property
+    @cached_property
     def lifespan_warning_leads(self) -> tuple[timedelta, ...]:
-        """:attr:`lifespan_warnings` parsed, longest first."""
+        """:attr:`lifespan_warnings` parsed, longest first; once per Settings (every claim run asks, and parsing
+        the intervals was a few per cent of a claim run's CPU)."""
         from poolboy.domain.lifespan_warnings import parse_leads
 
         try:
