@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from functools import cached_property
 from datetime import timedelta
+from functools import cached_property
 from typing import Any
 
 from poolboy import DEFAULT_DOMAIN
