@@ -15,9 +15,7 @@ def write_status(ctx: Context, handle: dict[str, Any], status: dict[str, Any]) -
     """Replace the status with an rv precondition, only when it changed; returns the current handle."""
     if status == (handle.get("status") or {}):
         return handle
-    body = copy.deepcopy(handle)
-    body["status"] = status
-    return ctx.kube.replace_status(body)
+    return ctx.kube.replace_status({**handle, "status": status})  # only serialised: a new top level is copy enough
 
 
 def status_resources(handle: dict[str, Any]) -> list[dict[str, Any]]:
