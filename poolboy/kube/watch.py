@@ -56,11 +56,13 @@ def lines(response: Any) -> Iterator[bytes]:
     buffer = b""
     for chunk in response.stream(None, decode_content=True):
         buffer += chunk
-        while True:
-            index = buffer.find(b"\n")
-            if index < 0:
-                break
-            line, buffer = buffer[:index].strip(), buffer[index + 1:]
+        if b"\n" not in chunk:
+            continue
+        # one split per chunk: a burst's chunk holds many events, and cutting them off the front of the buffer one
+        # by one copied the rest of it each time
+        *complete, buffer = buffer.split(b"\n")
+        for line in complete:
+            line = line.strip()
             if line:
                 yield line
     if buffer.strip():
