@@ -7,11 +7,13 @@ however the work was spread, interrupted or repeated (docs/behaviour.md#design-r
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from kubernetes import client, config, watch
@@ -230,9 +232,10 @@ class Watchdog:
 
 
 
-def wait_settled(burst: Burst, timeout: float = 60.0) -> None:
+def wait_settled(burst: Burst, timeout: float = 60.0, log_dir: Path | None = None) -> None:
     """Wait until :func:`final_violations` finds nothing (new handles get their resources a moment after they
-    appear); fail with what is still wrong."""
+    appear); fail with what is still wrong and, given the stack's ``log_dir``, every log line that names an object
+    still wrong (a convergence that did not happen is diagnosed from what the components did about it)."""
     from tests.waiting import wait_for
 
     last: list[list[str]] = [[]]
@@ -244,7 +247,20 @@ def wait_settled(burst: Burst, timeout: float = 60.0) -> None:
     try:
         wait_for(clean, timeout=timeout, interval=1.0, message="every claim, handle and resource consistent")
     except AssertionError as error:
-        raise AssertionError(f"{error}: {last[0][:20]}") from None
+        raise AssertionError(f"{error}: {last[0][:20]}{_log_lines_naming(log_dir, last[0])}") from None
+
+
+#: a violation names its objects as ``claim <name>``, ``handle <name>`` or ``resource <name>``
+_NAMED = re.compile(r"\b(?:claim|handle|resource) (\S+)")
+
+
+def _log_lines_naming(log_dir: Path | None, violations: list[str], limit: int = 200) -> str:
+    names = {match for violation in violations[:20] for match in _NAMED.findall(violation)}
+    if log_dir is None or not names:
+        return ""
+    found = [f"{path.name}: {line}" for path in sorted(log_dir.glob("*.log"))
+             for line in path.read_text(errors="replace").splitlines() if any(name in line for name in names)]
+    return f"\nlog lines naming {sorted(names)} ({len(found)}, the last {limit}):\n" + "\n".join(found[-limit:])
 
 
 def _epoch(timestamp: str | None) -> float | None:

@@ -78,4 +78,4 @@ def test_primary_killed_during_a_burst_fails_over_and_binding_resumes(ha: Sentin
     print(f"\nsentinel failover: new master {failover:.1f}s after SIGKILL of the primary; binding resumed after "
           f"{resumed:.1f}s; all {CLAIMS} claims bound after {all_bound:.1f}s; {watchdog.events} watch events checked")
     assert not violations, violations
-    wait_settled(burst)
+    wait_settled(burst, log_dir=sentinel_stack.log_dir)
