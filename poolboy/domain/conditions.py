@@ -12,6 +12,8 @@ from typing import Any
 from poolboy.utils.text import shorten
 
 TRUE, FALSE, UNKNOWN = "True", "False", "Unknown"
+
+
 def _copied(conditions: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
     """A copy the caller may change: a condition is flat (strings and a generation), so a copy of each dict is a
     deep copy; ``copy.deepcopy`` was 1 % of a worker's CPU, twice per claim run."""
