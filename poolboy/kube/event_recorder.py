@@ -100,6 +100,9 @@ class Recorder:
         self._work = threading.Condition(self._cond)
         self._idle = threading.Condition(self._cond)
         self._threads: list[threading.Thread] = []
+        # one policy for every send, made once (tenacity keeps each call's state per thread, so the senders share it)
+        self._retrying = tenacity.Retrying(retry=tenacity.retry_if_exception(_is_transient),
+                                           stop=tenacity.stop_after_attempt(attempts), wait=self._wait, reraise=True)
 
     # --- the emitting side (any thread; never blocks on the API) -----------------------------------------------
 
@@ -173,10 +176,8 @@ class Recorder:
             observe_event(*outcome)
 
     def _deliver(self, item: _Item) -> tuple[str, str]:
-        retrying = tenacity.Retrying(retry=tenacity.retry_if_exception(_is_transient),
-                                     stop=tenacity.stop_after_attempt(self.attempts), wait=self._wait, reraise=True)
         try:
-            return SENT, retrying(self._send, item)
+            return SENT, self._retrying(self._send, item)
         except Exception as error:
             series = item.series
             log.warning("dropped Event %s about %s: %s", series.body.get("reason"), _describe(series.body), error)
