@@ -3,6 +3,7 @@ client-go's retry-on-conflict pattern."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -117,10 +118,16 @@ def retry_on_conflict(fn: Callable[[], T], attempts: int = 5) -> T:
     The short jittered wait spreads competing writers apart; after ``attempts`` the last Conflict propagates so
     the engine can requeue.
     """
-    retrying = tenacity.Retrying(
+    return _conflict_policy(attempts)(fn)
+
+
+@functools.lru_cache(maxsize=8)
+def _conflict_policy(attempts: int) -> tenacity.Retrying:
+    """Made once per number of attempts: every reconcile runs under it, and tenacity keeps each call's state per
+    thread, so concurrent runs share it."""
+    return tenacity.Retrying(
         retry=tenacity.retry_if_exception_type(Conflict),
         stop=tenacity.stop_after_attempt(attempts),
         wait=tenacity.wait_random(0.005, 0.05),
         reraise=True,
     )
-    return retrying(fn)
