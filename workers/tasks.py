@@ -31,6 +31,7 @@ from celery import Task, shared_task
 from cache.reader import CachedKubeClient
 from poolboy.context import Context
 from poolboy.keys import KINDS, parse
+from poolboy.kube import event_recorder
 from poolboy.kube.interfaces import Client
 from poolboy.result import PermanentError, Result, TransientError
 from workers import backoff, metrics, own_writes, run_log, shutdown, sweeps
@@ -239,7 +240,7 @@ def execute(task: Task, kind: str, key: str) -> str:
     began = time.monotonic()
     outcome = Outcome("error")
     writes = own_writes.Collector()
-    with run_log.running(key) as run:
+    with run_log.running(key) as run, event_recorder.foreground():
         try:
             with LeaseKeeper(rt.gate, key, token, rt.settings.reconcile_time_limit) as keeper, \
                     own_writes.collecting(writes):

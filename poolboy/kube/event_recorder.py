@@ -13,6 +13,12 @@ succeeded but its answer was lost) becomes a PATCH. Transient errors (5xx, 429, 
 exponential backoff, never sooner than the server's Retry-After, up to :data:`MAX_ATTEMPTS`; then the request is
 dropped and counted. Everything is reported through :func:`poolboy.observability.observe_event`.
 
+Events yield to reconciles: while this process runs a reconcile (:func:`foreground`, entered by the worker around
+each run), a queued Event waits, at most :data:`HOLD_SECONDS` after it was recorded; the moment no run is left it
+goes. In a burst the requests that report binds, their HTTP work and the API server's, would otherwise compete for
+the same cores with the binds themselves (in W2-300, Events were three of a claim's nine API requests and a sixth of
+the operator's CPU). A quiet process sends at once, and :func:`flush` sends without waiting.
+
 Processes: the recorder is created lazily on the first Event *in the process that emits it*, so a Celery prefork
 child builds its own after the fork and never uses its parent's threads (:func:`os.register_at_fork` forgets the
 parent's recorder in the child, and the process id is checked as well). :func:`flush` waits until everything
@@ -28,7 +34,8 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -46,6 +53,8 @@ SENDERS = 4
 MAX_ATTEMPTS = 8
 BACKOFF_BASE = 0.2
 BACKOFF_MAX = 10.0
+#: how long a queued Event waits for this process's reconciles to finish before it is sent anyway
+HOLD_SECONDS = 2.0
 #: how long a clean exit waits for queued Events
 EXIT_FLUSH_SECONDS = 5.0
 
@@ -65,6 +74,8 @@ class EventSink(Protocol):
 class _Item:
     sink: EventSink
     series: Series
+    #: when the item is sent even while reconciles run (monotonic, the recorder's clock)
+    due: float = 0.0
 
 
 def _is_transient(error: BaseException) -> bool:
@@ -82,17 +93,20 @@ class Recorder:
     """The queue, the correlator and the sending threads of one process. Thread-safe."""
 
     def __init__(self, correlator: Correlator | None = None, *, queue_size: int = QUEUE_SIZE, senders: int = SENDERS,
-                 attempts: int = MAX_ATTEMPTS, backoff: Wait | None = None,
+                 attempts: int = MAX_ATTEMPTS, backoff: Wait | None = None, hold: float = HOLD_SECONDS,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.pid = os.getpid()
         self.queue_size = queue_size
         self.senders = senders
         self.attempts = attempts
+        self.hold = hold
         self._backoff: Wait = backoff or tenacity.wait_random_exponential(multiplier=BACKOFF_BASE, max=BACKOFF_MAX)
         self._clock = clock
         self._correlator = correlator or Correlator()
         self._queue: deque[_Item] = deque()
         self._busy = 0
+        self._foreground = 0  # reconciles running in this process
+        self._flushing = 0  # flush() callers waiting: nothing is held back for them
         # one lock, two conditions: an Event wakes one sender (waking all four at every Event cost a few per cent of a
         # worker's CPU in a burst: each woken thread takes the GIL to find the queue empty), and only a sender that
         # leaves nothing queued or in flight wakes the flushers
@@ -126,7 +140,7 @@ class Recorder:
                             _describe(body))
                 return DROPPED, "queue_full"
             series.queued = True
-            self._queue.append(_Item(sink, series))
+            self._queue.append(_Item(sink, series, now + self.hold))
             self._start_senders()
             self._work.notify()
         return None
@@ -139,6 +153,26 @@ class Recorder:
             thread.start()
             self._threads.append(thread)
 
+    # --- the reconciles it yields to -----------------------------------------------------------------------------
+
+    def enter_foreground(self) -> None:
+        with self._cond:
+            self._foreground += 1
+
+    def leave_foreground(self) -> None:
+        with self._cond:
+            self._foreground -= 1
+            if not self._foreground and self._queue:
+                self._work.notify(min(len(self._queue), self.senders))
+
+    def _held_for(self) -> float | None:
+        """Seconds the head of the queue must still wait (0: send it now; None: nothing queued). Under the lock."""
+        if not self._queue:
+            return None
+        if not self._foreground or self._flushing:
+            return 0.0
+        return max(0.0, self._queue[0].due - self._clock())
+
     def pending(self) -> int:
         """Requests owed: queued or in flight."""
         with self._cond:
@@ -148,11 +182,16 @@ class Recorder:
         """Wait until every queued Event has been sent or dropped; False if ``timeout`` seconds passed first."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
-            while self._queue or self._busy:
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    return False
-                self._idle.wait(remaining)
+            self._flushing += 1
+            self._work.notify(min(len(self._queue), self.senders))
+            try:
+                while self._queue or self._busy:
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        return False
+                    self._idle.wait(remaining)
+            finally:
+                self._flushing -= 1
         return True
 
     # --- the sending threads -----------------------------------------------------------------------------------
@@ -160,15 +199,16 @@ class Recorder:
     def _run(self) -> None:
         while True:
             with self._cond:
-                while not self._queue:
-                    self._work.wait()
+                while (held := self._held_for()) != 0.0:
+                    self._work.wait(held)  # None: until an Event comes; else until the head is due or runs end
                 item = self._queue.popleft()
                 self._busy += 1
             outcome = self._deliver(item)
             with self._cond:
                 self._busy -= 1
                 if outcome[0] == SENT and item.series.unsent:
-                    self._queue.append(item)  # occurrences arrived during the request: one more send carries them
+                    item.due = self._clock()  # occurrences arrived during the request: one more send carries them
+                    self._queue.append(item)
                 else:
                     item.series.queued = False
                 if not self._queue and not self._busy:
@@ -246,6 +286,17 @@ def recorder() -> Recorder:
 def record(sink: EventSink, body: dict) -> None:
     """Record an Event without waiting for the API (see the module docstring)."""
     recorder().record(sink, body)
+
+
+@contextmanager
+def foreground() -> Iterator[None]:
+    """Around a reconcile: this process's Events wait until no reconcile runs, at most :data:`HOLD_SECONDS`."""
+    current = recorder()
+    current.enter_foreground()
+    try:
+        yield
+    finally:
+        current.leave_foreground()
 
 
 def flush(timeout: float | None = 10.0) -> bool:

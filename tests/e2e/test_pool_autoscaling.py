@@ -48,12 +48,14 @@ def test_a_burst_raises_the_target_and_the_pool_shrinks_after_the_window_and_del
     wait_for(lambda: len(unbound(user)) >= 3, timeout=30, interval=0.5, message="the pool grew beyond its floor")
     scaled = condition(user.get_pool("pool-auto") or {}, "Autoscaled")
     assert scaled["status"] == "True" and "claim rate" in scaled["message"]
-    assert "ScaledUp" in {e.reason for e in user.events(NS, "pool-auto")}
+    wait_for(lambda: "ScaledUp" in {e.reason for e in user.events(NS, "pool-auto")}, timeout=15, interval=0.2,
+             message="Event ScaledUp on the pool")
 
     bound = {user.get_claim(ns, name)["status"]["resourceHandle"]["name"] for name in names}
     wait_for(lambda: autoscaling_status(user).get("target") == 1 and len(unbound(user)) == 1, timeout=180,
              interval=1, message=f"back to the floor after the window and the delay (last {autoscaling_status(user)})")
-    assert "ScaledDown" in {e.reason for e in user.events(NS, "pool-auto")}
+    wait_for(lambda: "ScaledDown" in {e.reason for e in user.events(NS, "pool-auto")}, timeout=15, interval=0.2,
+             message="Event ScaledDown on the pool")
     for name in bound:
         handle = user.get_handle(name)
         assert handle is not None and not handle["metadata"].get("deletionTimestamp"), f"bound {name} was touched"

@@ -123,5 +123,6 @@ def test_a_20_handle_pool_rolls_over_with_at_least_18_ready_and_bound_handles_un
     counts = status(pool)["resourceHandleCount"]
     assert (counts["updated"], counts["outdated"]) == (20, 0)
     assert condition(pool, "UpToDate")["reason"] == "UpToDate"
-    reasons = {e.reason for e in user.events(NS, "pool-roll")}
-    assert {"RollingOut", "RolloutComplete"} <= reasons
+    # Events are sent off the reconcile's path (and yield to the runs of a busy worker): wait for them
+    wait_for(lambda: {"RollingOut", "RolloutComplete"} <= {e.reason for e in user.events(NS, "pool-roll")},
+             timeout=15, interval=0.2, message="Events RollingOut and RolloutComplete on the pool")

@@ -184,6 +184,47 @@ def test_spam_filter_drops_occurrences_beyond_the_burst(outcomes) -> None:
     assert len(sink.attempts) == 2 and ("dropped", "spam") in outcomes
 
 
+def test_events_wait_while_reconciles_run_and_go_when_the_last_one_ends() -> None:
+    rec, sink = recorder(hold=60), Sink()
+    rec.enter_foreground()
+    rec.enter_foreground()
+    emit(rec, sink)
+    assert not sink.entered.wait(0.2) and rec.pending() == 1  # two runs in the process: held
+    rec.leave_foreground()
+    assert not sink.entered.wait(0.2)  # one still runs
+    rec.leave_foreground()
+    assert sink.entered.wait(10) and rec.flush(10)
+    assert verbs(sink) == [("create", 1)]
+
+
+def test_a_held_event_is_sent_once_its_hold_is_over_even_while_runs_go_on() -> None:
+    rec, sink = recorder(hold=0.3), Sink()
+    rec.enter_foreground()
+    emit(rec, sink)
+    assert sink.entered.wait(10) and rec.flush(10)
+    assert rec._foreground == 1 and verbs(sink) == [("create", 1)]
+
+
+def test_flush_sends_held_events_without_waiting_for_the_runs() -> None:
+    rec, sink = recorder(hold=60), Sink()
+    rec.enter_foreground()
+    emit(rec, sink, "A")
+    emit(rec, sink, "B")
+    assert rec.flush(10) and rec.pending() == 0
+    assert verbs(sink) == [("create", 1), ("create", 1)]
+    sink.entered.clear()
+    emit(rec, sink, "C")  # flush is over: the next Event is held again
+    assert not sink.entered.wait(0.2) and rec.pending() == 1
+
+
+def test_foreground_wraps_a_run_in_the_process_recorder() -> None:
+    current = event_recorder.recorder()
+    before = current._foreground
+    with event_recorder.foreground():
+        assert current._foreground == before + 1
+    assert current._foreground == before
+
+
 def test_a_forked_child_gets_its_own_recorder() -> None:
     parent = event_recorder.recorder()
     sink = Sink()
