@@ -69,7 +69,7 @@ def test_workers_survive_repeated_redis_loss_during_a_burst(stack: LocalStack) -
     wait_for(lambda: burst.all_bound(CLAIMS + 1), timeout=30, interval=0.5, message="a new claim binds")
     wait_for(lambda: burst.unbound_pool_handles() == POOL, timeout=60, interval=1.0,
              message="pool back at exactly minAvailable")
-    wait_settled(burst, log_dir=stack.log_dir)
+    wait_settled(burst, log_dir=stack.log_dir, redis_url=stack.redis_url)
     handles = [h for h in burst.handles() if not h["metadata"].get("deletionTimestamp")]
     assert len(handles) == CLAIMS + 1 + POOL, "a handle without its claim (or a claim's handle missing)"
     violations = watchdog.stop()

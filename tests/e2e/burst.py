@@ -232,10 +232,12 @@ class Watchdog:
 
 
 
-def wait_settled(burst: Burst, timeout: float = 60.0, log_dir: Path | None = None) -> None:
+def wait_settled(burst: Burst, timeout: float = 60.0, log_dir: Path | None = None,
+                 redis_url: str | None = None) -> None:
     """Wait until :func:`final_violations` finds nothing (new handles get their resources a moment after they
     appear); fail with what is still wrong and, given the stack's ``log_dir``, every log line that names an object
-    still wrong (a convergence that did not happen is diagnosed from what the components did about it)."""
+    still wrong (a convergence that did not happen is diagnosed from what the components did about it) and, given
+    its ``redis_url``, every Redis key that names one: the work gate's marks and lease, own writes, the due index."""
     from tests.waiting import wait_for
 
     last: list[list[str]] = [[]]
@@ -247,20 +249,55 @@ def wait_settled(burst: Burst, timeout: float = 60.0, log_dir: Path | None = Non
     try:
         wait_for(clean, timeout=timeout, interval=1.0, message="every claim, handle and resource consistent")
     except AssertionError as error:
-        raise AssertionError(f"{error}: {last[0][:20]}{_log_lines_naming(log_dir, last[0])}") from None
+        names = _names(last[0])
+        raise AssertionError(f"{error}: {last[0][:20]}{_log_lines_naming(log_dir, names)}"
+                             f"{_redis_keys_naming(redis_url, names)}") from None
 
 
 #: a violation names its objects as ``claim <name>``, ``handle <name>`` or ``resource <name>``
 _NAMED = re.compile(r"\b(?:claim|handle|resource) (\S+)")
 
 
-def _log_lines_naming(log_dir: Path | None, violations: list[str], limit: int = 200) -> str:
-    names = {match for violation in violations[:20] for match in _NAMED.findall(violation)}
+def _names(violations: list[str]) -> set[str]:
+    return {match for violation in violations[:20] for match in _NAMED.findall(violation)}
+
+
+def _log_lines_naming(log_dir: Path | None, names: set[str], limit: int = 200) -> str:
     if log_dir is None or not names:
         return ""
     found = [f"{path.name}: {line}" for path in sorted(log_dir.glob("*.log"))
              for line in path.read_text(errors="replace").splitlines() if any(name in line for name in names)]
     return f"\nlog lines naming {sorted(names)} ({len(found)}, the last {limit}):\n" + "\n".join(found[-limit:])
+
+
+def _redis_keys_naming(redis_url: str | None, names: set[str], limit: int = 100) -> str:
+    """Each Redis key whose name contains one of ``names`` (type, TTL in ms, a short value), and the members of the
+    sorted sets (the gate's leases, the due index) and sets that name one, with their scores."""
+    if not redis_url or not names:
+        return ""
+    import redis
+
+    client = redis.Redis.from_url(redis_url, decode_responses=True, socket_timeout=5)
+    lines: list[str] = []
+    try:
+        for key in client.scan_iter(count=1000):
+            kind = client.type(key)
+            if any(name in key for name in names):
+                lines.append(f"{key} {kind} pttl={client.pttl(key)} {_short_value(client, key, kind)}")
+            elif kind == "zset":
+                lines += [f"{key} member {member} score={score}" for member, score in client.zscan_iter(key)
+                          if any(name in member for name in names)]
+    except redis.RedisError as error:
+        lines.append(f"(Redis read failed: {error})")
+    finally:
+        client.close()
+    return f"\nRedis keys naming {sorted(names)} ({len(lines)}, the first {limit}):\n" + "\n".join(lines[:limit])
+
+
+def _short_value(client: Any, key: str, kind: str) -> str:
+    read = {"string": client.get, "set": client.smembers, "zset": lambda k: client.zrange(k, 0, -1, withscores=True),
+            "hash": client.hkeys, "list": lambda k: client.lrange(k, 0, 20)}.get(kind)
+    return str(read(key))[:300] if read else ""
 
 
 def _epoch(timestamp: str | None) -> float | None:

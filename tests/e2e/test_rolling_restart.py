@@ -56,4 +56,4 @@ def test_rolling_restart_of_every_component_during_a_burst_loses_nothing(rolling
     print(f"\nrolling restart: all {CLAIMS} claims bound {bound:.1f}s after the burst began; {handed_back} "
           f"reconciles handed back by stopping workers; {watchdog.events} watch events checked")
     assert not violations, violations
-    wait_settled(burst, log_dir=stack.log_dir)
+    wait_settled(burst, log_dir=stack.log_dir, redis_url=stack.redis_url)
