@@ -9,6 +9,11 @@ empty replica its lock and its schedule are gone, the next lock extension raises
 error while reading the schedule ends it too. :class:`Scheduler` turns both into a recovery instead: when the lock
 is no longer ours it waits for the lock again (a standby may have taken over meanwhile: then this one is the
 standby) and re-installs the static schedule; a Redis error skips the tick and retries shortly.
+
+The schedule can also go without the lock: a starting beat installs its schedule, then waits for the lock; Redis
+losing its data in between takes the schedule and the dead holder's lock, and the new beat then takes a fresh lock
+over an empty schedule and would tick it forever, publishing nothing (no lease reaper, no sweeps: found by the chaos
+test). So every tick also checks that the schedule is there (one ``EXISTS``) and installs it again if not.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import Any
 
 import redis
 from redbeat import RedBeatScheduler
-from redbeat.schedulers import acquire_distributed_beat_lock
+from redbeat.schedulers import acquire_distributed_beat_lock, get_redis
 from redis.exceptions import LockError
 
 log = logging.getLogger(__name__)
@@ -35,6 +40,9 @@ class Scheduler(RedBeatScheduler):
         try:
             if self.lock_key and not self._holds_lock():
                 self._take_lock_again()
+            elif not self._schedule_present():
+                log.warning("beat: the schedule is gone from Redis (Redis lost its data); installing it again")
+                self.setup_schedule()
             return super().tick(*args, **kwargs)
         except (redis.RedisError, LockError) as error:
             log.warning("beat: Redis unavailable or lock lost (%s); retrying in %.0fs", error, RETRY_TICK)
@@ -42,6 +50,9 @@ class Scheduler(RedBeatScheduler):
 
     def _holds_lock(self) -> bool:
         return self.lock is not None and bool(self.lock.owned())
+
+    def _schedule_present(self) -> bool:
+        return bool(get_redis(self.app).exists(self.app.redbeat_conf.schedule_key))
 
     def _take_lock_again(self) -> None:
         """Block until the lock is ours (as a standby would), then put back the schedule Redis may have lost."""

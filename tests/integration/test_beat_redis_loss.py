@@ -1,7 +1,8 @@
 """Beat (celery-redbeat) survives Redis losing everything: FLUSHALL, and a restart of redis-server without data.
 
 Stock redbeat would exit (its lock extension fails) or tick an empty schedule forever; ``workers.beat_scheduler``
-takes the lock again and re-installs the schedule, so the due-index sweep is published again.
+takes the lock again and re-installs the schedule, so the due-index sweep is published again. The schedule can also
+be lost without the lock (Redis flushed while a starting beat waited for the lock): it is installed again too.
 """
 
 from __future__ import annotations
@@ -50,3 +51,20 @@ def test_beat_recovers_its_lock_and_schedule_after_flushall_and_restart(own_redi
                  message=f"beat ticking after a Redis restart\n{beat.log()[-3000:]}")
         assert beat.process is not None and beat.process.poll() is None, "beat exited"
         assert "waiting for it" in beat.log()
+
+
+@pytest.mark.slow
+def test_beat_installs_its_schedule_again_when_it_is_lost_but_the_lock_is_not(own_redis: RedisServer) -> None:
+    """What a FLUSHALL between a starting beat's schedule install and its lock leaves: a held lock, no schedule."""
+    r = redis.Redis.from_url(own_redis.url, decode_responses=True)
+    env = {"POOLBOY_SWEEP_DUE_INTERVAL": "1", "POOLBOY_BEAT_LOCK_TIMEOUT": "5"}
+    with BeatProcess(own_redis.url, env=env) as beat:
+        wait_for(lambda: beat_is_ticking(r), timeout=20, message="beat ticking")
+        lock = r.get(LOCK_KEY)
+        r.delete(*[key for key in r.scan_iter() if key != LOCK_KEY])
+        assert r.get(LOCK_KEY) == lock and not r.exists(SWEEP_ENTRY)
+
+        wait_for(lambda: beat_is_ticking(r), timeout=20,
+                 message=f"beat ticking again after losing its schedule\n{beat.log()[-3000:]}")
+        assert r.get(LOCK_KEY) == lock, "the same beat kept its lock"
+        assert "the schedule is gone from Redis" in beat.log()
