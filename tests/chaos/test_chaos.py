@@ -159,7 +159,7 @@ def test_chaos_during_a_burst_breaks_no_invariant_and_converges(chaos_stack: Loc
         raise AssertionError(f"{error} (unbound pool handles: {burst.unbound_pool_handles()})\n{stack.logs()}") \
             from None
     converged = time.monotonic() - calm
-    wait_settled(burst, log_dir=stack.log_dir, redis_url=stack.redis_url)
+    wait_settled(burst, log_dir=stack.log_dir, redis_url=stack.redis_url, context=f"chaos: {chaos.done}\n")
 
     for claim in burst.claims():
         burst.api.delete_namespaced_custom_object("poolboy.gpte.redhat.com", "v1", burst.namespace,
@@ -168,7 +168,7 @@ def test_chaos_during_a_burst_breaks_no_invariant_and_converges(chaos_stack: Loc
              timeout=150, interval=1.0, message="every claim's handle and resources deleted")
     deleted = time.monotonic() - calm - converged
     violations = watchdog.stop()
-    wait_settled(burst, log_dir=stack.log_dir, redis_url=stack.redis_url)
+    wait_settled(burst, log_dir=stack.log_dir, redis_url=stack.redis_url, context=f"chaos: {chaos.done}\n")
     print(f"chaos: {'; '.join(chaos.done)}\n"
           f"chaos figures: burst + chaos {calm - began:.1f}s; after the chaos stopped every claim bound in "
           f"{bound:.1f}s and the pool back at minAvailable in {converged:.1f}s; deleting {CLAIMS} claims took "

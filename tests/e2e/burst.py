@@ -233,11 +233,12 @@ class Watchdog:
 
 
 def wait_settled(burst: Burst, timeout: float = 60.0, log_dir: Path | None = None,
-                 redis_url: str | None = None) -> None:
+                 redis_url: str | None = None, context: str = "") -> None:
     """Wait until :func:`final_violations` finds nothing (new handles get their resources a moment after they
     appear); fail with what is still wrong and, given the stack's ``log_dir``, every log line that names an object
     still wrong (a convergence that did not happen is diagnosed from what the components did about it) and, given
-    its ``redis_url``, every Redis key that names one: the work gate's marks and lease, own writes, the due index."""
+    its ``redis_url``, every Redis key that names one: the work gate's marks and lease, own writes, the due index.
+    ``context`` (what the test did, e.g. its disruptions in order) leads the failure message."""
     from tests.waiting import wait_for
 
     last: list[list[str]] = [[]]
@@ -250,7 +251,7 @@ def wait_settled(burst: Burst, timeout: float = 60.0, log_dir: Path | None = Non
         wait_for(clean, timeout=timeout, interval=1.0, message="every claim, handle and resource consistent")
     except AssertionError as error:
         names = _names(last[0])
-        raise AssertionError(f"{error}: {last[0][:20]}{_log_lines_naming(log_dir, names)}"
+        raise AssertionError(f"{context}{error}: {last[0][:20]}{_log_lines_naming(log_dir, names)}"
                              f"{_redis_keys_naming(redis_url, names)}") from None
 
 
