@@ -107,6 +107,7 @@ class Recorder:
         self._busy = 0
         self._foreground = 0  # reconciles running in this process
         self._flushing = 0  # flush() callers waiting: nothing is held back for them
+        self._timed = 0  # senders waiting for the head of the queue to fall due
         # one lock, two conditions: an Event wakes one sender (waking all four at every Event cost a few per cent of a
         # worker's CPU in a burst: each woken thread takes the GIL to find the queue empty), and only a sender that
         # leaves nothing queued or in flight wakes the flushers
@@ -142,7 +143,10 @@ class Recorder:
             series.queued = True
             self._queue.append(_Item(sink, series, now + self.hold))
             self._start_senders()
-            self._work.notify()
+            if not self._timed or self._held_for() == 0.0:
+                # a sender must send it, or learn when it falls due; one that waits for an earlier head already
+                # will (waking a sender per Event while runs go on was 2 % of a worker's CPU in a burst)
+                self._work.notify()
         return None
 
     def _start_senders(self) -> None:
@@ -200,7 +204,10 @@ class Recorder:
         while True:
             with self._cond:
                 while (held := self._held_for()) != 0.0:
-                    self._work.wait(held)  # None: until an Event comes; else until the head is due or runs end
+                    # None: until an Event comes; else until the head falls due or the runs end
+                    self._timed += held is not None
+                    self._work.wait(held)
+                    self._timed -= held is not None
                 item = self._queue.popleft()
                 self._busy += 1
             outcome = self._deliver(item)
