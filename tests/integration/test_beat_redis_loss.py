@@ -8,6 +8,7 @@ be lost without the lock (Redis flushed while a starting beat waited for the loc
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 import redis
@@ -34,13 +35,19 @@ def beat_is_ticking(r: redis.Redis) -> bool:
     return bool(r.get(LOCK_KEY)) and r.exists(SWEEP_ENTRY) == 1 and sweeps_published(r) > 0
 
 
+@contextmanager
+def ticking_beat(server: RedisServer) -> Iterator[tuple[redis.Redis, BeatProcess]]:
+    """A beat on ``server`` with a 1 s due sweep and a 5 s lock, once it ticks; and a client of that Redis."""
+    r = redis.Redis.from_url(server.url, decode_responses=True)
+    env = {"POOLBOY_SWEEP_DUE_INTERVAL": "1", "POOLBOY_BEAT_LOCK_TIMEOUT": "5"}
+    with BeatProcess(server.url, env=env) as beat:
+        wait_for(lambda: beat_is_ticking(r), timeout=20, message="beat ticking")
+        yield r, beat
+
+
 @pytest.mark.slow
 def test_beat_recovers_its_lock_and_schedule_after_flushall_and_restart(own_redis: RedisServer) -> None:
-    r = redis.Redis.from_url(own_redis.url, decode_responses=True)
-    env = {"POOLBOY_SWEEP_DUE_INTERVAL": "1", "POOLBOY_BEAT_LOCK_TIMEOUT": "5"}
-    with BeatProcess(own_redis.url, env=env) as beat:
-        wait_for(lambda: beat_is_ticking(r), timeout=20, message="beat ticking")
-
+    with ticking_beat(own_redis) as (r, beat):
         r.flushall()
         wait_for(lambda: beat_is_ticking(r), timeout=20, message=f"beat ticking after FLUSHALL\n{beat.log()[-3000:]}")
 
@@ -56,10 +63,7 @@ def test_beat_recovers_its_lock_and_schedule_after_flushall_and_restart(own_redi
 @pytest.mark.slow
 def test_beat_installs_its_schedule_again_when_it_is_lost_but_the_lock_is_not(own_redis: RedisServer) -> None:
     """What a FLUSHALL between a starting beat's schedule install and its lock leaves: a held lock, no schedule."""
-    r = redis.Redis.from_url(own_redis.url, decode_responses=True)
-    env = {"POOLBOY_SWEEP_DUE_INTERVAL": "1", "POOLBOY_BEAT_LOCK_TIMEOUT": "5"}
-    with BeatProcess(own_redis.url, env=env) as beat:
-        wait_for(lambda: beat_is_ticking(r), timeout=20, message="beat ticking")
+    with ticking_beat(own_redis) as (r, beat):
         lock = r.get(LOCK_KEY)
         r.delete(*[key for key in r.scan_iter() if key != LOCK_KEY])
         assert r.get(LOCK_KEY) == lock and not r.exists(SWEEP_ENTRY)
