@@ -11,9 +11,11 @@ those runs' timings are not the figures to compare.
 from __future__ import annotations
 
 import collections
+import hashlib
 import re
 import threading
 from collections.abc import Iterable
+from functools import cache
 
 import redis
 
@@ -63,6 +65,21 @@ def key_shape(key: str) -> str:
     return ":".join(shape.split(":")[:4])
 
 
+@cache
+def script_names() -> dict[str, str]:
+    """SHA1 -> name of every Lua script the stack registers, so ``EVALSHA`` lines say which script ran."""
+    from cache import handle_index, store
+    from workers import due, gate
+
+    sources = {f"gate {name}": gate._source(name) for name in ("add", "wake", "observe", "start", "done", "renew",
+                                                                  "reap")}
+    sources.update({"cache put": store._INDEX_FUNCTIONS + store._PUT,
+                    "cache delete": store._INDEX_FUNCTIONS + store._DELETE,
+                    "index reserve": handle_index._RESERVE, "index release": handle_index._RELEASE,
+                    "due pop": due._POP_DUE, "due schedule": due._SCHEDULE})
+    return {hashlib.sha1(source.encode()).hexdigest(): name for name, source in sources.items()}
+
+
 class Tally:
     """Commands by purpose, fed one command at a time in the order Redis ran them; ``detail`` counts them by purpose,
     command and key shape (``gate: SADD gate:…:ids``), which says what to cut."""
@@ -86,7 +103,8 @@ class Tally:
         if command in ("EVALSHA", "EVAL"):
             key = args[3] if len(args) > 3 and args[2] != "0" else ""
             self._script = purpose_of(command, key)
-            self._count(self._script, f"{command} {key_shape(key)}")
+            name = script_names().get(args[1], "") if command == "EVALSHA" and len(args) > 1 else ""
+            self._count(self._script, f"{command} {name or key_shape(key)}")
             return
         self._count(purpose_of(command, key), f"{command} {key_shape(key)}")
 

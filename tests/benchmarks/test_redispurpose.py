@@ -41,3 +41,16 @@ def test_per_claim_puts_the_total_first() -> None:
     figures = redispurpose.per_claim(redispurpose.classify(LINES.splitlines()), 2)
     assert list(figures)[:2] == ["total", "broker: unacked"]
     assert figures["total"] == 7.5
+
+
+def test_a_script_call_is_named_by_the_script_it_runs() -> None:
+    import hashlib
+
+    from workers import gate
+
+    sha = hashlib.sha1(gate._source("start").encode()).hexdigest()
+    tally = redispurpose.Tally()
+    tally.feed(False, ["EVALSHA", sha, "3", "gate:{claim/ns/a}:pending", "gate:{claim/ns/a}:active", "gate:leases"])
+    tally.feed(False, ["EVALSHA", "0" * 40, "1", "gate:{claim/ns/b}:pending"])
+    assert tally.detail == {"gate: EVALSHA gate start": 1, "gate: EVALSHA gate:…:pending": 1}, \
+        "an unknown script is named by its first key's shape"
