@@ -12,9 +12,10 @@ the oldest waiting claim instead of to whichever run happens first.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import orjson
@@ -124,19 +125,19 @@ class RedisHandleIndex:
         :meth:`summaries`)."""
         if not names:
             return
-        gone = set(names)
         with self._lock:
             for key, snapshot in list(self._snapshots.items()):
-                if not gone.isdisjoint(snapshot):
-                    self._snapshots[key] = Snapshot({k: v for k, v in snapshot.items() if k not in gone},
-                                                    snapshot.read_at)
+                if any(name in snapshot for name in names):
+                    self._snapshots[key] = snapshot.without(names)
 
-    def reserve(self, binding_scope: str, names: list[str], claim: dict) -> Reservation:
+    def reserve(self, binding_scope: str, names: Iterable[str], claim: dict) -> Reservation:
         """The first of ``names`` (best first) that no other claim holds, asked :data:`_RESERVE_BATCH` names at a
-        time: the best is nearly always free, and a pool of thousands need not cross the wire per claim."""
+        time: the best is nearly always free, and a pool of thousands need not cross the wire per claim. Names are
+        taken from ``names`` only as far as a batch needs them (a ranking is lazy); those of the last batch after
+        the one reserved come back in :attr:`Reservation.untried`."""
         claim_id = cache_model.identity(claim)
-        for first in range(0, max(len(names), 1), _RESERVE_BATCH):
-            batch = names[first:first + _RESERVE_BATCH]
+        remaining = iter(names)
+        while batch := list(itertools.islice(remaining, _RESERVE_BATCH)):
             outcome = self._reserve(args=[RESERVATION_PREFIX, self.ttl_ms, claim_id,
                                           index_key(f"{candidates.WAITING}|{binding_scope}"),
                                           index_key(f"{candidates.UNBOUND}|{binding_scope}"), object_key(""),
@@ -148,7 +149,8 @@ class RedisHandleIndex:
             passed = [member.decode().rsplit("|", 1)[1] for member in outcome[2 if verdict == "ok" else 1:]]
             self._forget(*passed)  # the reserved one, and those bound or held by others: no other claim here tries them
             if verdict == "ok":
-                return Reservation(name=passed[0], handle=orjson.loads(doc) if doc else None)
+                return Reservation(name=passed[0], handle=orjson.loads(doc) if doc else None,
+                                   untried=tuple(batch[batch.index(passed[0]) + 1:]))
         return Reservation()
 
     def queue_position(self, binding_scope: str, claim: dict) -> tuple[int, int] | None:

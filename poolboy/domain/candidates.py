@@ -15,7 +15,8 @@ Claims that must wait for a handle (``disableCreation``) are kept, per scope, in
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+import heapq
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -40,15 +41,68 @@ class Reservation:
     name: str | None = None
     wait: bool = False
     handle: dict[str, Any] | None = None
+    #: the names after ``name`` that the reservation took from the ranking but did not try (:meth:`HandleIndex.reserve`)
+    untried: tuple[str, ...] = ()
 
 
-class Snapshot(dict[str, dict]):
+class Snapshot(Mapping[str, dict]):
     """Summaries by handle name as an index read them, and when (``time.monotonic()``): a caller that asked for a
-    recent answer can tell one read before it asked, which may miss handles added since."""
+    recent answer can tell one read before it asked, which may miss handles added since.
 
-    def __init__(self, entries: Mapping[str, dict], read_at: float) -> None:
-        super().__init__(entries)
+    Never changed once taken, so rankers in other threads may hold it while it is replaced. Each class's handles in
+    rank order (:meth:`by_class`) are sorted once per snapshot, not once per claim: a burst of N claims on a pool of
+    N ranked N summaries per claim. :meth:`without` leaves handles out of a new snapshot that shares that work,
+    so taking a handle costs no new sort either."""
+
+    def __init__(self, entries: Mapping[str, dict], read_at: float, *, _gone: frozenset[str] = frozenset(),
+                 _classes: dict[str, _Class] | None = None) -> None:
+        self._entries = entries
+        self._gone = _gone
+        self._classes = _classes
         self.read_at = read_at
+
+    def __getitem__(self, name: str) -> dict:
+        if name in self._gone:
+            raise KeyError(name)
+        return self._entries[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name not in self._gone and name in self._entries
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name in self._entries if name not in self._gone)
+
+    def __len__(self) -> int:
+        return len(self._entries) - len(self._gone)
+
+    def without(self, names: Iterable[str]) -> Snapshot:
+        """This snapshot less ``names`` (those it holds), sharing its entries and its per-class order."""
+        gone = self._gone | {name for name in names if name in self._entries}
+        return Snapshot(self._entries, self.read_at, _gone=gone, _classes=self.by_class())
+
+    def by_class(self) -> dict[str, _Class]:
+        """Each class's handles: by name (to pick a representative), and in rank order on criteria 4–8 with their
+        lifespan ends (docs/behaviour.md#binding); unhealthy handles left out. Handles this snapshot has left out
+        are still listed: callers skip them (``name in snapshot``)."""
+        if self._classes is None:  # two threads may both sort a new snapshot: the same result, no lock needed
+            classes: dict[str, _Class] = {}
+            for name, item in self._entries.items():
+                entry = classes.setdefault(str(item.get("c")), _Class([], []))
+                entry.names.append(name)
+                if item.get("h") is not False:
+                    entry.ranked.append(((item.get("h") is not True, item.get("r") is not True, -(item.get("s") or 0),
+                                          str(item.get("t") or "") or "~", name), str(item.get("e") or "")))
+            for entry in classes.values():
+                entry.names.sort()
+                entry.ranked.sort()
+            self._classes = classes
+        return self._classes
+
+
+@dataclass(frozen=True)
+class _Class:
+    names: list[str]  # sorted
+    ranked: list[tuple[tuple, str]]  # (rank key ending in the name, lifespan end), best first
 
 
 class HandleIndex(Protocol):
@@ -60,8 +114,9 @@ class HandleIndex(Protocol):
         A snapshot may still list a handle bound since: only a reservation tells."""
         ...
 
-    def reserve(self, scope: str, names: list[str], claim: dict) -> Reservation:
-        """Atomically reserve the first of ``names`` (best first) no other claim holds."""
+    def reserve(self, scope: str, names: Iterable[str], claim: dict) -> Reservation:
+        """Atomically reserve the first of ``names`` (best first) no other claim holds; ``names`` may be lazy, and
+        those it gave but the reservation did not try come back in :attr:`Reservation.untried`."""
         ...
 
     def release(self, name: str, claim: dict) -> None:
@@ -220,22 +275,20 @@ def _class_view(handle: Mapping[str, Any]) -> dict[str, Any]:
     return {**handle, "metadata": metadata, "spec": spec, "status": {}}
 
 
-def rank(claim: dict, summaries: Mapping[str, Mapping[str, Any]], fetch: Callable[[str], dict | None],
+def rank(claim: dict, summaries: Snapshot, fetch: Callable[[str], dict | None],
          providers: Callable[[list[dict]], dict[str, dict]], now: datetime, *, domain: str,
-         claim_resources: list[dict]) -> list[str]:
+         claim_resources: list[dict]) -> Iterator[str]:
     """Names of the candidate handles, best first (docs/behaviour.md#binding), from summaries and one representative
-    per class.
+    per class; lazily, so that a claim pays for the handles it tries, not for the whole pool.
 
     ``fetch(name)`` reads a handle (from the cache); ``providers(representatives)`` maps provider names to provider
     objects for ``matchIgnore``.
     """
-    by_class: dict[str, list[str]] = {}
-    for name, item in summaries.items():
-        by_class.setdefault(str(item.get("c")), []).append(name)
+    classes = summaries.by_class()
     representatives: dict[str, dict] = {}
-    for cls, names in by_class.items():
-        for name in sorted(names):
-            handle = fetch(name)
+    for cls, entry in classes.items():
+        for name in entry.names:
+            handle = fetch(name) if name in summaries else None
             if handle is not None and handle_class(handle) == cls:
                 representatives[cls] = _class_view(handle)
                 break
@@ -244,17 +297,20 @@ def rank(claim: dict, summaries: Mapping[str, Mapping[str, Any]], fetch: Callabl
         matching.check_match_ignore({name: provider_map[name] for name in
                                      ((r.get("provider") or {}).get("name") for r in claim_resources)
                                      if name in provider_map})
-    ranked: list[tuple[tuple, str]] = []
+    by_key: dict[tuple, list[list[tuple[tuple, str]]]] = {}
     for cls, view in representatives.items():
         if matching.exclusion_reason(claim, view, provider_map, now, domain=domain,
-                                     claim_resources=claim_resources) is not None:
-            continue
-        class_key = matching.rank_key(claim_resources, view)[:3]
-        for name in by_class[cls]:
-            item = summaries[name]
-            if item.get("h") is False or matching.end_too_soon(item.get("e"), now):
-                continue
-            created = str(item.get("t") or "")
-            ranked.append(((*class_key, item.get("h") is not True, item.get("r") is not True, -(item.get("s") or 0),
-                            created or "~", name), name))
-    return [name for _, name in sorted(ranked)]
+                                     claim_resources=claim_resources) is None:
+            by_key.setdefault(tuple(matching.rank_key(claim_resources, view)[:3]), []).append(classes[cls].ranked)
+    return _in_order(by_key, summaries, now)
+
+
+def _in_order(by_key: dict[tuple, list[list[tuple[tuple, str]]]], summaries: Snapshot,
+              now: datetime) -> Iterator[str]:
+    """Criteria 1–3 (the class's key) first, then each class's own order; classes that tie on 1–3 interleave."""
+    for key in sorted(by_key):
+        lists = by_key[key]
+        for item_key, end in (lists[0] if len(lists) == 1 else heapq.merge(*lists)):
+            name = item_key[-1]
+            if name in summaries and not matching.end_too_soon(end, now):
+                yield name

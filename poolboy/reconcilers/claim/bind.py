@@ -9,6 +9,7 @@ claim wins a handle, and a loser moves on to the next candidate.
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import Any, Protocol
 
@@ -78,7 +79,7 @@ class IndexedCandidates:
     summaries may be a snapshot read before the claim asked; then, before it answers "no handle", it ranks a read of
     its own (a read of its own is not repeated: a claim no handle can serve reads the index once)."""
 
-    def __init__(self, index: candidate_index.HandleIndex, scope: str, summaries: dict[str, dict[str, Any]],
+    def __init__(self, index: candidate_index.HandleIndex, scope: str, summaries: candidate_index.Snapshot,
                  fallbacks: tuple[str, ...] = (), *, recent: bool = False) -> None:
         self.index = index
         self.scope = scope
@@ -95,7 +96,7 @@ class IndexedCandidates:
             return ListedCandidates().bind(run, mode, claim_resources)
         return self._bind_from(fresh, run, mode, claim_resources)[0]
 
-    def _bind_from(self, summaries: dict[str, dict[str, Any]], run: ClaimRun, mode: Mode,
+    def _bind_from(self, summaries: candidate_index.Snapshot, run: ClaimRun, mode: Mode,
                    claim_resources: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, bool]:
         """(the handle bound, or None; whether the claim must wait for older claims of its scope)."""
         index = self.index
@@ -112,11 +113,11 @@ class IndexedCandidates:
             run.claim, summaries, fetch=fetch,
             providers=lambda handles: providers_by_name(run.ctx, handles, mode.providers),
             now=run.ctx.now, domain=run.ctx.settings.domain, claim_resources=claim_resources)
-        while ranked:
+        while True:
             reservation = index.reserve(self.scope, ranked, run.claim)
             if reservation.name is None:
                 return None, reservation.wait
-            ranked = ranked[ranked.index(reservation.name) + 1:]
+            ranked = itertools.chain(reservation.untried, ranked)
             if reservation.name in representatives:
                 candidate = representatives.pop(reservation.name)
             else:
@@ -130,7 +131,6 @@ class IndexedCandidates:
             if handle is not None:
                 return handle, False
             index.release(reservation.name, run.claim)
-        return None, False
 
 
 def parameter_values(run: ClaimRun, mode: Mode) -> dict[str, Any] | None:
