@@ -31,6 +31,7 @@ from prometheus_client import Counter
 from cache import model as cache_model
 from cache.store import ObjectCache, ScriptCall
 from poolboy import kube
+from poolboy.observability import labelled
 
 if TYPE_CHECKING:  # discovery imports the official client; the types are enough here
     from poolboy.kube.discovery import ResourceInfo
@@ -72,9 +73,9 @@ class CachedKubeClient:
             found = read(self._cache)
         except Exception as error:  # Redis away: the cache only costs speed
             log.debug("cache %s failed: %s", verb, error)
-            CACHE_READS.labels(verb, "error").inc()
+            labelled(CACHE_READS, verb, "error").inc()
             return None
-        CACHE_READS.labels(verb, "miss" if found is None else "hit").inc()
+        labelled(CACHE_READS, verb, "miss" if found is None else "hit").inc()
         return found
 
     def prefetch(self, refs: Iterable[ObjectRef]) -> None:
@@ -105,7 +106,7 @@ class CachedKubeClient:
             return copy.deepcopy(written[0])
         prefetched = self._prefetched.pop(ident, None)
         if prefetched is not None and not self.fresh:
-            CACHE_READS.labels("get", "hit").inc()
+            labelled(CACHE_READS, "get", "hit").inc()
             return prefetched
         return self._cached("get", lambda c: c.get(api_version, kind, namespace, name))
 

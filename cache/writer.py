@@ -26,6 +26,7 @@ from prometheus_client import Counter
 
 from cache import model as cache_model
 from cache.store import ObjectCache, ScriptCall
+from poolboy.observability import labelled
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +103,7 @@ class CacheWriter:
     def event_written(self, event_type: str, obj: dict, error: BaseException | None = None) -> None:
         """Count an event's cache write (:meth:`event_call`) and log its failure: the cache only costs speed."""
         if error is None:
-            CACHE_WRITES.labels(event_type.lower()).inc()
+            labelled(CACHE_WRITES, event_type.lower()).inc()
             return
         CACHE_ERRORS.inc()
         log.warning("could not write %s of %s to the cache: %s", event_type, cache_model.identity(obj), error)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Generic, TypeVar
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,16 @@ class Hook(Generic[C]):
                 callback(*args)
             except Exception:
                 log.exception("%s callback failed", self.name)
+
+
+@lru_cache(maxsize=4096)
+def labelled(metric: Any, *values: str) -> Any:
+    """``metric.labels(*values)``, looked up once per metric and label values.
+
+    Why: the watcher counts every watch event and every key it hands on, and a worker every run and every API
+    request; prometheus-client's ``labels()`` validates and joins the values under a lock at each call (4 % of the
+    watcher's CPU in a W1-1500 profile), while the child it returns stays the same for the life of the process."""
+    return metric.labels(*values)
 
 
 ApiRequestCallback = Callable[[str, int], None]

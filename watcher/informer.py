@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from poolboy.kube import ApiError, Gone, KubeClient
+from poolboy.observability import labelled
 from poolboy.utils.backoff import Backoff
 from watcher import metrics
 
@@ -193,7 +194,7 @@ class Informer:
     def _deliver(self, event_type: str, obj: dict) -> None:
         if self._stop.is_set():  # a stopped informer (e.g. after losing leadership) must not enqueue anything
             return
-        metrics.EVENTS.labels(self.kind, event_type).inc()
+        labelled(metrics.EVENTS, self.kind, event_type).inc()
         self.busy_since = time.monotonic()
         try:
             self.callback(event_type, obj)

@@ -25,6 +25,7 @@ from poolboy import keys
 from poolboy.domain import pool_revision
 from poolboy.domain.binding import WAITING_LABEL
 from poolboy.kube import KubeClient
+from poolboy.observability import labelled
 from poolboy.settings import Settings
 from poolboy.utils.backoff import Backoff
 from watcher import mapping, metrics
@@ -244,6 +245,6 @@ _SKIPPED = ("own-write", "deferred")
 def _count(wakes: Wakes, outcomes: list[str]) -> None:
     for (key, _), outcome in zip(wakes, outcomes, strict=True):
         if outcome in _SKIPPED:
-            metrics.SKIPPED.labels(outcome).inc()
+            labelled(metrics.SKIPPED, outcome).inc()
         else:
-            metrics.KEYS.labels(key.split("/", 1)[0]).inc()
+            labelled(metrics.KEYS, key.split("/", 1)[0]).inc()

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from poolboy.observability import labelled
 from poolboy.settings import Settings
 from workers import metrics
 from workers.gate import Gate, Publish
@@ -48,7 +49,7 @@ class Enqueuer:
     def settle(self, results: Sequence[tuple[str, Publish | None]], countdown: float | None = None) -> list[str]:
         """Count what the gate answered to ADDs and publish the runs its scripts did not push themselves."""
         for outcome, _ in results:
-            metrics.GATE_ADDS.labels(outcome=outcome).inc()
+            labelled(metrics.GATE_ADDS, outcome).inc()
         self.publish_many([publish for _, publish in results if publish], countdown=countdown)
         return [outcome for outcome, _ in results]
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from poolboy.observability import labelled
 from workers import metrics
 from workers.enqueue import Enqueuer
 from workers.gate import Publish, evalsha_pipelined
@@ -76,7 +77,7 @@ class GateIntake:
             outcome, publish = self.gate.add(key)
         else:
             outcome, publish = self.gate.add_result(key, reply)
-        metrics.GATE_ADDS.labels(outcome=outcome).inc()
+        labelled(metrics.GATE_ADDS, outcome).inc()
         return outcome, publish
 
     def _publish(self, publishes: list[Publish]) -> None:

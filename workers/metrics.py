@@ -21,6 +21,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import REGISTRY, Collector
 
+from poolboy.observability import labelled
+
 if TYPE_CHECKING:
     from poolboy.settings import Settings
 
@@ -52,11 +54,11 @@ EVENTS = Counter("poolboy_events_total", "Kubernetes Events: sent (create|patch 
 
 
 def observe_api_request(method: str, code: int) -> None:
-    REST_REQUESTS.labels(code=str(code), method=method.upper()).inc()
+    labelled(REST_REQUESTS, str(code), method.upper()).inc()
 
 
 def observe_event(outcome: str, detail: str) -> None:
-    EVENTS.labels(outcome=outcome, detail=detail).inc()
+    labelled(EVENTS, outcome, detail).inc()
 
 
 def install_api_hook() -> None:

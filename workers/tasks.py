@@ -33,6 +33,7 @@ from poolboy.context import Context
 from poolboy.keys import KINDS, parse
 from poolboy.kube import event_recorder
 from poolboy.kube.interfaces import Client
+from poolboy.observability import labelled
 from poolboy.result import PermanentError, Result, TransientError
 from workers import backoff, metrics, own_writes, run_log, shutdown, sweeps
 from workers.config import MAX_COUNTDOWN
@@ -192,8 +193,8 @@ def finish(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, write
     # published a little later: adds meanwhile coalesce, so a burst runs the key once per window
     rt.enqueuer.settle(added[woken:], countdown=min(rt.settings.batch_seconds, MAX_COUNTDOWN))
     done = gate.done_result(key, replies[-1])
-    own_writes.DEFERRED_EVENTS.labels(outcome="own-write").inc(done.deferred - done.foreign)
-    own_writes.DEFERRED_EVENTS.labels(outcome="rerun").inc(done.foreign)
+    labelled(own_writes.DEFERRED_EVENTS, "own-write").inc(done.deferred - done.foreign)
+    labelled(own_writes.DEFERRED_EVENTS, "rerun").inc(done.foreign)
     if done.rerun:
         rt.enqueuer.publish(done.rerun)
     return done
@@ -232,11 +233,11 @@ def execute(task: Task, kind: str, key: str) -> str:
     kube = rt.reader()
     started = begin(rt, kind, key, token, msg_id, kube)
     if started is None:
-        metrics.GATE_STARTS.labels(outcome="busy").inc()
+        labelled(metrics.GATE_STARTS, "busy").inc()
         return "busy"
-    metrics.GATE_STARTS.labels(outcome="started").inc()
+    labelled(metrics.GATE_STARTS, "started").inc()
     if started.waited is not None:
-        metrics.GATE_WAIT.labels(controller=kind).observe(started.waited)
+        labelled(metrics.GATE_WAIT, kind).observe(started.waited)
     began = time.monotonic()
     outcome = Outcome("error")
     writes = own_writes.Collector()
@@ -251,8 +252,8 @@ def execute(task: Task, kind: str, key: str) -> str:
             outcome = Outcome("handed_back", text="handed back (worker stopping)", level=logging.INFO)
         finally:
             elapsed = time.monotonic() - began
-            metrics.RECONCILE_TIME.labels(controller=kind).observe(elapsed)
-            metrics.RECONCILE_TOTAL.labels(controller=kind, result=outcome.result).inc()
+            labelled(metrics.RECONCILE_TIME, kind).observe(elapsed)
+            labelled(metrics.RECONCILE_TOTAL, kind, outcome.result).inc()
             run_log.report(run, outcome.text, elapsed, outcome.level)
             if outcome.result == "handed_back":
                 hand_back(rt, key)
