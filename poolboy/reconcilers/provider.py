@@ -6,8 +6,8 @@ Validity (beyond upstream): the spec is checked by :mod:`poolboy.domain.provider
 it, both with ``observedGeneration``, so ``kubectl wait --for=condition=Ready resourceprovider/X`` works. One
 Warning Event ``InvalidSpec`` is emitted when a problem first appears or changes, never on a converged re-run.
 
-Fan-out: dependants are found from fresh lists — claims that use the provider (or are still unbound, since they may
-now match or find it), handles and pools whose spec names it. They are enqueued when the run wrote the status
+Fan-out: dependants are found from fresh lists — claims that use the provider (or, still unbound, may now select it:
+see :func:`claim_depends`), handles and pools whose spec names it. They are enqueued when the run wrote the status
 (a new generation, a change of validity) or when the provider is gone; the run caused by that status write is
 converged and enqueues nothing, so one change of the provider costs its dependants one run, not two. A fan-out
 lost to a crash between the write and the enqueue is repaired by the dependants' periodic sweeps.
@@ -39,17 +39,47 @@ def _names(spec_or_status: dict[str, Any] | None) -> set[str]:
     return {n for n in names if n}
 
 
-def claim_depends(claim: dict[str, Any], name: str) -> bool:
+def claim_depends(claim: dict[str, Any], name: str, linking: frozenset[str] = frozenset()) -> bool:
+    """Whether a change of provider ``name`` can change what ``claim`` does: it names the provider (in its spec or
+    status), or, still unbound, it may now select it — a resource without a provider name is matched against every
+    provider's template, and a provider it names may link to ``name`` (``linking``: the providers that link to it,
+    directly or through others). An unbound claim that names other providers only is left alone: waking every
+    unbound claim at every provider change made each new provider re-run them all."""
     status = claim.get("status") or {}
-    return name in _names(status) or name in _names(claim.get("spec")) or not status.get("resourceHandle")
+    spec = claim.get("spec") or {}
+    if name in _names(status) or name in _names(spec):
+        return True
+    if status.get("resourceHandle"):
+        return False
+    matched = any(not ((r or {}).get("provider") or {}).get("name") for r in spec.get("resources") or [])
+    return matched or not _names(spec).isdisjoint(linking)
+
+
+def linking_providers(providers: list[dict[str, Any]], name: str) -> frozenset[str]:
+    """Names of the providers that link to ``name`` (``linkedResourceProviders``), directly or through others."""
+    linked_by: dict[str, set[str]] = {}
+    for provider in providers:
+        for link in (provider.get("spec") or {}).get("linkedResourceProviders") or []:
+            if isinstance(link, dict) and link.get("name"):
+                linked_by.setdefault(str(link["name"]), set()).add(provider["metadata"]["name"])
+    found: set[str] = set()
+    todo = [name]
+    while todo:
+        for parent in linked_by.get(todo.pop(), ()):
+            if parent not in found:
+                found.add(parent)
+                todo.append(parent)
+    found.discard(name)
+    return frozenset(found)
 
 
 def dependants(ctx: Context, name: str) -> tuple[str, ...]:
     """Keys of the claims, handles and pools that must look at the provider ``name`` again."""
     api = ctx.settings.api_version
+    linking = linking_providers(ctx.kube.list(api, KIND, ctx.settings.operator_namespace), name)
     enqueue: list[str] = []
     for claim in ctx.kube.list(api, "ResourceClaim"):
-        if claim_depends(claim, name):
+        if claim_depends(claim, name, linking):
             enqueue.append(keys.make(keys.CLAIM, claim["metadata"]["namespace"], claim["metadata"]["name"]))
     for kind, token in (("ResourceHandle", keys.HANDLE), ("ResourcePool", keys.POOL)):
         for obj in ctx.kube.list(api, kind, ctx.settings.operator_namespace):

@@ -335,3 +335,21 @@ def test_provider_change_enqueues_dependants(henv: HandleEnv) -> None:
     outcome = henv.reconcile("provider", "cm")
     assert henv.key("handle", "guid-depnd") in outcome.enqueue
     assert henv.key("pool", "pool") in outcome.enqueue
+
+
+def test_provider_change_wakes_the_unbound_claims_that_may_select_it_and_no_others(henv: HandleEnv) -> None:
+    henv.configmap_provider("cm")
+    henv.configmap_provider("parent", linkedResourceProviders=[{"name": "middle"}])
+    henv.configmap_provider("middle", linkedResourceProviders=[{"name": "cm"}])
+    henv.configmap_provider("other")
+    henv.claim("names-it", {"resources": [{"provider": {"name": "cm"}}]})
+    henv.claim("by-template", {"resources": [{"template": {"data": {"x": "1"}}}]})
+    henv.claim("through-a-link", {"resources": [{"provider": {"name": "parent"}}]})
+    henv.claim("provider-mode", {"provider": {"name": "cm"}})
+    henv.claim("elsewhere", {"resources": [{"provider": {"name": "other"}}]})
+    henv.claim("elsewhere-too", {"provider": {"name": "other"}})
+    woken = set(henv.reconcile("provider", "cm").enqueue)
+    assert {henv.key("claim", name) for name in ("names-it", "by-template", "through-a-link", "provider-mode")} \
+        <= woken
+    assert not {henv.key("claim", "elsewhere"), henv.key("claim", "elsewhere-too")} & woken, \
+        "an unbound claim of another provider cannot select this one"
