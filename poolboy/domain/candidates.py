@@ -76,9 +76,10 @@ class Snapshot(Mapping[str, dict]):
         return len(self._entries) - len(self._gone)
 
     def without(self, names: Iterable[str]) -> Snapshot:
-        """This snapshot less ``names`` (those it holds), sharing its entries and its per-class order."""
+        """This snapshot less ``names`` (those it holds), sharing its entries and, once sorted, its per-class order
+        (a snapshot no claim has ranked yet is not sorted for this)."""
         gone = self._gone | {name for name in names if name in self._entries}
-        return Snapshot(self._entries, self.read_at, _gone=gone, _classes=self.by_class())
+        return Snapshot(self._entries, self.read_at, _gone=gone, _classes=self._classes)
 
     def by_class(self) -> dict[str, _Class]:
         """Each class's handles: by name (to pick a representative), and in rank order on criteria 4–8 with their
@@ -301,7 +302,7 @@ def rank(claim: dict, summaries: Snapshot, fetch: Callable[[str], dict | None],
     for cls, view in representatives.items():
         if matching.exclusion_reason(claim, view, provider_map, now, domain=domain,
                                      claim_resources=claim_resources) is None:
-            by_key.setdefault(tuple(matching.rank_key(claim_resources, view)[:3]), []).append(classes[cls].ranked)
+            by_key.setdefault(matching.rank_key(claim_resources, view)[:3], []).append(classes[cls].ranked)
     return _in_order(by_key, summaries, now)
 
 
