@@ -2,10 +2,12 @@
 
 Starts the stack (``stack.local.LocalStack``), makes N claims wait for a provider with ``disableCreation`` (a pool
 of ``minAvailable: 0``), waits until every one shows its position (``status.queue``), resets devcluster's request
-counters, then binds K of them with a ResourcePoolScaling of K handles and waits until every remaining claim shows
+counters, then binds K of them with a ResourcePoolScaling of K handles (or ``--steps`` scalings, each once the last
+one's handles are bound: a pool that refills a few at a time) and waits until every remaining claim shows
 its new position (1..N-K). It prints one JSON document: the claim writes (``update`` + ``patch`` of
-resourceclaims in the claims' namespace, all the operator's: the benchmark writes none) in total, per bind, and the
-seconds until positions were current again. The refresh interval is ``POOLBOY_QUEUE_STATUS_INTERVAL`` (default
+resourceclaims in the claims' namespace, all the operator's: the benchmark writes none) in total, per bind, the
+claim reconcile runs meanwhile (the workers' ``controller_runtime_reconcile_total``), and the seconds until positions
+were current again. The refresh interval is ``POOLBOY_QUEUE_STATUS_INTERVAL`` (default
 30 s): each waiting claim is rewritten at most once per interval and only when its position changed, so the total
 is bounded by about ``N-K`` (one rewrite each) plus the binds' own writes, whatever K.
 
@@ -18,10 +20,13 @@ import argparse
 import json
 import sys
 import time
+import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 from kubernetes import client, config
+from prometheus_client.parser import text_string_to_metric_families
 
+from stack import ports
 from stack.local import LocalStack, StackOptions
 
 D = "poolboy.gpte.redhat.com"
@@ -62,13 +67,43 @@ def claim_writes(stack: LocalStack) -> int:
                and i["resource"].startswith("resourceclaims"))
 
 
+def claim_runs(stack: LocalStack) -> int:
+    """Claim reconcile runs the workers have counted so far (every outcome)."""
+    total = 0.0
+    for name, url in stack.metrics_urls.items():
+        if not name.startswith("worker"):
+            continue
+        with urllib.request.urlopen(url, timeout=10) as reply:
+            text = reply.read().decode()
+        total += sum(sample.value for family in text_string_to_metric_families(text) for sample in family.samples
+                     if sample.name == "controller_runtime_reconcile_total"
+                     and sample.labels.get("controller") == "claim")
+    return int(total)
+
+
+def free_port_run(count: int) -> int:
+    """The first of ``count`` consecutive free loopback ports (the watcher's and each worker's metrics)."""
+    for _ in range(50):
+        base = ports.free()
+        try:
+            ports.check(ports.PortRequest(base + offset, "metrics", "") for offset in range(count))
+        except ports.PortTaken:
+            continue
+        return base
+    raise SystemExit("no consecutive free ports for the components' metrics")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--claims", type=int, default=500)
     parser.add_argument("--binds", type=int, default=50)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=1,
+                        help="add the handles in this many scalings, each once the last one's are bound (a pool "
+                             "that refills a few at a time)")
     args = parser.parse_args()
-    with LocalStack(StackOptions(workers=args.workers, concurrency=1)) as stack:
+    with LocalStack(StackOptions(workers=args.workers, concurrency=1,
+                                 metrics_port=free_port_run(args.workers + 1))) as stack:
         api = api_of(stack)
         client.CoreV1Api(api.api_client).create_namespace({"metadata": {"name": USER_NS}})
         create(api, NS, "resourceproviders", "ResourceProvider", "q", {
@@ -84,18 +119,24 @@ def main() -> None:
         settle = wait(lambda: all(p is not None for p in positions(api).values()) and len(positions(api)) == len(names),
                       900, "every claim showing its position")
         stack.cluster.reset_counters()
-        create(api, NS, "resourcepoolscalings", "ResourcePoolScaling", "more", {
-            "resourcePool": {"name": "q"}, "count": args.binds})
-        remaining = args.claims - args.binds
-        bound = wait(lambda: len(positions(api)) == remaining, 600, f"{args.binds} binds")
+        runs_before = claim_runs(stack)
+        bound = 0.0
+        for step in range(args.steps):  # each scaling once the previous one's handles are bound
+            count = args.binds * (step + 1) // args.steps - args.binds * step // args.steps
+            create(api, NS, "resourcepoolscalings", "ResourcePoolScaling", f"more-{step}", {
+                "resourcePool": {"name": "q"}, "count": count})
+            remaining = args.claims - args.binds * (step + 1) // args.steps
+            bound += wait(lambda left=remaining: len(positions(api)) == left, 600, f"{args.binds} binds")
         current = wait(lambda: sorted(p for p in positions(api).values() if p) == list(range(1, remaining + 1)),
                        600, "positions current again")
         writes = claim_writes(stack)
-        result = {"claims": args.claims, "binds": args.binds, "workers": args.workers,
+        runs = claim_runs(stack) - runs_before
+        result = {"claims": args.claims, "binds": args.binds, "steps": args.steps, "workers": args.workers,
                   "seconds_until_every_position_shown": round(settle, 1), "seconds_to_bind": round(bound, 1),
                   "seconds_until_positions_current": round(bound + current, 1), "claim_writes": writes,
                   "claim_writes_per_bind": round(writes / args.binds, 2),
-                  "claim_writes_per_waiting_claim": round(writes / remaining, 2)}
+                  "claim_writes_per_waiting_claim": round(writes / remaining, 2),
+                  "claim_runs": runs, "claim_runs_per_bind": round(runs / args.binds, 2)}
         json.dump(result, sys.stdout, indent=1)
         print()
 

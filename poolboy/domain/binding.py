@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from poolboy import keys
 from poolboy import kube as kube_errors
-from poolboy.domain.candidates import is_unbound
+from poolboy.domain.candidates import first_provider, handle_scopes, is_unbound
 from poolboy.utils import timeutil
 
 if TYPE_CHECKING:
@@ -92,8 +92,18 @@ def find_bound_handle(ctx: Context, claim: Mapping[str, Any],
     return live[0] if live else None
 
 
-def waiting_claim_keys(ctx: Context) -> tuple[str, ...]:
-    """Keys of every claim waiting for an unbound handle (one label-selected list across namespaces)."""
+def waiting_claim_keys(ctx: Context, handle: Mapping[str, Any]) -> tuple[str, ...]:
+    """Keys of the waiting claims an unbound handle that appeared or changed may serve now.
+
+    With the index, only the heads of the handle's scopes' queues: a claim may take a handle only while fewer older
+    claims wait in its scope than the scope has unbound handles, so waking the rest costs a run each and binds
+    nothing (with 500 claims waiting, every new handle ran all 500). They still refresh their place on their own
+    schedule (``queue_status_interval``). Without the index, and for a handle without a provider (it may serve a
+    claim of any provider), every waiting claim (one label-selected list across namespaces)."""
+    if ctx.index is not None and first_provider(handle):
+        heads = ctx.index.waiting_heads(handle_scopes(handle, ctx.settings.domain))
+        if heads is not None:
+            return tuple(keys.make(keys.CLAIM, namespace, name) for namespace, name in heads)
     claims = ctx.kube.list(ctx.settings.api_version, CLAIM_KIND, None, label_selector=ctx.label(WAITING_LABEL))
     return tuple(keys.make(keys.CLAIM, c["metadata"]["namespace"], c["metadata"]["name"]) for c in claims)
 

@@ -133,6 +133,12 @@ class HandleIndex(Protocol):
         wait, or None when the index cannot answer. A claim not yet in the queue counts after every older one."""
         ...
 
+    def waiting_heads(self, scopes: Sequence[str]) -> list[tuple[str, str]] | None:
+        """``(namespace, name)`` of the claims waiting in each of ``scopes`` that may take a handle now: the oldest,
+        as many as the scope has unbound handles (a claim further back gets ``wait`` from :meth:`reserve`); None
+        when the index cannot answer."""
+        ...
+
 
 def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
     return (obj.get("metadata") or {}).get("labels") or {}

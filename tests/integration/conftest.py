@@ -1,4 +1,5 @@
-"""Fixtures shared by the engine tests (``test_engine*``): a flushed Redis client and a publisher."""
+"""Fixtures shared by the engine tests (``test_engine*``): a flushed Redis client and a publisher; and by the
+unbound-handle index's tests: the shared cache as a live watcher that has listed claims and handles leaves it."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import pytest
 import redis
 from celery import Celery
 
+from cache.handle_index import RedisHandleIndex
+from cache.store import ALIVE, SYNCED, ObjectCache, scope
 from poolboy.settings import Settings
 from tests.integration.engine_settings import LEASE
 from workers.enqueue import Enqueuer
@@ -29,3 +32,31 @@ def enqueuer(redis_server) -> Iterator[Enqueuer]:
     settings = Settings.from_env(redis_url=redis_server.url, gate_lease_seconds=LEASE)
     yield Enqueuer(settings, app)
     app.close()
+
+
+INDEX_API = "poolboy.gpte.redhat.com/v1"
+INDEX_DOMAIN = "poolboy.gpte.redhat.com"
+
+
+@pytest.fixture()
+def rb(redis_server) -> Iterator[redis.Redis]:
+    """A bytes client on the emptied session redis-server, marked as a live watcher's cache that has listed every
+    claim and handle (the index answers only then)."""
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushall()
+    client.set(ALIVE, "1")
+    client.sadd(SYNCED, scope(INDEX_API, "ResourceClaim", "*"), scope(INDEX_API, "ResourceHandle", "*"))
+    yield client
+    client.close()
+
+
+@pytest.fixture()
+def cache(rb: redis.Redis) -> ObjectCache:
+    """The shared cache's writer, as the watcher puts what it sees."""
+    return ObjectCache(rb, INDEX_DOMAIN)
+
+
+@pytest.fixture()
+def index(rb: redis.Redis) -> RedisHandleIndex:
+    """The unbound-handle index of the operator namespace ``op``, as the workers read it."""
+    return RedisHandleIndex(rb, INDEX_API, "op")

@@ -6,13 +6,10 @@ would contradict (the claim reconciler reads afresh before "no handle": :mod:`po
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
-import pytest
 import redis
 
 from cache.handle_index import RedisHandleIndex
-from cache.store import ALIVE, SYNCED, ObjectCache, scope
 
 API = "poolboy.gpte.redhat.com/v1"
 DOMAIN = "poolboy.gpte.redhat.com"
@@ -31,26 +28,6 @@ def claim(name: str) -> dict:
     return {"apiVersion": API, "kind": "ResourceClaim",
             "metadata": {"name": name, "namespace": "users", "uid": name, "resourceVersion": "1",
                          "creationTimestamp": "2026-11-28T00:00:00Z"}}
-
-
-@pytest.fixture()
-def rb(redis_server) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(redis_server.url)
-    client.flushall()
-    client.set(ALIVE, "1")  # a live watcher that has listed handles
-    client.sadd(SYNCED, scope(API, "ResourceHandle", "*"))
-    yield client
-    client.close()
-
-
-@pytest.fixture()
-def cache(rb: redis.Redis) -> ObjectCache:
-    return ObjectCache(rb, DOMAIN)
-
-
-@pytest.fixture()
-def index(rb: redis.Redis) -> RedisHandleIndex:
-    return RedisHandleIndex(rb, API, "op")
 
 
 def hgetalls(rb: redis.Redis) -> int:

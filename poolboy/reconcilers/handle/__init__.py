@@ -85,7 +85,7 @@ def _live(ctx: Context, handle: dict[str, Any]) -> Result:
     waiting: tuple[str, ...] = ()
     unbound = not (run.handle.get("spec") or {}).get("resourceClaim")
     if changed and unbound:
-        waiting = binding.waiting_claim_keys(ctx)  # an unbound handle appeared or changed: waiting claims look again
+        waiting = binding.waiting_claim_keys(ctx, run.handle)  # an unbound handle appeared or changed
     # Only an unbound handle counts in its pool (its status lists unbound handles); the bind itself enqueues the
     # pool, so a bound handle's later status changes (resource created, ready) need no pool run, each of which
     # lists every unbound handle of the pool.
