@@ -17,7 +17,7 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
@@ -29,6 +29,7 @@ from poolboy.observability import labelled
 from poolboy.settings import Settings
 from poolboy.utils.backoff import Backoff
 from watcher import mapping, metrics
+from watcher.delivery import DeliveryQueue
 from watcher.informer import Informer, ListCallback
 from watcher.leader import LeaderElector
 from watcher.managed import ManagedResources
@@ -47,6 +48,8 @@ Sink = Callable[[str], object]
 #: the keys one event wakes, each with the event's write id (:func:`watcher.mapping.write_id`, None: not a candidate
 #: for an own write)
 Wakes = list[tuple[str, "str | None"]]
+#: one event on its way: (event type, object, the keys it wakes)
+Event = tuple[str, dict, Wakes]
 
 
 class Intake(Protocol):
@@ -54,6 +57,10 @@ class Intake(Protocol):
         """Write the event into the cache and hand each woken key to the gate; the gate's outcome per key
         (:data:`workers.gate.ADD_OUTCOMES`). Raises when Redis cannot be reached (the watcher retries the whole
         delivery, which is idempotent)."""
+        ...
+
+    def deliver_many(self, events: Sequence[Event]) -> list[list[str]]:
+        """:meth:`deliver` for several events, in order, in one round trip; the outcomes per event."""
         ...
 
 
@@ -85,6 +92,11 @@ class Watcher:
         self.claim_timings = ClaimTimings()
         self.pool_stats = PoolStats(settings.label(WAITING_LABEL), settings.label(pool_revision.ANNOTATION))
         self.pool_flow = PoolFlow()
+        #: events on their way to the intake, in batches (:mod:`watcher.delivery`); running while watching
+        self.deliveries: DeliveryQueue[Event] | None = \
+            DeliveryQueue(self._deliver_batch) if intake is not None else None
+        if self.deliveries is not None:
+            metrics.DELIVERY_QUEUED.set_function(self.deliveries.pending)
 
     # --- lifecycle -------------------------------------------------------------------------------------------
 
@@ -108,6 +120,8 @@ class Watcher:
         self._stop.set()
         if self._elector is not None:
             self._elector.stop()
+        if self.deliveries is not None:
+            self.deliveries.stop()
 
     @property
     def is_leader(self) -> bool:
@@ -131,9 +145,11 @@ class Watcher:
         with self._lock:
             if self._informers:
                 return
-            on_list = self.cache.on_list if self.cache is not None else None
+            on_list = self._on_list if self.cache is not None else None
             if self.cache is not None:
                 self.cache.start()
+            if self.deliveries is not None:
+                self.deliveries.start()
             self._managed = ManagedResources(self.kube, partial(self.on_event, mapping.MANAGED),
                                              watch_timeout=self.watch_timeout,
                                              informer_factory=partial(Informer, on_list=on_list))
@@ -169,6 +185,8 @@ class Watcher:
             informer.stop()
         if managed is not None:
             managed.stop_all()
+        if self.deliveries is not None:
+            self.deliveries.clear()  # a standby hands nothing on: the next leader lists everything
         if self.cache is not None and informers:
             self.cache.stop()
         log.info("%s: stopped watching", self.identity)
@@ -190,7 +208,10 @@ class Watcher:
             self._observe(event_type, obj)
         wakes: Wakes = [(key, mapping.write_id(event_type, obj)) for key in route.keys(obj, self.settings)]
         intake = self.intake
-        if intake is not None:
+        if self.deliveries is not None and self.deliveries.running:
+            self.deliveries.submit((event_type, obj, wakes))
+            return
+        if intake is not None:  # not watching (a test driving events by hand): at once, in the caller's thread
             self._retrying(lambda: _count(wakes, intake.deliver(event_type, obj, wakes)), _wakes_text(wakes))
             return
         if self.cache is not None:
@@ -198,6 +219,28 @@ class Watcher:
         for key, _ in wakes:
             self._retrying(partial(self.sink, key), key)
         _count(wakes, ["added"] * len(wakes))
+
+    def _deliver_batch(self, batch: list[Event]) -> None:
+        """The delivery thread's work: the events that queued up, in one round trip, retried while Redis is away."""
+        intake = self.intake
+        assert intake is not None
+        if not self._watching():
+            return  # the lease was lost meanwhile: the next leader lists everything
+        metrics.DELIVERY_BATCH.observe(len(batch))
+
+        def deliver() -> None:
+            for (_, _, wakes), outcomes in zip(batch, intake.deliver_many(batch), strict=True):
+                _count(wakes, outcomes)
+
+        self._retrying(deliver, f"{len(batch)} events" if len(batch) > 1 else _wakes_text(batch[0][2]))
+
+    def _on_list(self, informer: Informer, items: list) -> None:
+        """A (re)list fills and prunes the cache once the events queued before it are in (:meth:`DeliveryQueue.drain`):
+        an older event delivered after the prune would put back an object the list no longer has."""
+        assert self.cache is not None
+        if self.deliveries is not None:
+            self.deliveries.drain()
+        self.cache.on_list(informer, items)
 
     def _observe(self, event_type: str, obj: dict) -> None:
         """Pool and claim metrics, and the managed kinds a handle references (started and stopped from here)."""

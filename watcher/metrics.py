@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge
+from prometheus_client import Counter, Gauge, Histogram
 
 EVENTS = Counter("poolboy_watcher_events_total", "Watch events and listed objects handled", ["kind", "type"])
 WATCH_RESTARTS = Counter("poolboy_watcher_watch_restarts_total", "Watch streams restarted", ["kind", "reason"])
@@ -15,3 +15,9 @@ SKIPPED = Counter("poolboy_watch_events_skipped_total",
                   "Watch events that added no key: the operator's own write (own-write), or handed to the run of "
                   "their key that was going on, which re-runs the key only for someone else's change (deferred)",
                   ["reason"])
+DELIVERY_BATCH = Histogram("poolboy_watcher_delivery_batch_events",
+                           "Watch events delivered to Redis in one round trip (watcher/delivery.py): 1 while the "
+                           "watcher keeps up, more when events queue up behind a round trip",
+                           buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256))
+DELIVERY_QUEUED = Gauge("poolboy_watcher_delivery_queued_events",
+                        "Watch events waiting for their round trip to Redis (the informers block at 4096)")

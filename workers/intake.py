@@ -1,4 +1,4 @@
-"""The watcher's way into the gate: one Redis round trip per watch event.
+"""The watcher's way into the gate: one Redis round trip per watch event, or per batch of them.
 
 An event used to cost the watcher three round trips before its key's message was published: the cache write, the
 own-write check, the gate's ADD. Here they are scripts on one pipeline, in that order: the object goes into the
@@ -10,12 +10,14 @@ the gate says to publish are then published on one producer connection.
 Each script stays atomic on its own, so the pipeline changes no decision, only the number of round trips.
 A failed cache write only costs speed (it is counted and logged); a failed OBSERVE falls back to a plain ADD,
 because an extra run is cheap and a lost change is not. If Redis cannot be reached, :meth:`GateIntake.deliver`
-raises and the watcher delivers the whole event again (every step is idempotent).
+raises and the watcher delivers the whole event again (every step is idempotent). The events that queue up while a
+round trip is under way go together in the next (:meth:`GateIntake.deliver_many`, :mod:`watcher.delivery`).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from poolboy.observability import labelled
@@ -28,6 +30,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: the keys one event wakes, each with the event's write id (as :data:`watcher.main.Wakes`)
+Wakes = list[tuple[str, "str | None"]]
+
 
 class GateIntake:
     """``GateIntake(enqueuer, cache).deliver(event_type, obj, [(key, write_id), ...])`` -> the gate's outcome per
@@ -38,25 +43,38 @@ class GateIntake:
         self.gate = enqueuer.gate
         self.cache = cache
 
-    def deliver(self, event_type: str, obj: dict, wakes: list[tuple[str, str | None]]) -> list[str]:
-        cache_call = self._cache_call(event_type, obj)
-        calls: list[Any] = [cache_call] if cache_call is not None else []
-        calls += [self.gate.observe_call(key, write_id) for key, write_id in wakes]
+    def deliver(self, event_type: str, obj: dict, wakes: Wakes) -> list[str]:
+        return self.deliver_many([(event_type, obj, wakes)])[0]
+
+    def deliver_many(self, events: Sequence[tuple[str, dict, Wakes]]) -> list[list[str]]:
+        """:meth:`deliver` for several events in one round trip (:mod:`watcher.delivery`): their scripts on one
+        pipeline in event order, so each event's cache write still precedes the keys it wakes."""
+        calls: list[Any] = []
+        cached: list[bool] = []
+        for event_type, obj, wakes in events:
+            cache_call = self._cache_call(event_type, obj)
+            if cache_call is not None:
+                calls.append(cache_call)
+            cached.append(cache_call is not None)
+            calls += [self.gate.observe_call(key, write_id) for key, write_id in wakes]
         if not calls:
-            return []
-        replies = evalsha_pipelined(self.gate.redis, calls, raise_on_error=False)  # raises if Redis is away
-        if cache_call is not None:
-            assert self.cache is not None
-            reply, replies = replies[0], replies[1:]
-            self.cache.event_written(event_type, obj, reply if isinstance(reply, Exception) else None)
-        outcomes, to_publish = [], []
-        for (key, _), reply in zip(wakes, replies, strict=True):
-            outcome, publish = self._outcome(key, reply)
-            outcomes.append(outcome)
-            if publish is not None:
-                to_publish.append(publish)
+            return [[] for _ in events]
+        replies = iter(evalsha_pipelined(self.gate.redis, calls, raise_on_error=False))  # raises if Redis is away
+        results, to_publish = [], []
+        for (event_type, obj, wakes), was_cached in zip(events, cached, strict=True):
+            if was_cached:
+                assert self.cache is not None
+                reply = next(replies)
+                self.cache.event_written(event_type, obj, reply if isinstance(reply, Exception) else None)
+            outcomes = []
+            for key, _ in wakes:
+                outcome, publish = self._outcome(key, next(replies))
+                outcomes.append(outcome)
+                if publish is not None:
+                    to_publish.append(publish)
+            results.append(outcomes)
         self._publish(to_publish)
-        return outcomes
+        return results
 
     def _cache_call(self, event_type: str, obj: dict) -> Any:
         """The event's cache write, or None: no cache, nothing to write, or an object the cache cannot hold (e.g.

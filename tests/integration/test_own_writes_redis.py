@@ -222,6 +222,35 @@ def test_intake_writes_the_cache_before_the_key_in_one_delivery(redis_server, r:
     assert intake.deliver("DELETED", claim, [(KEY, None)]) == ["coalesced"]
 
 
+def test_intake_delivers_a_batch_in_order_each_event_as_if_alone(redis_server, r: redis.Redis) -> None:
+    """The watcher's delivery queue hands over what queued up in one round trip (:mod:`watcher.delivery`): the
+    outcomes are those of the events one by one, and the later version of an object is the one cached."""
+    intake = _intake(redis_server.url, r, cache=True)
+    other = {**_claim("3"), "metadata": {**_claim("3")["metadata"], "name": "b", "uid": "ub"}}
+    outcomes = intake.deliver_many([("MODIFIED", _claim("7"), [(KEY, "u/7")]),
+                                    ("MODIFIED", _claim("8"), [(KEY, "u/8")]),
+                                    ("ADDED", other, [("claim/ns/b", "ub/3")])])
+    assert outcomes == [["published"], ["coalesced"], ["published"]]
+    assert r.hget(object_key("poolboy.gpte.redhat.com/v1|ResourceClaim|ns|a"), "rv") == "8"
+    assert intake.published == [KEY, "claim/ns/b"]
+    assert intake.deliver_many([]) == []
+
+
+def test_a_watching_watcher_delivers_through_its_queue(redis_server, r: redis.Redis) -> None:
+    intake = _intake(redis_server.url, r, cache=True)
+    watcher = _watcher(intake)
+    assert watcher.deliveries is not None
+    watcher.deliveries.start()
+    try:
+        for version in ("1", "2", "3"):
+            watcher.on_event(ROUTE_CLAIM, "MODIFIED", _claim(version))
+        watcher.deliveries.drain()
+    finally:
+        watcher.stop()
+    assert intake.published == [KEY], "one run for the three versions: the gate coalesced the later ones"
+    assert r.hget(object_key("poolboy.gpte.redhat.com/v1|ResourceClaim|ns|a"), "rv") == "3"
+
+
 def test_intake_hands_the_key_over_when_the_cache_cannot_hold_the_object(redis_server, r: redis.Redis) -> None:
     """An object nested deeper than the cache's JSON encoder goes (the API server accepts it) is not cached, but
     its event still wakes its key, at once: never a delivery retried forever."""
