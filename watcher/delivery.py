@@ -3,13 +3,14 @@
 Why: each informer handed its events on one at a time, each one Redis round trip (the cache write, the own-write
 check and the gate's ADD on one pipeline: :mod:`workers.intake`). A stream then carried at most one event per round
 trip, about 500 a second with Redis a millisecond away, and the watcher is the one component that does not scale
-out. Informers now put their events on one queue and go back to their streams; one thread takes whatever has queued
-(at most ``max_batch``) and delivers it in one round trip. A quiet watcher still delivers each event alone and at
-once; a busy one delivers in fewer, larger round trips.
+out. Informers now put their events on their source's queue and go back to their streams; the queue's thread takes
+whatever has queued (at most ``max_batch``) and delivers it in one round trip. A quiet watcher still delivers each
+event alone and at once; a busy one delivers in fewer, larger round trips. One queue per watched source (the
+watcher's routes), so that a busy stream (handles while a pool refills) does not hold up another (claims).
 
 What stays as it was:
 
-- **Order.** One FIFO for every informer, delivered in order (each script on the pipeline is still atomic on its
+- **Order.** A FIFO per source, delivered in order (each script on the pipeline is still atomic on its
   own, and runs in queue order).
 - **Nothing lost.** The deliverer retries a failed batch whole (every step is idempotent), and a full queue blocks
   the informers: the back-pressure a blocked delivery used to be, which the health probe reports as before.

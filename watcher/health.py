@@ -1,7 +1,7 @@
 """The watcher's health probes (served by :mod:`workers.health`).
 
 Liveness: the leader-election loop keeps passing (it does every ``lease/10`` seconds, a hanging request at most
-``POOLBOY_API_TIMEOUT``), no informer thread nor the event delivery thread has died, and neither an informer nor the
+``POOLBOY_API_TIMEOUT``), no informer thread nor event delivery thread has died, and neither an informer nor a
 delivery thread has been stuck on one delivery for longer than the stall time (deliveries are retried while Redis
 is away; once the delivery queue is full, the informers stop reading their streams). Readiness adds: a leader's
 Poolboy informers have all listed once (synced); a standby is ready as it is, since standing by is its job.
@@ -43,8 +43,9 @@ def informers_probe(watcher: Watcher, max_busy: float) -> Probe:
             busy_since = informer.busy_since
             if busy_since is not None and now - busy_since > max_busy:
                 return f"informer {informer.name} stuck delivering an event for {now - busy_since:.0f}s"
-        queue = watcher.deliveries
-        if queue is not None and queue.running:
+        for queue in watcher.deliveries.values():
+            if not queue.running:
+                continue
             if not queue.alive:
                 return f"{queue.name} thread died"
             busy_since = queue.busy_since

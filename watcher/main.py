@@ -92,11 +92,12 @@ class Watcher:
         self.claim_timings = ClaimTimings()
         self.pool_stats = PoolStats(settings.label(WAITING_LABEL), settings.label(pool_revision.ANNOTATION))
         self.pool_flow = PoolFlow()
-        #: events on their way to the intake, in batches (:mod:`watcher.delivery`); running while watching
-        self.deliveries: DeliveryQueue[Event] | None = \
-            DeliveryQueue(self._deliver_batch) if intake is not None else None
-        if self.deliveries is not None:
-            metrics.DELIVERY_QUEUED.set_function(self.deliveries.pending)
+        #: events on their way to the intake, in batches, one queue per watched source so that a busy stream does
+        #: not hold up another (:mod:`watcher.delivery`); running while watching
+        self.deliveries: dict[mapping.Route, DeliveryQueue[Event]] = {
+            route: DeliveryQueue(self._deliver_batch, name=f"event delivery ({route.kind or 'managed'})")
+            for route in mapping.ROUTES} if intake is not None else {}
+        metrics.DELIVERY_QUEUED.set_function(lambda: sum(queue.pending() for queue in self.deliveries.values()))
 
     # --- lifecycle -------------------------------------------------------------------------------------------
 
@@ -120,8 +121,8 @@ class Watcher:
         self._stop.set()
         if self._elector is not None:
             self._elector.stop()
-        if self.deliveries is not None:
-            self.deliveries.stop()
+        for queue in self.deliveries.values():
+            queue.stop()
 
     @property
     def is_leader(self) -> bool:
@@ -145,18 +146,18 @@ class Watcher:
         with self._lock:
             if self._informers:
                 return
-            on_list = self._on_list if self.cache is not None else None
             if self.cache is not None:
                 self.cache.start()
-            if self.deliveries is not None:
-                self.deliveries.start()
+            for queue in self.deliveries.values():
+                queue.start()
             self._managed = ManagedResources(self.kube, partial(self.on_event, mapping.MANAGED),
                                              watch_timeout=self.watch_timeout,
-                                             informer_factory=partial(Informer, on_list=on_list))
+                                             informer_factory=partial(Informer,
+                                                                      on_list=self._list_callback(mapping.MANAGED)))
             for route in mapping.ROUTES:
                 if route.kind is None or (route.cache_only and self.cache is None):
                     continue  # managed kinds: started by ManagedResources as handles reference them
-                self._informers.append(self._informer(route, on_list).start())
+                self._informers.append(self._informer(route, self._list_callback(route)).start())
             metrics.INFORMERS.labels("poolboy").set(len(self._informers))
             metrics.LEADER.set(1)
         log.info("%s: watching", self.identity)
@@ -185,8 +186,8 @@ class Watcher:
             informer.stop()
         if managed is not None:
             managed.stop_all()
-        if self.deliveries is not None:
-            self.deliveries.clear()  # a standby hands nothing on: the next leader lists everything
+        for queue in self.deliveries.values():
+            queue.clear()  # a standby hands nothing on: the next leader lists everything
         if self.cache is not None and informers:
             self.cache.stop()
         log.info("%s: stopped watching", self.identity)
@@ -208,8 +209,9 @@ class Watcher:
             self._observe(event_type, obj)
         wakes: Wakes = [(key, mapping.write_id(event_type, obj)) for key in route.keys(obj, self.settings)]
         intake = self.intake
-        if self.deliveries is not None and self.deliveries.running:
-            self.deliveries.submit((event_type, obj, wakes))
+        queue = self.deliveries.get(route)
+        if queue is not None and queue.running:
+            queue.submit((event_type, obj, wakes))
             return
         if intake is not None:  # not watching (a test driving events by hand): at once, in the caller's thread
             self._retrying(lambda: _count(wakes, intake.deliver(event_type, obj, wakes)), _wakes_text(wakes))
@@ -234,12 +236,17 @@ class Watcher:
 
         self._retrying(deliver, f"{len(batch)} events" if len(batch) > 1 else _wakes_text(batch[0][2]))
 
-    def _on_list(self, informer: Informer, items: list) -> None:
-        """A (re)list fills and prunes the cache once the events queued before it are in (:meth:`DeliveryQueue.drain`):
-        an older event delivered after the prune would put back an object the list no longer has."""
+    def _list_callback(self, route: mapping.Route) -> ListCallback | None:
+        return partial(self._on_list, route) if self.cache is not None else None
+
+    def _on_list(self, route: mapping.Route, informer: Informer, items: list) -> None:
+        """A (re)list fills and prunes the cache once the events of its source queued before it are in
+        (:meth:`DeliveryQueue.drain`): an older event delivered after the prune would put back an object the list
+        no longer has."""
         assert self.cache is not None
-        if self.deliveries is not None:
-            self.deliveries.drain()
+        queue = self.deliveries.get(route)
+        if queue is not None:
+            queue.drain()
         self.cache.on_list(informer, items)
 
     def _observe(self, event_type: str, obj: dict) -> None:

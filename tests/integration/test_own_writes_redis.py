@@ -239,12 +239,12 @@ def test_intake_delivers_a_batch_in_order_each_event_as_if_alone(redis_server, r
 def test_a_watching_watcher_delivers_through_its_queue(redis_server, r: redis.Redis) -> None:
     intake = _intake(redis_server.url, r, cache=True)
     watcher = _watcher(intake)
-    assert watcher.deliveries is not None
-    watcher.deliveries.start()
+    queue = watcher.deliveries[ROUTE_CLAIM]
+    queue.start()
     try:
         for version in ("1", "2", "3"):
             watcher.on_event(ROUTE_CLAIM, "MODIFIED", _claim(version))
-        watcher.deliveries.drain()
+        queue.drain()
     finally:
         watcher.stop()
     assert intake.published == [KEY], "one run for the three versions: the gate coalesced the later ones"
