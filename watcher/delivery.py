@@ -33,8 +33,9 @@ T = TypeVar("T")
 
 #: events one round trip carries at most (each is a cache write and an OBSERVE per woken key)
 MAX_BATCH = 256
-#: events queued before an informer waits for the deliverer (about a megabyte of objects)
-MAX_QUEUED = 4096
+#: events queued before an informer waits for the deliverer: four round trips' worth keeps a stream read while one is
+#: in flight; more would only hold more objects in memory (a stream held one at a time before)
+MAX_QUEUED = 1024
 
 
 class DeliveryQueue(Generic[T]):

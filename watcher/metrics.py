@@ -20,4 +20,4 @@ DELIVERY_BATCH = Histogram("poolboy_watcher_delivery_batch_events",
                            "watcher keeps up, more when events queue up behind a round trip",
                            buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256))
 DELIVERY_QUEUED = Gauge("poolboy_watcher_delivery_queued_events",
-                        "Watch events waiting for their round trip to Redis (the informers block at 4096)")
+                        "Watch events waiting for their round trip to Redis (an informer blocks at 1024 in its queue)")
