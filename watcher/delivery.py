@@ -48,7 +48,11 @@ class DeliveryQueue(Generic[T]):
         self.max_queued = max_queued
         self.name = name
         self._items: deque[T] = deque()
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
+        # three conditions on one lock (as queue.Queue has), so that each change wakes only who waits for it
+        self._not_empty = threading.Condition(self._lock)  # the deliverer
+        self._not_full = threading.Condition(self._lock)  # informers on a full queue
+        self._progress = threading.Condition(self._lock)  # drains
         self._submitted = 0
         self._finished = 0  # delivered or dropped
         self._stopped = False
@@ -67,7 +71,7 @@ class DeliveryQueue(Generic[T]):
         return self._thread is None or self._thread.is_alive()
 
     def start(self) -> DeliveryQueue[T]:
-        with self._cond:
+        with self._lock:
             if self._thread is None:
                 self._stopped = False
                 self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
@@ -76,54 +80,55 @@ class DeliveryQueue(Generic[T]):
 
     def stop(self) -> None:
         """Stop after the batch in hand; what is still queued is dropped."""
-        with self._cond:
+        with self._lock:
             self._stopped = True
             self._drop()
-            self._cond.notify_all()
+            self._not_empty.notify_all()
 
     def clear(self) -> int:
         """Drop what is queued (the watcher lost its lease: the next leader lists everything); how many."""
-        with self._cond:
+        with self._lock:
             return self._drop()
 
     def submit(self, item: T) -> None:
         """Queue ``item``; waits while the queue is full. Dropped at once when the queue is stopped."""
-        with self._cond:
+        with self._lock:
             while len(self._items) >= self.max_queued and not self._stopped:
-                self._cond.wait(0.5)
+                self._not_full.wait(0.5)
             if self._stopped:
                 return
             self._items.append(item)
             self._submitted += 1
-            self._cond.notify_all()
+            self._not_empty.notify()
 
     def drain(self) -> None:
         """Wait until everything submitted so far is delivered (or dropped)."""
-        with self._cond:
+        with self._lock:
             target = self._submitted
             while self._finished < target and not self._stopped:
-                self._cond.wait(0.5)
+                self._progress.wait(0.5)
 
     def pending(self) -> int:
         """Submitted and not yet delivered (queued or in hand)."""
-        with self._cond:
+        with self._lock:
             return self._submitted - self._finished
 
     def _drop(self) -> int:
         dropped = len(self._items)
         self._items.clear()
         self._finished += dropped
-        self._cond.notify_all()
+        self._not_full.notify_all()
+        self._progress.notify_all()
         return dropped
 
     def _take(self) -> list[T] | None:
-        with self._cond:
+        with self._lock:
             while not self._items and not self._stopped:
-                self._cond.wait()
+                self._not_empty.wait()
             if self._stopped:
                 return None
             batch = [self._items.popleft() for _ in range(min(len(self._items), self.max_batch))]
-            self._cond.notify_all()  # room for informers waiting on a full queue
+            self._not_full.notify_all()  # room for informers waiting on a full queue
             return batch
 
     def _run(self) -> None:
@@ -135,6 +140,6 @@ class DeliveryQueue(Generic[T]):
                 log.exception("%s: delivering %d events failed; they are dropped", self.name, len(batch))
             finally:
                 self.busy_since = None
-                with self._cond:
+                with self._lock:
                     self._finished += len(batch)
-                    self._cond.notify_all()
+                    self._progress.notify_all()
