@@ -74,3 +74,18 @@ def test_warm_hits_cold_creations_time_to_ready_and_outdated_handles(stack: Loca
                                                {"spec": {"provider": {"parameterValues": {"greeting": "new"}}}})
     wait_for(lambda: watcher_sample(stack, "poolboy_pool_handles_outdated", pool="pool-metrics") == 2, timeout=15,
              message="the two unbound handles outdated (updateStrategy Keep)")
+
+
+def test_the_watcher_reports_its_deliveries_to_redis(stack: LocalStack) -> None:
+    """What an operator watches to tell a watcher that keeps up (one event per round trip, nothing queued) from one
+    that falls behind (larger batches, events queued): the watcher's delivery queue (watcher/delivery.py)."""
+    user = User(stack)
+    ns = user.namespace("deliveries")
+    before = watcher_sample(stack, "poolboy_watcher_delivery_batch_events_sum")
+    for index in range(3):
+        user.claim(ns, f"d{index}", {"resources": []})
+    wait_for(lambda: watcher_sample(stack, "poolboy_watcher_delivery_batch_events_sum") >= before + 3, timeout=15,
+             message="the claims' events delivered through the watcher's queues")
+    assert watcher_sample(stack, "poolboy_watcher_delivery_batch_events_count") >= 1
+    wait_for(lambda: watcher_sample(stack, "poolboy_watcher_delivery_queued_events") == 0, timeout=15,
+             message="nothing left queued once the claims' events are in")
