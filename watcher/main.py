@@ -5,8 +5,9 @@ Every event — spec, metadata or status-only — goes to the cache and wakes ea
 restarted watcher loses nothing. The watcher holds no domain logic: what a key means is the workers' business.
 
 Where events go is pluggable. ``poolboy watcher`` passes an :class:`Intake` (:class:`workers.intake.GateIntake`)
-that writes the cache and hands every key to the gate in one Redis round trip per event, and leaves out the events
-of the operator's own writes (:mod:`workers.own_writes`). Without one, the event goes to the ``cache`` writer and
+that writes the cache and hands every key to the gate in one Redis round trip per event (per batch of the events a
+source queued up meanwhile: :mod:`watcher.delivery`), and leaves out the events of the operator's own writes
+(:mod:`workers.own_writes`). Without one, the event goes to the ``cache`` writer and
 each key to ``sink(key)``, so tests can record keys and ``--record-keys`` works without Redis.
 """
 
