@@ -183,22 +183,29 @@ class RedisHandleIndex:
         return [int(count) for count in (reply if len(since) > 1 else [reply])]
 
     def waiting_heads(self, scopes: Sequence[str]) -> list[tuple[str, str]] | None:
-        """Two round trips: how many unbound handles each scope has, then that many of its oldest waiting claims."""
+        """Two round trips: how many unbound handles each scope has, then that many of its oldest waiting claims
+        (each read only when the cache has listed its kind)."""
         def counts(pipe: Any) -> None:
             for scope in scopes:
                 pipe.hlen(index_key(f"{candidates.UNBOUND}|{scope}"))
 
-        reply = read_if_synced(self.redis, self.api_version, "ResourceClaim", None, counts)
+        reply = read_if_synced(self.redis, self.api_version, "ResourceHandle", self.namespace, counts)
         if reply is None:
             return None
         free = [(scope, int(count)) for scope, count in zip(scopes, reply if len(scopes) > 1 else [reply],
                                                              strict=True) if count]
         if not free:
             return []
-        pipe = self.redis.pipeline(transaction=False)
-        for scope, count in free:
-            pipe.zrange(index_key(f"{candidates.WAITING}|{scope}"), 0, count - 1)
-        heads = dict.fromkeys(member.decode() for members in pipe.execute() for member in members)
+
+        def oldest(pipe: Any) -> None:
+            for scope, count in free:
+                pipe.zrange(index_key(f"{candidates.WAITING}|{scope}"), 0, count - 1)
+
+        queues = read_if_synced(self.redis, self.api_version, "ResourceClaim", None, oldest)
+        if queues is None:
+            return None
+        heads = dict.fromkeys(member.decode() for members in (queues if len(free) > 1 else [queues])
+                              for member in members)
         return [(namespace, name) for _, _, namespace, name in (member.rsplit("|", 3) for member in heads)]
 
     def release(self, name: str, claim: dict) -> None:

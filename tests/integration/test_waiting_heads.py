@@ -5,6 +5,8 @@ the scope has unbound handles), so waking it would cost a run and bind nothing."
 
 from __future__ import annotations
 
+import pytest
+
 from cache.store import SYNCED, scope
 
 API = "poolboy.gpte.redhat.com/v1"
@@ -59,8 +61,9 @@ def test_no_unbound_handle_wakes_nobody(cache, index) -> None:
     assert index.waiting_heads(HANDLE_SCOPES) == []
 
 
-def test_the_index_does_not_answer_before_the_watcher_has_listed_claims(rb, cache, index) -> None:
+@pytest.mark.parametrize("kind", ["ResourceClaim", "ResourceHandle"])
+def test_the_index_does_not_answer_before_the_watcher_has_listed_claims_and_handles(rb, cache, index, kind) -> None:
     cache.put(waiting_claim("first", 1, pool="p"))
     cache.put(handle("h1"))
-    rb.srem(SYNCED, scope(API, "ResourceClaim", "*"))
+    rb.srem(SYNCED, scope(API, kind, "*"))
     assert index.waiting_heads(HANDLE_SCOPES) is None, "the caller then lists every waiting claim"
