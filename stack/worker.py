@@ -31,27 +31,25 @@ POOLS = ("prefork", "solo", "threads", "gevent")
 #: stuck reconcile outright and isolates crashes, for providers whose templates an administrator does not trust.
 DEFAULT_POOL = "threads"
 DEFAULT_CONCURRENCY = 4
-#: the fewest reconciles at once of a worker whose slots are threads (see :func:`local_concurrency`)
-MIN_THREADS = 2
 
 
 def local_concurrency(workers: int, cores: int | None = None, pool: str = DEFAULT_POOL) -> int:
-    """Reconciles at once per worker when ``workers`` workers share one machine (``poolboy dev``), at most
-    :data:`DEFAULT_CONCURRENCY` each: threads about four per core in all and never fewer than :data:`MIN_THREADS`
-    per worker; prefork children (a process each) about two per core in all.
+    """Reconciles at once per worker when ``workers`` workers share one machine (``poolboy dev``): threads
+    :data:`DEFAULT_CONCURRENCY` each, whatever the number of workers; prefork children (a process each) about two per
+    core in all, at most :data:`DEFAULT_CONCURRENCY` each.
 
     A reconcile mostly waits (on the API server, on Redis, on its worker's event loop acking a message and fetching
-    the next), and a thread slot costs next to nothing, so threads overlap those waits until the cores are busy.
-    Measured on 2 cores (benchmarks/README.md round 10), bound p50 of W6 (1 ms of Redis, 10 ms of API latency):
-    2 workers 3.1-3.4 s with two threads each, 1.8-2.0 s with four; 4 workers 3.0 s with one, 1.65 s with two;
-    8 workers 1.77 s with one, 1.15 s with two, 1.33 s with three (more slots than that only queue for the same
-    cores: 8 x 4 bound at p50 6.5 s where 8 x 1 took 3.5 s in round 6). W2-300 all bound, 2 workers: 1.8-2.1 s
-    with two threads each, 1.57-1.63 s with four. A worker with a node of its own (the chart) keeps
-    DEFAULT_CONCURRENCY."""
+    the next), and a thread slot costs next to nothing, so threads overlap those waits. Measured on 2 cores
+    (benchmarks/README.md round 14), W6 (1 ms of Redis, 10 ms of API latency), 3 interleaved runs each: 8 workers
+    bound p50 1.02-1.11 s with two threads each, 0.82-0.87 s with three, 0.78-0.86 s with four, with less operator
+    CPU per claim at four (27.6-28.2 ms against 29.4-29.8 ms); 4 workers 1.61 s with two, 0.95 s with four. (Until
+    round 13 fewer threads per worker won when many workers shared the cores, and the count fell from four to two as
+    workers were added: 8 x 4 bound at p50 6.5 s in round 6.) Prefork children are processes: more of them than
+    cores only queue for the same cores."""
     cores = cores or os.cpu_count() or 1
     if pool == "prefork":
         return max(1, min(DEFAULT_CONCURRENCY, (2 * cores) // max(1, workers)))
-    return max(MIN_THREADS, min(DEFAULT_CONCURRENCY, (4 * cores) // max(1, workers)))
+    return DEFAULT_CONCURRENCY
 
 
 #: seconds between worker heartbeats (Celery's default is 2); Flower marks a worker offline after two missed ones
