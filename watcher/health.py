@@ -32,26 +32,23 @@ def election_probe(watcher: Watcher, max_silence: float) -> Probe:
     return probe
 
 
+def _trouble(name: str, alive: bool, busy_since: float | None, what: str, now: float, max_busy: float) -> str | None:
+    """Why one of the watcher's threads is unhealthy (dead, or on one delivery for longer than ``max_busy``)."""
+    if not alive:
+        return f"{name} died"
+    if busy_since is not None and now - busy_since > max_busy:
+        return f"{name} stuck delivering {what} for {now - busy_since:.0f}s"
+    return None
+
+
 def informers_probe(watcher: Watcher, max_busy: float) -> Probe:
     def probe() -> str | None:
         now = time.monotonic()
-        for informer in watcher.informers():
-            if informer.stopped:
-                continue
-            if not informer.alive:
-                return f"informer {informer.name} died"
-            busy_since = informer.busy_since
-            if busy_since is not None and now - busy_since > max_busy:
-                return f"informer {informer.name} stuck delivering an event for {now - busy_since:.0f}s"
-        for queue in watcher.deliveries.values():
-            if not queue.running:
-                continue
-            if not queue.alive:
-                return f"{queue.name} thread died"
-            busy_since = queue.busy_since
-            if busy_since is not None and now - busy_since > max_busy:
-                return f"{queue.name} stuck delivering {queue.pending()} events for {now - busy_since:.0f}s"
-        return None
+        troubles = [_trouble(f"informer {informer.name}", informer.alive, informer.busy_since, "an event", now,
+                             max_busy) for informer in watcher.informers() if not informer.stopped]
+        troubles += [_trouble(f"{queue.name} thread", queue.alive, queue.busy_since, f"{queue.pending()} events", now,
+                              max_busy) for queue in watcher.deliveries.values() if queue.running]
+        return next((trouble for trouble in troubles if trouble), None)
 
     return probe
 
