@@ -44,6 +44,7 @@ import argparse
 import collections
 import functools
 import json
+import os
 import platform
 import statistics
 import subprocess
@@ -378,7 +379,8 @@ class Phase:
         self.cpu = procstats.snapshot(self.pids)
         self.commands = bench.redis_commands()
         self.marks: dict[str, Mark] = {}
-        self.monitor = redispurpose.Monitor(bench.stack.direct_redis_url) \
+        log = os.environ.get("POOLBOY_BENCH_MONITOR_LOG")  # every command, raw, for reading one claim's story
+        self.monitor = redispurpose.Monitor(bench.stack.direct_redis_url, Path(log) if log else None) \
             if purposes and bench.stack.direct_redis_url else None
         self.purposes: dict[str, collections.Counter[str]] = {}
         self.purpose_detail: dict[str, collections.Counter[str]] = {}

@@ -16,6 +16,7 @@ import re
 import threading
 from collections.abc import Iterable
 from functools import cache
+from pathlib import Path
 
 import redis
 
@@ -133,8 +134,9 @@ def per_claim(counts: collections.Counter[str], n: int) -> dict[str, float]:
 class Monitor:
     """``MONITOR`` on a connection of its own, classifying as it reads."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, log: Path | None = None) -> None:
         self.client = redis.Redis.from_url(url)
+        self.log = log.open("a") if log else None
         self.tally = Tally()
         self.lock = threading.Lock()
         self.stopped = threading.Event()
@@ -153,6 +155,8 @@ class Monitor:
                     return
                 with self.lock:
                     self.tally.feed(entry.get("client_type") == "lua", entry["command"].split(" "))
+                if self.log:
+                    self.log.write(f"{entry['time']:.6f} {entry.get('client_type', '')} {entry['command']}\n")
 
     def counts(self) -> collections.Counter[str]:
         """The commands since the monitor started, by purpose."""
@@ -167,3 +171,5 @@ class Monitor:
     def close(self) -> None:
         self.stopped.set()
         self.client.close()
+        if self.log:
+            self.log.close()
