@@ -90,6 +90,28 @@ def test_stale_pending_is_rearmed(gate, r):
     assert gate.add(KEY)[0] == "published"
 
 
+def _calls(r: redis.Redis) -> dict[str, int]:
+    return {name: int(stats["calls"]) for name, stats in r.info("commandstats").items()}
+
+
+def test_add_and_start_keep_time_by_the_callers_clock_without_asking_redis(gate, r, monkeypatch):
+    """A watch event's ADD and a run's START are the gate's most frequent steps: they stamp marks and lease deadlines
+    with the caller's clock instead of one more ``TIME`` command each."""
+    from workers import gate as gate_module
+
+    gate.add("claim/ns/warm")
+    gate.start("claim/ns/warm", "warm")  # the scripts are loaded from now on
+    clock = iter([1_000_000, 1_000_250])
+    monkeypatch.setattr(gate_module, "clock_ms", lambda: next(clock))
+    before = _calls(r)
+    gate.add(KEY)
+    assert r.get(pending_key(KEY)).decode().split("|")[1] == "1000000"
+    started = gate.start(KEY, "t1")
+    assert started is not None and started.waited == pytest.approx(0.25)
+    assert r.zscore("gate:leases", KEY) == 1_000_250 + gate.lease_ms
+    assert _calls(r).get("cmdstat_time", 0) == before.get("cmdstat_time", 0)
+
+
 def test_reap_republishes_a_dead_holders_key_once(gate):
     gate.start(KEY, "dead")
     assert gate.reap() == []

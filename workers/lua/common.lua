@@ -1,9 +1,16 @@
 -- Shared helpers, prepended to every gate script.
 -- A pending mark is "<msg-id>|<ms>|<class>|<queued>": class 0 = event, 1 = resync (lower);
 -- queued 1 = a message is on the queue for it, 0 = the active holder owes the re-publish.
+-- Redis's clock, for the steps no client clock comes with (DONE's rare re-marks, RENEW, the reaper). ADD and START
+-- take the caller's clock instead (``clock``): they run once per watch event and once per run, and a TIME is one
+-- command more each time. Clocks of different hosts may differ by a little: a mark's time only decides staleness (a
+-- minute) and the "waited" metric, and the reaper checks the lease key's own TTL before it re-arms a key.
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function clock(arg)
+  return tonumber(arg) or now_ms()
 end
 local function parse(mark)
   local id, ts, cls, q = string.match(mark, '^([^|]*)|(%d+)|(%d+)|(%d)$')
@@ -15,12 +22,11 @@ end
 
 -- Record that the key needs a run (the ADD transition; add.lua and observe.lua return it). ``state``: {pending mark
 -- or false, active token or false} when the caller has read them already (nil: read both here in one MGET; the keys
--- share the key's hash slot). Redis's clock is read only to write a mark or to judge staleness: this runs once per
--- watch event, so every command counts (benchmarks/README.md: Redis commands per claim).
-local function gate_add(pending, active_key, msg_id, cls, pending_ttl, stale_ms, state)
+-- share the key's hash slot). ``now``: the caller's clock (ms). This runs once per watch event, so every command
+-- counts (benchmarks/README.md: Redis commands per claim).
+local function gate_add(pending, active_key, msg_id, cls, pending_ttl, stale_ms, now, state)
   state = state or redis.call('MGET', pending, active_key)
   local cur, active = state[1], state[2] ~= false
-  local now
   if cur then
     local id, ts, pcls, q = parse(cur)
     if active then
@@ -29,14 +35,12 @@ local function gate_add(pending, active_key, msg_id, cls, pending_ttl, stale_ms,
       end
       return {0}
     end
-    now = now_ms()
     if q == '1' and cls >= pcls and now - ts <= tonumber(stale_ms) then
       return {0}
     end
     -- otherwise re-arm: the holder died owing a run (q=0), the queued message looks lost (stale),
     -- or this event outranks the queued resync message (a priority inversion: docs/behaviour.md#work-gate)
   end
-  now = now or now_ms()
   if active then
     redis.call('SET', pending, mark(msg_id, now, cls, '0'), 'EX', pending_ttl)
     return {1}

@@ -1,14 +1,15 @@
 -- OBSERVE (the watcher, per key a watch event wakes): the own-write check, then ADD.
--- KEYS pending, active, selfwrites, deferred[, queue list]; ARGV msg_id, class, pending_ttl_s, stale_ms, write_id
--- ('' none), deferred_ttl_s[, message] -> ADD's reply | {3} the key's own write (skip) | {4} deferred to the run
+-- KEYS pending, active, selfwrites, deferred[, queue list]; ARGV msg_id, class, pending_ttl_s, stale_ms, now_ms,
+-- write_id ('' none), deferred_ttl_s[, message] -> ADD's reply | {3} the key's own write (skip) | {4} deferred to the run
 -- going on
-if ARGV[5] ~= '' and redis.call('SISMEMBER', KEYS[3], ARGV[5]) == 1 then
+if ARGV[6] ~= '' and redis.call('SISMEMBER', KEYS[3], ARGV[6]) == 1 then
   return {3}
 end
 local state = redis.call('MGET', KEYS[1], KEYS[2])
-if ARGV[5] ~= '' and state[2] then
-  redis.call('SADD', KEYS[4], ARGV[5])
-  redis.call('EXPIRE', KEYS[4], ARGV[6])
+if ARGV[6] ~= '' and state[2] then
+  redis.call('SADD', KEYS[4], ARGV[6])
+  redis.call('EXPIRE', KEYS[4], ARGV[7])
   return {4}
 end
-return gate_push(gate_add(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], state), KEYS[5], ARGV[7])
+return gate_push(gate_add(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], clock(ARGV[5]), state),
+                 KEYS[5], ARGV[8])

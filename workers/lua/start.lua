@@ -1,6 +1,6 @@
--- START: KEYS pending, active, leases; ARGV token, lease_ms, key, pending_ttl_s, msg_id
+-- START: KEYS pending, active, leases; ARGV token, lease_ms, key, pending_ttl_s, msg_id, now_ms (the worker's clock)
 -- -> {1, waited_ms or -1} run | {0} busy (the holder, or the lease reaper, will re-publish)
-local now = now_ms()
+local now = clock(ARGV[6])
 if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then
   local cur = redis.call('GETDEL', KEYS[1])
   local waited = -1

@@ -2,18 +2,18 @@
 -- the woken key, so that their watch events, which wake that key too, do not run it once more (workers/own_writes.py).
 -- While a run of the woken key is going on, the writes are deferred to it instead, as their watch events would be:
 -- its DONE runs the key once more only if it did not get those versions itself.
--- KEYS pending, active, selfwrites, deferred[, queue list]; ARGV msg_id, class, pending_ttl_s, stale_ms,
+-- KEYS pending, active, selfwrites, deferred[, queue list]; ARGV msg_id, class, pending_ttl_s, stale_ms, now_ms,
 -- record_ttl_ms, deferred_ttl_s, n, n write ids[, message] -> ADD's reply | {4} deferred to the run going on
-local n = tonumber(ARGV[7])
+local n = tonumber(ARGV[8])
 local state = redis.call('MGET', KEYS[1], KEYS[2])
 if n > 0 then
   if state[2] then
-    redis.call('SADD', KEYS[4], unpack(ARGV, 8, 7 + n))
-    redis.call('EXPIRE', KEYS[4], ARGV[6])
+    redis.call('SADD', KEYS[4], unpack(ARGV, 9, 8 + n))
+    redis.call('EXPIRE', KEYS[4], ARGV[7])
     return {4}
   end
-  redis.call('SADD', KEYS[3], unpack(ARGV, 8, 7 + n))
-  redis.call('PEXPIRE', KEYS[3], ARGV[5])
+  redis.call('SADD', KEYS[3], unpack(ARGV, 9, 8 + n))
+  redis.call('PEXPIRE', KEYS[3], ARGV[6])
 end
-return gate_push(gate_add(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], state), KEYS[5],
-                 ARGV[8 + n])
+return gate_push(gate_add(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], clock(ARGV[5]), state),
+                 KEYS[5], ARGV[9 + n])
