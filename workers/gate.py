@@ -30,6 +30,7 @@ import redis
 from cache.store import ScriptCall
 from poolboy.settings import Settings
 from workers import own_writes
+from workers.scripting import evalsha_combined
 
 log = logging.getLogger(__name__)
 
@@ -167,11 +168,11 @@ class Gate:
 
     def add_many(self, keys: Iterable[str], priority: str = "event",
                  push: bool = True) -> list[tuple[str, Publish | None]]:
-        """ADD for many keys in one pipelined round trip (each script still atomic on its own)."""
+        """ADD for many keys in one round trip, as few EVALSHAs (a sweep adds every key of a kind)."""
         keys = list(keys)
         if not keys:
             return []
-        replies = evalsha_pipelined(self.redis, [self.add_call(key, priority, push) for key in keys])
+        replies = evalsha_combined(self.redis, [self.add_call(key, priority, push) for key in keys])
         return [self.add_result(key, reply) for key, reply in zip(keys, replies, strict=True)]
 
     def add_call(self, key: str, priority: str = "event", push: bool = True) -> ScriptCall:
@@ -359,35 +360,6 @@ class _Renewer:
                 self.remove(keeper)
         except redis.RedisError:
             pass  # a blip: the next tick retries; the lease outlives two missed renewals
-
-
-def evalsha_pipelined(client: redis.Redis, calls: Sequence[tuple[Any, Sequence[str], Sequence[Any]]],
-                      raise_on_error: bool = True) -> list[Any]:
-    """Scripts (``(script, keys, args)`` each) in one pipelined round trip, each still atomic on its own.
-
-    redis-py's pipeline asks ``SCRIPT EXISTS`` for its scripts before every execution (one more command each time);
-    a script is there after its first use, so send EVALSHA directly, and on a NOSCRIPT (a Redis that restarted or
-    was flushed) load that script and send again only the calls that did not run: the others have taken effect.
-    With ``raise_on_error=False`` a failed script's reply is its exception."""
-    replies: list[Any] = [None] * len(calls)
-    todo = list(range(len(calls)))
-    for attempt in (1, 2):
-        pipe = client.pipeline(transaction=False)
-        for i in todo:
-            script, keys, args = calls[i]
-            pipe.evalsha(script.sha, len(keys), *keys, *args)
-        for i, reply in zip(todo, pipe.execute(raise_on_error=False), strict=True):
-            replies[i] = reply
-        todo = [i for i in todo if isinstance(replies[i], redis.exceptions.NoScriptError)]
-        if not todo or attempt == 2:
-            break
-        for script in {id(calls[i][0]): calls[i][0] for i in todo}.values():
-            client.script_load(script.script)
-    if raise_on_error:
-        for reply in replies:
-            if isinstance(reply, Exception):
-                raise reply
-    return replies
 
 
 def _text(value: bytes | str) -> str:

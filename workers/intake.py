@@ -1,13 +1,14 @@
 """The watcher's way into the gate: one Redis round trip per watch event, or per batch of them.
 
 An event used to cost the watcher three round trips before its key's message was published: the cache write, the
-own-write check, the gate's ADD. Here they are scripts on one pipeline, in that order: the object goes into the
+own-write check, the gate's ADD. Here they are parts of one script (:func:`workers.scripting.evalsha_combined`:
+one EVALSHA, not one per part), in that order: the object goes into the
 shared cache (:mod:`cache.store`) before any key it wakes is marked, so the run it causes reads at least this
 version; then, per woken key, the gate's OBSERVE (:mod:`workers.own_writes` and :mod:`workers.gate`): the key's
 own write is skipped, an event during a run of the key is deferred to that run, anything else is ADDed. The keys
 the gate says to publish are then published on one producer connection.
 
-Each script stays atomic on its own, so the pipeline changes no decision, only the number of round trips.
+Running them together changes no decision, only the number of round trips and of Redis commands.
 A failed cache write only costs speed (it is counted and logged); a failed OBSERVE falls back to a plain ADD,
 because an extra run is cheap and a lost change is not. If Redis cannot be reached, :meth:`GateIntake.deliver`
 raises and the watcher delivers the whole event again (every step is idempotent). The events that queue up while a
@@ -23,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 from poolboy.observability import labelled
 from workers import metrics
 from workers.enqueue import Enqueuer
-from workers.gate import Publish, evalsha_pipelined
+from workers.gate import Publish
+from workers.scripting import evalsha_combined
 
 if TYPE_CHECKING:
     from cache.writer import CacheWriter
@@ -59,7 +61,7 @@ class GateIntake:
             calls += [self.gate.observe_call(key, write_id) for key, write_id in wakes]
         if not calls:
             return [[] for _ in events]
-        replies = iter(evalsha_pipelined(self.gate.redis, calls, raise_on_error=False))  # raises if Redis is away
+        replies = iter(evalsha_combined(self.gate.redis, calls, raise_on_error=False))  # raises if Redis is away
         results, to_publish = [], []
         for (event_type, obj, wakes), was_cached in zip(events, cached, strict=True):
             if was_cached:

@@ -37,9 +37,10 @@ from poolboy.observability import labelled
 from poolboy.result import PermanentError, Result, TransientError
 from workers import backoff, metrics, own_writes, run_log, shutdown, sweeps
 from workers.config import MAX_COUNTDOWN
-from workers.gate import Done, LeaseKeeper, Started, evalsha_pipelined
+from workers.gate import Done, LeaseKeeper, Started
 from workers.names import reconcile_task, route
 from workers.runtime import Runtime, reconcilers, runtime
+from workers.scripting import evalsha_combined
 
 log = logging.getLogger(__name__)
 
@@ -164,9 +165,9 @@ def _sweep_marks(rt: Runtime, kind: str, key: str, outcome: Outcome) -> tuple[st
 
 def finish(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, writes: own_writes.Collector,
            kube: CachedKubeClient | None) -> Done:
-    """The run's last Redis round trip, in this order: its deferred cache writes, the ADDs of the keys it wakes,
-    its next deadline, and DONE (own writes settled, the lease released). Then the publishes the gate scripts did
-    not make themselves: the countdown ones, and DONE's re-run."""
+    """The run's last Redis round trip, one script (:func:`workers.scripting.evalsha_combined`) in this order: its
+    deferred cache writes, the ADDs of the keys it wakes, its next deadline, and DONE (own writes settled, the lease
+    released). Then the publishes the gate scripts did not make themselves: the countdown ones, and DONE's re-run."""
     puts = kube.deferred_puts() if kube is not None else []
     gate = rt.gate
     seen = writes.idents
@@ -178,7 +179,7 @@ def finish(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, write
     acted_on = [*writes.idents, *kube.seen()] if kube is not None else writes.idents
     done_call = gate.done_call(key, token, also_delete=_done_deletes(key, outcome), mark_clean=clean,
                                writes=acted_on, mark_dirty=dirty)
-    replies = evalsha_pipelined(rt.redis, [*puts, *adds, *deadline, done_call], raise_on_error=False)
+    replies = evalsha_combined(rt.redis, [*puts, *adds, *deadline, done_call], raise_on_error=False)
     for reply in replies[:len(puts)]:
         if isinstance(reply, Exception):  # the cache only costs speed
             log.debug("%s: cache write failed: %s", key, reply)

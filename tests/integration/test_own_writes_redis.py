@@ -21,8 +21,9 @@ from watcher import mapping
 from watcher.main import Watcher
 from workers import own_writes
 from workers.enqueue import Enqueuer
-from workers.gate import Gate, Publish, evalsha_pipelined
+from workers.gate import Gate, Publish
 from workers.intake import GateIntake
+from workers.scripting import evalsha_pipelined
 
 #: the route of claim events (the table :data:`watcher.mapping.ROUTES`)
 ROUTE_CLAIM = mapping.POOLBOY_ROUTES[0]

@@ -10,7 +10,8 @@ import json
 import redis
 
 from workers.enqueue import Enqueuer
-from workers.gate import MESSAGE_PRIORITY, evalsha_pipelined
+from workers.gate import MESSAGE_PRIORITY
+from workers.scripting import evalsha_pipelined
 
 KEY = "claim/ns/a"
 #: set per message, by Celery (the task id and its copies) or kombu (the delivery tag)

@@ -30,8 +30,9 @@ from tests.integration.test_watcher import (
 from tests.waiting import wait_for
 from workers.due import DueIndex
 from workers.enqueue import Enqueuer
-from workers.gate import Gate, evalsha_pipelined
+from workers.gate import Gate
 from workers.runtime import Runtime
+from workers.scripting import evalsha_pipelined
 from workers.tasks import begin
 
 DOMAIN = "poolboy.gpte.redhat.com"
