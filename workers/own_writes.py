@@ -30,7 +30,8 @@ Two Redis keys per work key K, hash-tagged ``{K}`` like the gate's own keys:
 
 * ``selfwrites:{K}`` — SET of write ids recorded by finished runs of K, and by runs that woke K after writing (short
   TTL: an event comes within seconds).
-* ``selfwrites:{K}:deferred`` — SET of ids of events that arrived while a run of K was going. The watch event of
+* ``selfwrites:{K}:deferred`` — the ids of events that arrived while a run of K was going, space-separated in one
+  string (DONE reads it with the gate's marks in one MGET). The watch event of
   a write usually arrives *before* the run ends (often before the next line of the reconciler runs), so the
   watcher cannot decide then; the run decides at its end, when it knows all its writes.
 

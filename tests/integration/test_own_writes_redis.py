@@ -99,6 +99,19 @@ def test_a_run_that_died_leaves_its_deferred_events_to_the_next_run(gate: Gate) 
     assert done.foreign == 1 and done.rerun is not None
 
 
+def test_deferred_events_live_a_bounded_time_and_an_older_releases_set_is_cleared(gate: Gate) -> None:
+    deferred = own_writes.deferred_key(KEY)
+    gate.redis.sadd(deferred, "u/old")  # what an older release kept for a run that was going on when it was replaced
+    gate.start(KEY, "t1")
+    assert gate.done(KEY, "t1").rerun is None
+    assert not gate.redis.exists(deferred), "DONE clears it whatever its type, so later events can be deferred"
+    gate.start(KEY, "t2")
+    assert observe(gate, KEY, "u/20") == "deferred"
+    assert 0 < gate.redis.ttl(deferred) <= own_writes.DEFERRED_TTL_S, "bounded should the run die without DONE"
+    assert observe(gate, KEY, "u/21") == "deferred"
+    assert (gate.done(KEY, "t2").deferred, gate.redis.exists(deferred)) == (2, 0)
+
+
 def test_a_run_that_lost_its_lease_leaves_the_rerun_to_the_holder(gate: Gate) -> None:
     gate.start(KEY, "t1")
     assert observe(gate, KEY, "u/12") == "deferred"

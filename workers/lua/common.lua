@@ -58,3 +58,13 @@ local function gate_push(reply, queue_list, message)
   end
   return reply
 end
+
+-- Defer watch events (their write ids) to the run of the key going on: its DONE judges them. The ids go into one
+-- string, space-separated, so that DONE reads them with the key's pending and active marks in one MGET; the TTL (a
+-- safety bound for a run that died without DONE) is set when the string is created, not on every event.
+local function defer(deferred, ids, ttl)
+  local text = table.concat(ids, ' ') .. ' '
+  if redis.call('APPEND', deferred, text) == #text then
+    redis.call('EXPIRE', deferred, ttl)
+  end
+end

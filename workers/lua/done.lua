@@ -18,10 +18,17 @@ end
 if ARGV[7] ~= '' then
   redis.call('HDEL', ARGV[7], 'clean')
 end
--- one command per question: the deferred events (taken: SPOP of more than there can be empties the set), which of
--- them were not own writes, pending and active together, and one DEL for every key this step clears (every command
--- here runs once per run)
-local deferred = redis.call('SPOP', KEYS[5], 1000000)
+-- one command per question: pending, active and the deferred events together, which of those events were not own
+-- writes, and one DEL for every key this step clears (every command here runs once per run)
+local state = redis.call('MGET', KEYS[1], KEYS[2], KEYS[5])
+local cur, a = state[1], state[2]
+local deferred, seen = {}, {}
+for id in string.gmatch(state[3] or '', '%S+') do
+  if not seen[id] then
+    seen[id] = true
+    table.insert(deferred, id)
+  end
+end
 local foreign = 0
 if #deferred > 0 then
   for _, own in ipairs(redis.call('SMISMEMBER', KEYS[4], unpack(deferred))) do
@@ -30,19 +37,15 @@ if #deferred > 0 then
     end
   end
 end
-local both = redis.call('MGET', KEYS[1], KEYS[2])
-local cur, a = both[1], both[2]
 local mine = not a or a == ARGV[1]
-local clear = {}
+local clear = {KEYS[5]}  -- even when MGET saw no string there (an older release kept a SET): DEL is sent anyway
 for i = 6, #KEYS do
   table.insert(clear, KEYS[i])
 end
 if a and mine then
   table.insert(clear, KEYS[2])
 end
-if #clear > 0 then
-  redis.call('DEL', unpack(clear))
-end
+redis.call('DEL', unpack(clear))
 if foreign > 0 and not cur then
   cur = mark(ARGV[2], now_ms(), 0, '0')
   redis.call('SET', KEYS[1], cur, 'EX', ARGV[4])

@@ -7,8 +7,7 @@ if ARGV[6] ~= '' and redis.call('SISMEMBER', KEYS[3], ARGV[6]) == 1 then
 end
 local state = redis.call('MGET', KEYS[1], KEYS[2])
 if ARGV[6] ~= '' and state[2] then
-  redis.call('SADD', KEYS[4], ARGV[6])
-  redis.call('EXPIRE', KEYS[4], ARGV[7])
+  defer(KEYS[4], {ARGV[6]}, ARGV[7])
   return {4}
 end
 return gate_push(gate_add(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], clock(ARGV[5]), state),

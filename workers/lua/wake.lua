@@ -8,8 +8,7 @@ local n = tonumber(ARGV[8])
 local state = redis.call('MGET', KEYS[1], KEYS[2])
 if n > 0 then
   if state[2] then
-    redis.call('SADD', KEYS[4], unpack(ARGV, 9, 8 + n))
-    redis.call('EXPIRE', KEYS[4], ARGV[7])
+    defer(KEYS[4], {unpack(ARGV, 9, 8 + n)}, ARGV[7])
     return {4}
   end
   redis.call('SADD', KEYS[3], unpack(ARGV, 9, 8 + n))
