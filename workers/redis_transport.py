@@ -1,6 +1,6 @@
 """kombu's Redis transports with one guard and two savings: a channel closed after its connection was torn down can
 still reach Redis, a channel shares one Redis client per pool (:class:`_SharesItsClient`), and the bookkeeping of
-unacked messages goes without MULTI/EXEC (:class:`QoS`).
+unacked messages costs one command per delivery and one per ack (:class:`QoS`).
 
 Why (issue 18): when Redis goes away and comes back, Celery's consumer tears its broker connection down in two steps
 (``Connection.collect()``, then ``Connection.close()``). ``collect()`` ends by clearing the transport's
@@ -31,10 +31,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from time import time
 from typing import Any
 
 from kombu.transport import redis as kombu_redis
+from kombu.transport import virtual
+from kombu.utils.encoding import bytes_to_str
+from kombu.utils.json import dumps, loads
 
+#: the suffix of the hash field that holds a delivered message's delivery time, beside the message (:class:`QoS`)
+STAMP = "|t"
 #: ``broker_transport`` values (``module:Class``) for plain/TLS Redis and for Sentinel
 TRANSPORT = "workers.redis_transport:Transport"
 SENTINEL_TRANSPORT = "workers.redis_transport:SentinelTransport"
@@ -105,15 +111,23 @@ class _SharesItsClient:
 
 
 class QoS(kombu_redis.QoS):
-    """kombu's unacked-message bookkeeping, sent as a plain pipeline instead of a MULTI/EXEC transaction.
+    """kombu's unacked-message bookkeeping in one command per delivery and one per ack.
 
-    Every delivered message is recorded (``ZADD unacked_index`` + ``HSET unacked``) and every ack erases it
-    (``ZREM`` + ``HDEL``); kombu wraps each pair in MULTI/EXEC, four commands of eight per message. Nothing needs the
-    pair to be atomic: the only reader, the visibility-timeout restore (``restore_visible``), takes entries older
+    kombu records every delivered message in two keys (``HSET unacked`` the message, ``ZADD unacked_index`` its
+    delivery time) inside MULTI/EXEC, and erases both at the ack: eight commands per message. Here the delivery
+    time is a second field of the same hash (``<tag>|t``), so a delivery is one HSET and an ack one HDEL, on a plain
+    pipeline: nothing needs them atomic, since the only reader, the visibility-timeout restore, takes entries older
     than the timeout (30 minutes by default, always above twice the longest run: :mod:`workers.config`), never one
-    being written or acked now, and it drops an index entry without its message. Restores (``restore_by_tag``) pass
-    their own transactional pipeline and are unchanged.
+    being written or acked now. The restore finds those entries with an HSCAN of the time fields, and still reads
+    ``unacked_index`` for what a release before this one recorded there. Restores keep kombu's transaction.
     """
+
+    def append(self, message: Any, delivery_tag: str) -> None:
+        delivery = message.delivery_info
+        record = dumps([message._raw, delivery["exchange"], delivery["routing_key"]])
+        with self.pipe_or_acquire() as pipe:
+            pipe.hset(self.unacked_key, mapping={delivery_tag: record, delivery_tag + STAMP: time()}).execute()
+        virtual.QoS.append(self, message, delivery_tag)
 
     @contextmanager
     def pipe_or_acquire(self, pipe: Any = None, client: Any = None) -> Iterator[Any]:
@@ -122,6 +136,49 @@ class QoS(kombu_redis.QoS):
             return
         with self.channel.conn_or_acquire(client) as acquired:
             yield acquired.pipeline(transaction=False)
+
+    def _remove_from_indices(self, delivery_tag: str, pipe: Any = None) -> Any:
+        with self.pipe_or_acquire(pipe) as pipe:
+            return pipe.hdel(self.unacked_key, delivery_tag, delivery_tag + STAMP)
+
+    def restore_by_tag(self, tag: Any, client: Any = None, leftmost: bool = False) -> None:
+        """kombu's restore in one transaction: the record read, erased (with an older release's index entry) and its
+        message put back on its queue."""
+        tag = bytes_to_str(tag)
+
+        def restore(pipe: Any) -> None:
+            record = pipe.hget(self.unacked_key, tag)
+            pipe.multi()
+            self._remove_from_indices(tag, pipe)
+            pipe.zrem(self.unacked_index_key, tag)
+            if record:
+                raw, exchange, routing_key = loads(bytes_to_str(record))
+                self.channel._do_restore_message(raw, exchange, routing_key, pipe, leftmost)
+
+        with self.channel.conn_or_acquire(client) as acquired:
+            acquired.transaction(restore, self.unacked_key)
+
+    def restore_visible(self, start: int = 0, num: int = 10, interval: int = 10) -> None:
+        """Put back the messages delivered longer than the visibility timeout ago and never acked (their consumer
+        died), at most ``num`` per call and one call in ``interval``, under kombu's mutex, as kombu does."""
+        self._vrestore_count += 1
+        if (self._vrestore_count - 1) % (interval or 1):
+            return
+        with self.channel.conn_or_acquire() as client:
+            ceil = time() - self.visibility_timeout
+            try:
+                with kombu_redis.Mutex(client, self.unacked_mutex_key, self.unacked_mutex_expire):
+                    for tag in self._expired(client, ceil, num):
+                        self.restore_by_tag(tag, client)
+            except kombu_redis.MutexHeld:
+                pass
+
+    def _expired(self, client: Any, ceil: float, num: int) -> list[str]:
+        tags = [bytes_to_str(name)[:-len(STAMP)]
+                for name, stamp in client.hscan_iter(self.unacked_key, match="*" + STAMP) if float(stamp) < ceil]
+        limit = {"offset": 0, "num": num} if num else {}
+        legacy = client.zrange(self.unacked_index_key, ceil, 0, desc=True, byscore=True, **limit)
+        return (tags + [bytes_to_str(tag) for tag in legacy or []])[:num or None]
 
 
 class Channel(_SharesItsClient, _RemembersConnectionInfo, kombu_redis.Channel):

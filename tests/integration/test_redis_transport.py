@@ -9,6 +9,8 @@ exits); :mod:`workers.redis_transport` closes the channel (restoring what Redis 
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -17,7 +19,7 @@ from kombu import Connection, Consumer, Producer, Queue
 
 from stack.testing import RedisServer
 from tests.waiting import wait_for
-from workers.redis_transport import TRANSPORT
+from workers.redis_transport import STAMP, TRANSPORT
 
 
 @pytest.fixture()
@@ -92,18 +94,21 @@ def _deliver_one(connection: Connection, declared: Callable[[], None] = lambda: 
     return delivered
 
 
-def test_unacked_bookkeeping_without_transactions(server: RedisServer) -> None:
-    """A delivery is recorded and its ack erases the record, with no MULTI/EXEC: four commands per message saved."""
+def test_unacked_bookkeeping_is_one_command_per_delivery_and_one_per_ack(server: RedisServer) -> None:
+    """A delivery is recorded (the message and its delivery time, in one hash) and its ack erases the record: one
+    HSET and one HDEL per message, no index, no MULTI/EXEC (kombu sends eight commands)."""
     client = redis.Redis.from_url(server.url)
     before: dict[str, int] = {}
     with Connection(server.url, transport=TRANSPORT) as connection:
         delivered = _deliver_one(connection, lambda: before.update(_commands(client)))
-        assert client.hlen("unacked") == 1 and client.zcard("unacked_index") == 1
+        tag = delivered[0].delivery_tag
+        assert set(client.hkeys("unacked")) == {tag.encode(), f"{tag}{STAMP}".encode()}
+        assert float(client.hget("unacked", f"{tag}{STAMP}")) == pytest.approx(time.time(), abs=60)
         delivered[0].ack()
         after = _commands(client)
-    assert client.hlen("unacked") == 0 and client.zcard("unacked_index") == 0
-    assert after["zadd"] > before.get("zadd", 0) and after["hdel"] > before.get("hdel", 0)
-    assert after.get("multi", 0) == before.get("multi", 0) and after.get("exec", 0) == before.get("exec", 0)
+    assert client.hlen("unacked") == 0 and not client.exists("unacked_index")
+    spent = {name: after.get(name, 0) - before.get(name, 0) for name in ("hset", "hdel", "zadd", "zrem", "multi")}
+    assert spent == {"hset": 1, "hdel": 1, "zadd": 0, "zrem": 0, "multi": 0}
 
 
 def test_an_unacked_message_past_the_visibility_timeout_is_restored(server: RedisServer) -> None:
@@ -114,7 +119,7 @@ def test_an_unacked_message_past_the_visibility_timeout_is_restored(server: Redi
     dying = Connection(server.url, transport=TRANSPORT, transport_options=options)
     try:
         _deliver_one(dying)  # never acked, and the consumer does not close while the other restores (as if killed)
-        assert client.llen("tasks") == 0 and client.zcard("unacked_index") == 1
+        assert client.llen("tasks") == 0 and client.hlen("unacked") == 2
         with Connection(server.url, transport=TRANSPORT, transport_options=options) as other:
             channel = other.channel()
 
@@ -126,3 +131,19 @@ def test_an_unacked_message_past_the_visibility_timeout_is_restored(server: Redi
         assert client.hlen("unacked") == 0 and client.zcard("unacked_index") == 0
     finally:
         dying.release()
+
+
+def test_what_an_older_release_recorded_in_the_index_is_still_restored(server: RedisServer) -> None:
+    """A message an older release delivered (recorded in ``unacked_index``) and never acked comes back as before,
+    and leaves no record behind."""
+    client = redis.Redis.from_url(server.url)
+    client.flushall()
+    message = {"body": "e30=", "content-encoding": "utf-8", "content-type": "application/json", "headers": {},
+               "properties": {"delivery_tag": "old", "delivery_info": {"exchange": "", "routing_key": "tasks"},
+                              "priority": 0, "body_encoding": "base64"}}
+    client.hset("unacked", "old", json.dumps([message, "", "tasks"]))
+    client.zadd("unacked_index", {"old": time.time() - 10})
+    with Connection(server.url, transport=TRANSPORT, transport_options={"visibility_timeout": 1}) as connection:
+        connection.channel().qos.restore_visible(interval=1)
+    assert client.llen("tasks") == 1
+    assert client.hlen("unacked") == 0 and client.zcard("unacked_index") == 0
