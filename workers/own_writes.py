@@ -28,8 +28,9 @@ created the resource was still writing the handle's status, used to run a third 
 
 Two Redis keys per work key K, hash-tagged ``{K}`` like the gate's own keys:
 
-* ``selfwrites:{K}`` — SET of write ids recorded by finished runs of K, and by runs that woke K after writing (short
-  TTL: an event comes within seconds).
+* ``selfwrites:{K}`` — the write ids recorded by finished runs of K, and by runs that woke K after writing,
+  space-separated in one string that OBSERVE reads with the gate's marks in one MGET (short TTL: an event comes
+  within seconds; at most its newest 4 KB).
 * ``selfwrites:{K}:deferred`` — the ids of events that arrived while a run of K was going, space-separated in one
   string (DONE reads it with the gate's marks in one MGET). The watch event of
   a write usually arrives *before* the run ends (often before the next line of the reconciler runs), so the

@@ -68,3 +68,25 @@ local function defer(deferred, ids, ttl)
     redis.call('EXPIRE', deferred, ttl)
   end
 end
+
+-- Own-write records (workers/own_writes.py): the write ids runs of a key recorded, space-separated in one string,
+-- newest last, so that OBSERVE reads them with the key's pending and active marks in one MGET. Each record keeps the
+-- string for the records' TTL from now, and only its newest RECORDS_MAX_BYTES: an older id dropped costs at most one
+-- extra run, should its event still come.
+local RECORDS_MAX_BYTES = 4096
+local function recorded(records, id)
+  return records and string.find(' ' .. records, ' ' .. id .. ' ', 1, true) ~= nil
+end
+local function record(key, records, ids, ttl_ms)
+  local text = records or ''
+  for _, id in ipairs(ids) do
+    if not recorded(text, id) then
+      text = text .. id .. ' '
+    end
+  end
+  if #text > RECORDS_MAX_BYTES then
+    text = string.sub(text, string.find(text, ' ', #text - RECORDS_MAX_BYTES, true) + 1)
+  end
+  redis.call('SET', key, text, 'PX', ttl_ms)
+  return text
+end

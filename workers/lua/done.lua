@@ -11,17 +11,16 @@
 -- cache holds now: the periodic sweeps skip an object whose version has not moved since. dirty (after a run whose
 -- retry is a countdown message, which the gate does not record: the same hash) loses its 'clean' field, so that a
 -- sweep runs the object again should that message be lost with its worker or with Redis.
-if #ARGV >= 8 then
-  redis.call('SADD', KEYS[4], unpack(ARGV, 8))
-  redis.call('PEXPIRE', KEYS[4], ARGV[6])
-end
 if ARGV[7] ~= '' then
   redis.call('HDEL', ARGV[7], 'clean')
 end
--- one command per question: pending, active and the deferred events together, which of those events were not own
--- writes, and one DEL for every key this step clears (every command here runs once per run)
-local state = redis.call('MGET', KEYS[1], KEYS[2], KEYS[5])
-local cur, a = state[1], state[2]
+-- one command per question: pending, active, the deferred events and the own-write records together; the run's
+-- writes recorded; one DEL for every key this step clears (every command here runs once per run)
+local state = redis.call('MGET', KEYS[1], KEYS[2], KEYS[5], KEYS[4])
+local cur, a, records = state[1], state[2], state[4]
+if #ARGV >= 8 then
+  records = record(KEYS[4], records, {unpack(ARGV, 8)}, ARGV[6])
+end
 local deferred, seen = {}, {}
 for id in string.gmatch(state[3] or '', '%S+') do
   if not seen[id] then
@@ -30,11 +29,9 @@ for id in string.gmatch(state[3] or '', '%S+') do
   end
 end
 local foreign = 0
-if #deferred > 0 then
-  for _, own in ipairs(redis.call('SMISMEMBER', KEYS[4], unpack(deferred))) do
-    if own == 0 then
-      foreign = foreign + 1
-    end
+for _, id in ipairs(deferred) do
+  if not recorded(records, id) then
+    foreign = foreign + 1
   end
 end
 local mine = not a or a == ARGV[1]

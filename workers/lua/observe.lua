@@ -2,10 +2,10 @@
 -- KEYS pending, active, selfwrites, deferred[, queue list]; ARGV msg_id, class, pending_ttl_s, stale_ms, now_ms,
 -- write_id ('' none), deferred_ttl_s[, message] -> ADD's reply | {3} the key's own write (skip) | {4} deferred to the run
 -- going on
-if ARGV[6] ~= '' and redis.call('SISMEMBER', KEYS[3], ARGV[6]) == 1 then
+local state = redis.call('MGET', KEYS[1], KEYS[2], KEYS[3])
+if ARGV[6] ~= '' and recorded(state[3], ARGV[6]) then
   return {3}
 end
-local state = redis.call('MGET', KEYS[1], KEYS[2])
 if ARGV[6] ~= '' and state[2] then
   defer(KEYS[4], {ARGV[6]}, ARGV[7])
   return {4}

@@ -5,14 +5,13 @@
 -- KEYS pending, active, selfwrites, deferred[, queue list]; ARGV msg_id, class, pending_ttl_s, stale_ms, now_ms,
 -- record_ttl_ms, deferred_ttl_s, n, n write ids[, message] -> ADD's reply | {4} deferred to the run going on
 local n = tonumber(ARGV[8])
-local state = redis.call('MGET', KEYS[1], KEYS[2])
+local state = redis.call('MGET', KEYS[1], KEYS[2], KEYS[3])
 if n > 0 then
   if state[2] then
     defer(KEYS[4], {unpack(ARGV, 9, 8 + n)}, ARGV[7])
     return {4}
   end
-  redis.call('SADD', KEYS[3], unpack(ARGV, 9, 8 + n))
-  redis.call('PEXPIRE', KEYS[3], ARGV[6])
+  record(KEYS[3], state[3], {unpack(ARGV, 9, 8 + n)}, ARGV[6])
 end
 return gate_push(gate_add(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], clock(ARGV[5]), state),
                  KEYS[5], ARGV[9 + n])
