@@ -1,6 +1,7 @@
 -- Shared helpers, prepended to every gate script.
 -- A pending mark is "<msg-id>|<ms>|<class>|<queued>": class 0 = event, 1 = resync (lower);
 -- queued 1 = a message is on the queue for it, 0 = the active holder owes the re-publish.
+
 -- Redis's clock, for the steps no client clock comes with (DONE's rare re-marks, RENEW, the reaper). ADD and START
 -- take the caller's clock instead (``clock``): they run once per watch event and once per run, and a TIME is one
 -- command more each time. Clocks of different hosts may differ by a little: a mark's time only decides staleness (a
