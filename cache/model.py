@@ -9,8 +9,9 @@ Indexes (names, not Redis keys):
 * ``kind|<apiVersion>|<kind>|<namespace>`` — every cached object of a kind in a namespace (``""`` = cluster-wide
   objects), and ``kind|<apiVersion>|<kind>|*`` across namespaces. Lists without a usable equality term read these.
 * ``label|<apiVersion>|<kind>|<key>=<value>`` and ``label|<apiVersion>|<kind>|<key>`` — objects of a Poolboy kind
-  carrying a label of the operator's domain (``D/...``), by value and by presence. Only the domain's own labels are
-  indexed: they are the only ones the reconcilers select on, and it keeps the index count bounded.
+  carrying a label of the operator's domain (``D/...``), by value, and by presence for the labels the domain selects
+  on by presence (``presence``; every one when not given). Only the domain's own labels are indexed: they are the
+  only ones the reconcilers select on, and it keeps the index count bounded (each entry is a command per change).
 
 Label selectors use the subset of the Kubernetes syntax the reconcilers need: ``k``, ``!k``, ``k=v``, ``k==v`` and
 ``k!=v`` joined by commas. Anything else (``in``, ``notin``) is :class:`Unanswerable`, and the reader asks the API.
@@ -19,7 +20,7 @@ Label selectors use the subset of the Kubernetes syntax the reconcilers need: ``
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,9 +94,11 @@ def identity(obj: Mapping[str, Any]) -> str:
 
 
 def indexes(obj: Mapping[str, Any], domain: str,
-            extra: Callable[[Mapping[str, Any], str], list[str]] | None = None) -> list[str]:
-    """Every index ``obj`` belongs to; Poolboy kinds (API group ``domain``) are also indexed by their D/ labels, and
-    by whatever ``extra`` adds (the domain's binding indexes, :func:`poolboy.domain.candidates.cache_entries`).
+            extra: Callable[[Mapping[str, Any], str], list[str]] | None = None,
+            presence: Collection[str] | None = None) -> list[str]:
+    """Every index ``obj`` belongs to; Poolboy kinds (API group ``domain``) are also indexed by their D/ labels (by
+    presence only those named in ``presence``, without the domain prefix; all when None), and by whatever ``extra``
+    adds (the domain's binding indexes, :func:`poolboy.domain.candidates.cache_entries`).
 
     Plain names are SET indexes; ``h:<name>\\t<value>`` is a HASH index (member -> value) and ``z:<name>\\t<score>``
     a sorted one."""
@@ -107,7 +110,8 @@ def indexes(obj: Mapping[str, Any], domain: str,
     prefix = domain + "/"
     for key, value in sorted((metadata.get("labels") or {}).items()):
         if key.startswith(prefix):
-            result.append(label_index(api_version, kind, key))
+            if presence is None or key[len(prefix):] in presence:
+                result.append(label_index(api_version, kind, key))
             result.append(label_index(api_version, kind, key, str(value)))
     if extra is not None:
         result.extend(extra(obj, domain))
@@ -115,12 +119,15 @@ def indexes(obj: Mapping[str, Any], domain: str,
 
 
 def plan_list(api_version: str, kind: str, namespace: str | None, terms: tuple[Term, ...],
-              domain: str) -> list[str]:
-    """The indexes to intersect for a list: the positive terms on indexed (domain) labels, else the kind index
-    (``*``: every namespace, for a list across namespaces or of a cluster-scoped kind)."""
+              domain: str, presence: Collection[str] | None = None) -> list[str]:
+    """The indexes to intersect for a list: the positive terms on indexed (domain) labels (a presence term only
+    where :func:`indexes` keeps that label's presence index), else the kind index (``*``: every namespace, for a
+    list across namespaces or of a cluster-scoped kind). The caller filters by the whole selector."""
     indexed = api_version.split("/", 1)[0] == domain
+    prefix = domain + "/"
     chosen = [label_index(api_version, kind, t.key, t.value if t.op == "=" else None)
-              for t in terms if indexed and t.op in ("=", "exists") and t.key.startswith(domain + "/")]
+              for t in terms if indexed and t.key.startswith(prefix)
+              and (t.op == "=" or (t.op == "exists" and (presence is None or t.key[len(prefix):] in presence)))]
     if chosen:
         return chosen
     return [kind_index(api_version, kind, namespace or "*")]

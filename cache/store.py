@@ -159,6 +159,7 @@ class ObjectCache:
         self.redis = client
         self.domain = domain
         self.extra_indexes = candidates.cache_entries  # the domain's binding indexes
+        self.presence_labels = candidates.PRESENCE_LABELS  # the labels the domain selects on by presence
         self._put = client.register_script(_INDEX_FUNCTIONS + _PUT)
         self._delete = client.register_script(_INDEX_FUNCTIONS + _DELETE)
         self._alive_until = 0.0  # monotonic time until which the alive key seen last is trusted (gets only)
@@ -182,7 +183,7 @@ class ObjectCache:
         ident = cache_model.identity(obj)
         every_namespace = cache_model.kind_index(obj.get("apiVersion") or "", obj["kind"], "*")
         args = [rv, orjson.dumps(obj), "1" if insert else "0", ident, PREFIX + "i:",
-                *cache_model.indexes(obj, self.domain, self.extra_indexes), every_namespace]
+                *cache_model.indexes(obj, self.domain, self.extra_indexes, self.presence_labels), every_namespace]
         return self._put, [object_key(ident)], args
 
     def delete(self, obj: dict, *, pipe: Any = None) -> None:
@@ -283,7 +284,7 @@ class ObjectCache:
         """The objects a list would return, or None when the cache cannot answer (then ask the API)."""
         try:
             terms = cache_model.parse_selector(label_selector)
-            plan = cache_model.plan_list(api_version, kind, namespace, terms, self.domain)
+            plan = cache_model.plan_list(api_version, kind, namespace, terms, self.domain, self.presence_labels)
         except cache_model.Unanswerable:
             return None
         members = read_if_synced(self.redis, api_version, kind, namespace,

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from poolboy import keys
 from poolboy import kube as kube_errors
+from poolboy.domain import candidates
 from poolboy.domain.candidates import first_provider, handle_scopes, is_unbound
 from poolboy.utils import timeutil
 
@@ -31,8 +32,9 @@ CLAIM_KIND = "ResourceClaim"
 
 #: Label (``D/resource-claim-waiting``) on a claim that found no matching unbound handle and may not create one.
 #: Handle creation or a change of an unbound handle enqueues exactly the claims carrying it, so a waiting claim
-#: binds as soon as a matching handle appears instead of at its next periodic re-check.
-WAITING_LABEL = "resource-claim-waiting"
+#: binds as soon as a matching handle appears instead of at its next periodic re-check. (Defined with the shared
+#: cache's indexes, which keep the waiting claims' queues from it.)
+WAITING_LABEL = candidates.WAITING_LABEL
 
 #: Annotation (``D/resource-claim-uid``) recording which claim *object* a handle was bound to or created for. The
 #: claim reference in ``spec.resourceClaim`` only names it, so without this a claim recreated under the same name

@@ -30,6 +30,12 @@ UNBOUND = "unbound"
 WAITING = "waiting"
 #: handles made for a claim (not from a pool), by scope and creation time: the demand a pool missed
 CREATED = "created"
+#: the label (after the domain's prefix) of a claim that waits for a handle: its queue's index is kept from it
+WAITING_LABEL = "resource-claim-waiting"
+#: the labels the domain selects on by their presence alone (the waiting claims, :mod:`poolboy.domain.binding`):
+#: the shared cache keeps a presence index only for these (:func:`cache.model.indexes`), one command fewer per
+#: other label on every change
+PRESENCE_LABELS = frozenset({WAITING_LABEL})
 
 
 @dataclass(frozen=True)
@@ -221,7 +227,7 @@ def index_entries(handle: Mapping[str, Any], domain: str) -> list[tuple[str, str
 
 def waiting_entry(claim: Mapping[str, Any], domain: str) -> tuple[str, float] | None:
     """``(index, score)`` of a claim labelled as waiting for a handle: its creation time orders the queue."""
-    if f"{domain}/resource-claim-waiting" not in _labels(claim):
+    if f"{domain}/{WAITING_LABEL}" not in _labels(claim):
         return None
     metadata = claim.get("metadata") or {}
     pool = (metadata.get("annotations") or {}).get(f"{domain}/resource-pool-name")
