@@ -17,20 +17,17 @@ end
 -- one command per question: pending, active, the deferred events and the own-write records together; the run's
 -- writes recorded; one DEL for every key this step clears (every command here runs once per run)
 local state = redis.call('MGET', KEYS[1], KEYS[2], KEYS[5], KEYS[4])
-local cur, a, records = state[1], state[2], state[4]
+local cur, a = state[1], state[2]
+local known
 if #ARGV >= 8 then
-  records = record(KEYS[4], records, {unpack(ARGV, 8)}, ARGV[6])
+  known = record(KEYS[4], state[4], {unpack(ARGV, 8)}, ARGV[6])
+else
+  known = select(2, ids_of(state[4]))
 end
-local deferred, seen = {}, {}
-for id in string.gmatch(state[3] or '', '%S+') do
-  if not seen[id] then
-    seen[id] = true
-    table.insert(deferred, id)
-  end
-end
+local deferred = ids_of(state[3])
 local foreign = 0
 for _, id in ipairs(deferred) do
-  if not recorded(records, id) then
+  if not known[id] then
     foreign = foreign + 1
   end
 end
