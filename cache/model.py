@@ -110,7 +110,7 @@ def indexes(obj: Mapping[str, Any], domain: str,
     prefix = domain + "/"
     for key, value in sorted((metadata.get("labels") or {}).items()):
         if key.startswith(prefix):
-            if presence is None or key[len(prefix):] in presence:
+            if _presence_indexed(key, prefix, presence):
                 result.append(label_index(api_version, kind, key))
             result.append(label_index(api_version, kind, key, str(value)))
     if extra is not None:
@@ -118,16 +118,21 @@ def indexes(obj: Mapping[str, Any], domain: str,
     return result
 
 
+def _presence_indexed(key: str, prefix: str, presence: Collection[str] | None) -> bool:
+    """Whether :func:`indexes` keeps a presence index for the domain label ``key`` (``prefix``: the domain's)."""
+    return presence is None or key[len(prefix):] in presence
+
+
 def plan_list(api_version: str, kind: str, namespace: str | None, terms: tuple[Term, ...],
               domain: str, presence: Collection[str] | None = None) -> list[str]:
     """The indexes to intersect for a list: the positive terms on indexed (domain) labels (a presence term only
     where :func:`indexes` keeps that label's presence index), else the kind index (``*``: every namespace, for a
     list across namespaces or of a cluster-scoped kind). The caller filters by the whole selector."""
-    indexed = api_version.split("/", 1)[0] == domain
     prefix = domain + "/"
+    indexed = api_version.split("/", 1)[0] == domain
     chosen = [label_index(api_version, kind, t.key, t.value if t.op == "=" else None)
               for t in terms if indexed and t.key.startswith(prefix)
-              and (t.op == "=" or (t.op == "exists" and (presence is None or t.key[len(prefix):] in presence)))]
+              and (t.op == "=" or (t.op == "exists" and _presence_indexed(t.key, prefix, presence)))]
     if chosen:
         return chosen
     return [kind_index(api_version, kind, namespace or "*")]

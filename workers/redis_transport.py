@@ -125,8 +125,8 @@ class QoS(kombu_redis.QoS):
     def append(self, message: Any, delivery_tag: str) -> None:
         delivery = message.delivery_info
         record = dumps([message._raw, delivery["exchange"], delivery["routing_key"]])
-        with self.pipe_or_acquire() as pipe:
-            pipe.hset(self.unacked_key, mapping={delivery_tag: record, delivery_tag + STAMP: time()}).execute()
+        with self.channel.conn_or_acquire() as client:
+            client.hset(self.unacked_key, mapping={delivery_tag: record, delivery_tag + STAMP: time()})
         virtual.QoS.append(self, message, delivery_tag)
 
     @contextmanager
