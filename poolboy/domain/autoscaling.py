@@ -12,7 +12,10 @@ found no pool handle and got a handle made for them (counted from the cache's ``
 :func:`poolboy.domain.candidates.created_entry`) — otherwise an empty pool would measure no demand, and under a burst
 the rate it measures would be capped by its own size. λ is the larger of the rate over ``window`` and over its last
 sixth (:func:`short_window`): the target rises within a fraction of the window when a burst starts, and the long
-window holds it up through short lulls.
+window holds it up through short lulls. With ``period`` (a day, a week) the pool also learns how much demand each
+part of the period brought in past periods and sizes for the higher of the measured rate and the one it expects over
+the next time to ready (:mod:`poolboy.domain.demand_profile`), so that handles for a recurring burst are made before
+it begins.
 
 It rises at once and falls only after it has been lower for ``scaleDownDelay``, so a lull between bursts does not
 throw away handles that took long to make. Binds are counted in at most :data:`MAX_BUCKETS` time buckets kept in
@@ -27,6 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from poolboy.domain import demand_profile
 from poolboy.utils import timeutil
 
 DEFAULT_WINDOW = "30m"
@@ -47,6 +51,7 @@ class Policy:
     window: timedelta
     scale_down_delay: timedelta
     warm_hit_ratio: float
+    period: timedelta | None = None  # the recurring period whose demand the pool learns (demand_profile)
 
     @property
     def bucket(self) -> timedelta:
@@ -76,7 +81,8 @@ def policy(spec: Mapping[str, Any]) -> Policy | None:
     ratio = raw.get("warmHitRatio", DEFAULT_WARM_HIT_RATIO)
     if isinstance(ratio, bool) or not isinstance(ratio, int | float) or not 0 < ratio < 1:
         raise ValueError(f"spec.autoscaling.warmHitRatio: {ratio!r} must be a number between 0 and 1")
-    return Policy(floor, ceiling, intervals["window"], intervals["scaleDownDelay"], float(ratio))
+    period = demand_profile.parse_period(raw["period"]) if raw.get("period") is not None else None
+    return Policy(floor, ceiling, intervals["window"], intervals["scaleDownDelay"], float(ratio), period)
 
 
 def record_binds(buckets: list[dict[str, Any]] | None, count: int, now: datetime,
@@ -154,14 +160,20 @@ def decide(rate: float, time_to_ready: float | None, chosen: Policy, previous: M
     return Decision(desired, current, timeutil.format_timestamp(since), since + chosen.scale_down_delay)
 
 
-def explain(rate: float, time_to_ready: float | None, decision: Decision, chosen: Policy) -> str:
-    """The ``Autoscaled`` condition's message (absolute figures only, so a converged run writes nothing new)."""
+def explain(rate: float, time_to_ready: float | None, decision: Decision, chosen: Policy,
+            expected: float | None = None) -> str:
+    """The ``Autoscaled`` condition's message (absolute figures only, so a converged run writes nothing new);
+    ``expected`` is the learned profile's forecast, named when it is what the pool sizes for."""
     per_hour = f"{rate * 3600:.1f}/h"
     window = timeutil.format_interval(chosen.window)
+    forecast = ""
+    if expected is not None and chosen.period is not None and expected > rate:
+        forecast = (f", {expected * 3600:.1f}/h expected from the learned "
+                    f"{timeutil.format_interval(chosen.period)} profile")
     if time_to_ready is None:
-        measured = f"claim rate {per_hour} over {window}; time to ready not measured yet"
+        measured = f"claim rate {per_hour} over {window}{forecast}; time to ready not measured yet"
     else:
-        measured = (f"claim rate {per_hour} over {window}, time to ready {round(time_to_ready)}s: "
+        measured = (f"claim rate {per_hour} over {window}{forecast}, time to ready {round(time_to_ready)}s: "
                     f"{decision.desired} handles keep one ready for {chosen.warm_hit_ratio:.0%} of claims")
     bounds = f"(min {chosen.min_available}, max {chosen.max_available})"
     if decision.target > decision.desired:

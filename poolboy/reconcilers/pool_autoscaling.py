@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from poolboy.context import Context
-from poolboy.domain import autoscaling, candidates, conditions
+from poolboy.domain import autoscaling, candidates, conditions, demand_profile
 from poolboy.reconcilers import pool_members
 from poolboy.result import PermanentError
 
@@ -30,6 +30,7 @@ class Step:
     decision: autoscaling.Decision
     record: dict[str, Any]
     message: str
+    recheck_at: datetime | None  # a delayed scale-down, or the learned profile's forecast, changes then
 
 
 def _observe_binds(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]]) -> int:
@@ -45,14 +46,13 @@ def _observe_binds(ctx: Context, pool: dict[str, Any], handles: list[dict[str, A
     return binds
 
 
-def _missed(ctx: Context, pool: dict[str, Any], windows: list[timedelta]) -> list[int]:
-    """Claims of the pool's provider that got a handle made for them, in each of the last ``windows`` (one round
-    trip)."""
+def _missed(ctx: Context, pool: dict[str, Any], since: list[datetime]) -> list[int]:
+    """Claims of the pool's provider that got a handle made for them since each of ``since`` (one round trip)."""
     counts = None
-    if ctx.index is not None:
+    if ctx.index is not None and since:
         scope = candidates.claim_scope(None, candidates.first_provider(pool))
-        counts = ctx.index.created_since(scope, [(ctx.now - window).timestamp() for window in windows])
-    return counts or [0] * len(windows)
+        counts = ctx.index.created_since(scope, [moment.timestamp() for moment in since])
+    return counts or [0] * len(since)
 
 
 def plan(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]]) -> Step | None:
@@ -65,22 +65,37 @@ def plan(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]]) -> S
     if chosen is None:
         return None
     previous = status.get("autoscaling") or {}
-    buckets = autoscaling.record_binds(previous.get("binds"), _observe_binds(ctx, pool, handles), ctx.now, chosen)
+    binds = _observe_binds(ctx, pool, handles)
+    buckets = autoscaling.record_binds(previous.get("binds"), binds, ctx.now, chosen)
     created = autoscaling._parse(pool["metadata"].get("creationTimestamp"))
     short = autoscaling.short_window(chosen)
-    missed, missed_short = _missed(ctx, pool, [chosen.window, short])
+    profile = demand_profile.load(previous.get("profile"), chosen.period, ctx.now) if chosen.period else None
+    closing = demand_profile.boundaries(profile, ctx.now) if profile else []
+    missed, missed_short, *made_since = _missed(ctx, pool, [ctx.now - chosen.window, ctx.now - short, *closing])
     rate = max(autoscaling.claim_rate(buckets, ctx.now, chosen, created, missed),
                autoscaling.claim_rate(buckets, ctx.now, chosen, created, missed_short, short))
     measured = status.get("timeToReadySeconds")
     time_to_ready = float(measured) if isinstance(measured, int | float) and not isinstance(measured, bool) else None
-    decision = autoscaling.decide(rate, time_to_ready, chosen, previous, ctx.now)
-    record: dict[str, Any] = {"claimsPerHour": round(rate * 3600, 1), "desired": decision.desired,
-                              "target": decision.target, "missed": missed, "binds": buckets}
+    record: dict[str, Any] = {"claimsPerHour": round(rate * 3600, 1)}
+    expected, forecast_changes = None, None
+    if profile is not None:
+        profile = demand_profile.advance(profile, ctx.now, binds, made_since)
+        if time_to_ready is not None:
+            horizon = timedelta(seconds=time_to_ready)
+            expected = demand_profile.forecast(profile, ctx.now, horizon)
+            forecast_changes = demand_profile.next_change(profile, ctx.now, horizon)
+            record["expectedPerHour"] = round(expected * 3600, 1)
+    decision = autoscaling.decide(max(rate, expected or 0.0), time_to_ready, chosen, previous, ctx.now)
+    record.update({"desired": decision.desired, "target": decision.target, "missed": missed, "binds": buckets})
     if time_to_ready is not None:
         record["timeToReadySeconds"] = round(time_to_ready)
     if decision.lower_since:
         record["lowerSince"] = decision.lower_since
-    return Step(chosen, decision, record, autoscaling.explain(rate, time_to_ready, decision, chosen))
+    if profile is not None:
+        record["profile"] = demand_profile.dump(profile)
+    recheck = [t for t in (decision.recheck_at, forecast_changes) if t is not None]
+    return Step(chosen, decision, record, autoscaling.explain(rate, time_to_ready, decision, chosen, expected),
+                min(recheck) if recheck else None)
 
 
 def extra(step: Step | None, pool: dict[str, Any]) -> int:
@@ -121,5 +136,5 @@ def report(ctx: Context, pool: dict[str, Any], status: dict[str, Any], step: Ste
         kind = "ScaledUp" if decision.target > int(previous_target) else "ScaledDown"
         ctx.kube.emit_event(pool, kind, f"Target {previous_target} → {decision.target} unbound handles: "
                                         f"{step.message}")
-    return decision.recheck_at
+    return step.recheck_at
 

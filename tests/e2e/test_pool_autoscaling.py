@@ -2,10 +2,13 @@
 handles take several seconds to become ready, a burst of claims raises the pool's target above ``minAvailable``
 (``status.autoscaling``, an Event ``ScaledUp``; the claims that found the pool empty count as demand, ``missed``),
 and once the burst has left the demand window and the ``scaleDownDelay`` has passed, the pool shrinks back to its
-floor (``ScaledDown``) without touching a bound handle.
+floor (``ScaledDown``) without touching a bound handle. With a ``period``, the pool learns when a burst came and
+grows ahead of it the next period, before any claim of that period arrives.
 """
 
 from __future__ import annotations
+
+import time
 
 from stack.local import LocalStack
 from tests.e2e.provider_support import NS, User, condition, config_map_provider, status
@@ -16,12 +19,12 @@ SLOW_READY = ("(now(true) - (metadata.creationTimestamp | to_datetime('%Y-%m-%dT
               ".total_seconds() > 6")
 
 
-def unbound(user: User) -> list[dict]:
-    return [h for h in user.pool_handles("pool-auto") if not h["metadata"].get("deletionTimestamp")]
+def unbound(user: User, pool: str = "pool-auto") -> list[dict]:
+    return [h for h in user.pool_handles(pool) if not h["metadata"].get("deletionTimestamp")]
 
 
-def autoscaling_status(user: User) -> dict:
-    return status(user.get_pool("pool-auto")).get("autoscaling") or {}
+def autoscaling_status(user: User, pool: str = "pool-auto") -> dict:
+    return status(user.get_pool(pool)).get("autoscaling") or {}
 
 
 def test_a_burst_raises_the_target_and_the_pool_shrinks_after_the_window_and_delay(stack: LocalStack) -> None:
@@ -59,3 +62,41 @@ def test_a_burst_raises_the_target_and_the_pool_shrinks_after_the_window_and_del
     for name in bound:
         handle = user.get_handle(name)
         assert handle is not None and not handle["metadata"].get("deletionTimestamp"), f"bound {name} was touched"
+
+
+def test_a_learned_period_grows_the_pool_ahead_of_the_burst_it_saw_one_period_before(stack: LocalStack) -> None:
+    user = User(stack)
+    ns = user.namespace("season")
+    user.provider("p-season", config_map_provider(ns, readinessCheck=SLOW_READY))
+    user.pool("pool-season", {"minAvailable": 1, "provider": {"name": "p-season", "parameterValues": {}},
+                              "autoscaling": {"maxAvailable": 4, "window": "10s", "scaleDownDelay": "5s",
+                                              "period": "120s"}})
+    wait_for(lambda: status(user.get_pool("pool-season")).get("timeToReadySeconds", 0) >= 5, timeout=60,
+             interval=0.5, message="the pool measured its handles' time to ready")
+    burst_at = time.time()
+    names = [f"s{index}" for index in range(5)]
+    for name in names:  # the period's burst: 5 claims at once against a pool of 1
+        user.claim(ns, name, {"provider": {"name": "p-season", "parameterValues": {}}})
+    for name in names:
+        user.wait_bound(ns, name, timeout=60)
+    wait_for(lambda: autoscaling_status(user, "pool-season").get("target", 0) >= 2, timeout=30, interval=0.5,
+             message="the measured rate raised the target")
+    # the burst leaves the 10 s window and the 5 s delay passes: back to the floor, nothing expected yet
+    wait_for(lambda: autoscaling_status(user, "pool-season").get("target") == 1, timeout=60, interval=0.5,
+             message=f"back to the floor after the burst (last {autoscaling_status(user, 'pool-season')})")
+    assert time.time() < burst_at + 90, "the test is too slow to see the next period before its burst"
+
+    # the next period, before the time of the burst: no claim arrives, yet the pool grows for the one it expects
+    def grown() -> bool:
+        return autoscaling_status(user, "pool-season").get("target", 0) >= 3 and \
+            len(unbound(user, "pool-season")) >= 3
+
+    wait_for(grown, timeout=burst_at + 120 - time.time(), interval=0.5,
+             message=f"grown before the recurring burst (last {autoscaling_status(user, 'pool-season')})")
+    assert time.time() < burst_at + 120
+    seen = autoscaling_status(user, "pool-season")
+    print(f"autoscaling before the recurring burst: {seen}")
+    assert seen["claimsPerHour"] == 0 and seen["expectedPerHour"] > 0, seen
+    assert sum(seen["profile"]["counts"]) >= len(names), seen
+    message = condition(user.get_pool("pool-season") or {}, "Autoscaled")["message"]
+    assert "expected from the learned 2m profile" in message, message
