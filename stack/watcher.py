@@ -69,10 +69,11 @@ def run(args: argparse.Namespace) -> int:
     if args.record_keys:
         sink = _file_sink(args.record_keys)
     else:
+        from workers.app import app
         from workers.enqueue import Enqueuer
         from workers.intake import GateIntake
 
-        enqueuer = Enqueuer(settings)
+        enqueuer = Enqueuer(settings, app)
         if settings.read_cache:
             from cache.writer import CacheWriter
 

@@ -83,13 +83,15 @@ def _preload_reconcilers(sender: object = None, **_: object) -> None:
     """Prefork: import the domain in the parent, before the pool forks, so the children inherit it (see
     Registry.preload). Other pools run reconciles in this process: the same warm-up runs once the consumer is
     ready (:func:`_warm_up_after_ready`), off the path to ready — about 0.7 s of CPU per worker, which on a node
-    starting several workers at once is most of their start-up; a task that comes first waits on the import lock."""
+    starting several workers at once is most of their start-up; a task that comes first waits on the import lock.
+    First of all, the runtime is told which app and settings its tasks run with."""
+    from workers import runtime
+
+    runtime.configure(app, settings)
     if not _forks_children(sender):
         _deferred_warm_up.append(True)
         return
     import gc
-
-    from workers import runtime
 
     runtime.reconcilers().preload()
     # Move everything imported so far out of the collector's reach: a collection in a child would otherwise write

@@ -22,14 +22,13 @@ if TYPE_CHECKING:
 
 
 class Enqueuer:
-    """``Enqueuer(settings).add(key, "event")`` -> 'published' | 'coalesced' | 'pending-while-running'."""
+    """``Enqueuer(settings, app).add(key, "event")`` -> 'published' | 'coalesced' | 'pending-while-running'.
 
-    def __init__(self, settings: Settings | None = None, app: Celery | None = None, gate: Gate | None = None) -> None:
-        self.settings = settings or Settings.from_env()
-        if app is None:
-            from workers.app import app as default_app
+    ``app`` is the Celery app whose messages it sends (``workers.app.app`` for the operator), given rather than
+    imported so that the engine's modules do not depend on the app module."""
 
-            app = default_app
+    def __init__(self, settings: Settings, app: Celery, gate: Gate | None = None) -> None:
+        self.settings = settings
         self.app = app
         self.gate = gate or Gate.from_settings(self.settings)
         self.gate.encoder = QueuedMessages(app).encode  # the gate pushes the messages it decides are owed

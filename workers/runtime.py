@@ -25,6 +25,8 @@ from workers.enqueue import Enqueuer
 from workers.gate import Gate
 
 if TYPE_CHECKING:
+    from celery import Celery
+
     from poolboy.reconcilers import Registry
 
 log = logging.getLogger(__name__)
@@ -75,6 +77,15 @@ class Runtime:
 #: held while the process's :class:`Runtime` is built: under the threads pool the first tasks (and the warm-up,
 #: workers.app) may ask for it at once, and there must be one gate, one lease renewer, one set of hooks
 _building = threading.Lock()
+#: the worker's app and settings, given by the app itself (:func:`configure`) rather than imported from it, so that
+#: the runtime depends on no particular app and the app module on nothing of the runtime until its worker starts
+_configured: list[tuple[Celery, Settings]] = []
+
+
+def configure(app: Celery, settings: Settings) -> None:
+    """Name the app whose tasks this process runs and its settings; the worker's app does it when the worker starts
+    (``worker_init``: before the pool forks, so pool children inherit it)."""
+    _configured[:] = [(app, settings)]
 
 
 def runtime() -> Runtime:
@@ -85,8 +96,11 @@ def runtime() -> Runtime:
 @cache
 def _runtime() -> Runtime:
     from workers import metrics, own_writes, run_log
-    from workers.app import app, settings
 
+    if not _configured:
+        raise RuntimeError("workers.runtime.configure(app, settings) was not called: a worker's app calls it when "
+                           "the worker starts (workers.app)")
+    app, settings = _configured[0]
     metrics.install_api_hook()
     own_writes.install_write_hook()
     run_log.install()
