@@ -15,7 +15,15 @@ rows are not the stack's (round 6, seed 20: the stack 1.0 warm at 1 257 idle han
 1 112): it leaves out the operator's own delays (the watch, the queue, the pool's status) and uses a fixed time to
 ready where the pool measures one, so read them as relative, one setting against another.
 
+With ``--period`` it also replays ``--learn-days`` days before the measured one for a pool that learns the day
+(``spec.autoscaling.period``, :mod:`poolboy.domain.demand_profile`); with ``--oracle``, a pool that knows the day's
+true rate and sizes for the claims expected over the next time to ready — the bound on what any autoscaling can
+reach on that day. Each autoscaled row is checked against issue 20's target: a warm-hit ratio at least that of the
+smallest static size reaching 95 %, with at most 0.6× its idle handle-seconds.
+
     .venv/bin/python benchmarks/demand_model.py --seeds 20,21,22 --window 30 --scale-down-delay 15
+    .venv/bin/python benchmarks/demand_model.py --day workday --seconds 300 --scale 3 --seeds 20,21,22 \
+        --static $(seq -s, 1 40) --max-available 40 --window 20 --scale-down-delay 2 --period --oracle
 """
 
 from __future__ import annotations
@@ -24,11 +32,12 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from benchmarks.demand import arrivals
-from poolboy.domain import autoscaling
+from benchmarks.demand import DAYS, Day, arrivals, days_of_arrivals, rate_at
+from poolboy.domain import autoscaling, demand_profile
 
 STEP_S = 0.25
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
@@ -63,14 +72,32 @@ class Pool:
         return sum(1 for at in self.demand if now - span < at <= now) / min(span, max(now, 5.0))
 
 
-def autoscaled(policy: autoscaling.Policy, ready_s: float) -> Callable[[Pool, float, dict], int]:
-    """The target rule of an autoscaled pool: the model's decision on the higher of the two rates."""
+Target = Callable[[Pool, float, dict], int]
+
+
+def autoscaled(policy: autoscaling.Policy, ready_s: float) -> Target:
+    """The target rule of an autoscaled pool: the model's decision on the higher of the two rates and, with a
+    period, of the learned profile's forecast (every claim counted as demand when the pool next runs)."""
     window = policy.window.total_seconds()
     short = autoscaling.short_window(policy).total_seconds()
+    horizon = timedelta(seconds=ready_s)
+    learned: list[demand_profile.Profile] = []  # the profile after the pool's last run
+    counted = [0]  # the demand it had counted by then
+
+    def expected(pool: Pool, moment: datetime) -> float:
+        if policy.period is None:
+            return 0.0
+        profile = learned.pop() if learned else demand_profile.load(None, policy.period, moment)
+        closing = demand_profile.boundaries(profile, moment)
+        profile = demand_profile.advance(profile, moment, len(pool.demand) - counted[0], [0] * len(closing))
+        learned.append(profile)
+        counted[0] = len(pool.demand)
+        return demand_profile.forecast(profile, moment, horizon)
 
     def target(pool: Pool, now: float, previous: dict) -> int:
-        rate = max(pool.rate(now, window), pool.rate(now, short))
-        decision = autoscaling.decide(rate, ready_s, policy, previous, EPOCH + timedelta(seconds=now))
+        moment = EPOCH + timedelta(seconds=now)
+        rate = max(pool.rate(now, window), pool.rate(now, short), expected(pool, moment))
+        decision = autoscaling.decide(rate, ready_s, policy, previous, moment)
         previous.clear()
         previous.update({"target": decision.target, "lowerSince": decision.lower_since})
         return decision.target
@@ -99,17 +126,36 @@ def replay(trace: list[float], seconds: float, target: Callable[[Pool, float, di
     return pool
 
 
-def figures(name: str, pool: Pool, warm_s: float) -> dict:
-    warm = sum(1 for wait in pool.waits if wait <= warm_s)
-    return {"sizing": name, "claims": len(pool.waits), "warm_hit_ratio": round(warm / max(1, len(pool.waits)), 3),
-            "idle_handle_seconds": sum(pool.unbound)}
+def oracle(policy: autoscaling.Policy, ready_s: float, day: Day, seconds: float, scale: float) -> Target:
+    """A pool that knows the day's true arrival rate and sizes for the claims expected over the next time to ready:
+    what no measurement or forecast can beat, the bound on what autoscaling can reach on a day."""
+
+    def target(pool: Pool, now: float, previous: dict) -> int:
+        steps = 20
+        mean = sum(rate_at(((now + ready_s * (k + 0.5) / steps) % seconds) / seconds, day) * scale
+                   for k in range(steps)) * ready_s / steps
+        decision = autoscaling.decide(mean / ready_s, ready_s, policy, previous, EPOCH + timedelta(seconds=now))
+        previous.clear()
+        previous.update({"target": decision.target, "lowerSince": decision.lower_since})
+        return decision.target
+
+    return target
+
+
+def figures(name: str, pool: Pool, warm_s: float, since: float = 0.0) -> dict:
+    """The figures of the day measured: claims that arrived from ``since`` on, samples from ``since`` on."""
+    waits = [wait for at, wait in zip(pool.demand, pool.waits, strict=True) if at >= since]
+    warm = sum(1 for wait in waits if wait <= warm_s)
+    return {"sizing": name, "claims": len(waits), "warm_hit_ratio": round(warm / max(1, len(waits)), 3),
+            "idle_handle_seconds": sum(pool.unbound[int(since):])}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=150)
     parser.add_argument("--scale", type=float, default=1.0)
-    parser.add_argument("--seeds", default="20", help="comma-separated trace seeds (20 is demand.py's default)")
+    parser.add_argument("--day", choices=sorted(DAYS), default="compact", help="the day's shape")
+    parser.add_argument("--seeds", default="20", help="comma-separated seeds of the measured day (20 is demand.py's)")
     parser.add_argument("--static", default="4,6,8,10,11,12,14", help="static sizes to replay")
     parser.add_argument("--ready", type=float, default=9.0, help="seconds from a handle's creation to ready")
     parser.add_argument("--recheck", type=float, default=3.0, help="the pool's re-check interval, seconds")
@@ -119,29 +165,51 @@ def main() -> None:
     parser.add_argument("--window", type=float, default=30.0)
     parser.add_argument("--scale-down-delay", type=float, default=15.0)
     parser.add_argument("--warm-hit-ratio", type=float, default=autoscaling.DEFAULT_WARM_HIT_RATIO)
+    parser.add_argument("--period", action="store_true", help="also autoscaling that learns the day")
+    parser.add_argument("--learn-days", type=int, default=3, help="with --period: days before the measured one")
+    parser.add_argument("--oracle", action="store_true", help="also a pool that knows the day's true rate")
     args = parser.parse_args()
     policy = autoscaling.Policy(args.min_available, args.max_available, timedelta(seconds=args.window),
                                 timedelta(seconds=args.scale_down_delay), args.warm_hit_ratio)
-    report = []
+    day = DAYS[args.day]
+    report: list[dict[str, Any]] = []
     for seed in (int(s) for s in args.seeds.split(",")):
-        trace = arrivals(args.seconds, args.scale, seed)
+        trace = arrivals(args.seconds, args.scale, seed, day)
         rows = [figures(f"static {size}", replay(trace, args.seconds, lambda *_, n=size: n, size, args.ready,
                                                  args.recheck), args.warm_seconds)
                 for size in (int(s) for s in args.static.split(","))]
+        statics = len(rows)
         rows.append(figures("autoscaling", replay(trace, args.seconds, autoscaled(policy, args.ready),
                                                   args.min_available, args.ready, args.recheck), args.warm_seconds))
-        smallest = next((row for row in rows[:-1] if row["warm_hit_ratio"] >= 0.95), None)
-        if smallest is not None:
-            rows[-1]["idle_vs_smallest_static_at_95"] = round(
-                rows[-1]["idle_handle_seconds"] / max(1, smallest["idle_handle_seconds"]), 2)
+        if args.period:
+            learning = replace(policy, period=timedelta(seconds=args.seconds))
+            days = days_of_arrivals(args.seconds, args.scale, seed, day, args.learn_days + 1)
+            since = args.learn_days * args.seconds
+            rows.append(figures("autoscaling, period", replay(days, since + args.seconds, autoscaled(
+                learning, args.ready), args.min_available, args.ready, args.recheck), args.warm_seconds, since))
+        if args.oracle:
+            rows.append(figures("oracle", replay(trace, args.seconds, oracle(
+                policy, args.ready, day, args.seconds, args.scale), args.min_available, args.ready, args.recheck),
+                                args.warm_seconds))
+        smallest = next((row for row in rows[:statics] if row["warm_hit_ratio"] >= 0.95), None)
+        for row in rows[statics:]:
+            if smallest is not None:
+                row["idle_vs_smallest_static_at_95"] = round(
+                    row["idle_handle_seconds"] / max(1, smallest["idle_handle_seconds"]), 2)
+                row["meets_target"] = row["warm_hit_ratio"] >= smallest["warm_hit_ratio"] \
+                    and row["idle_vs_smallest_static_at_95"] <= 0.6
         report.append({"seed": seed, "claims": len(trace), "rows": rows})
         print(f"seed {seed}: {len(trace)} claims; smallest static at 95 %: "
               f"{smallest['sizing'] if smallest else 'none'}", file=sys.stderr)
         for row in rows:
-            print(f"  {row['sizing']:<12} warm {row['warm_hit_ratio']:<6} idle handle-s {row['idle_handle_seconds']}"
-                  + (f" ({row['idle_vs_smallest_static_at_95']}x)" if "idle_vs_smallest_static_at_95" in row else ""),
-                  file=sys.stderr)
-    json.dump({"args": vars(args), "seeds": report}, sys.stdout)
+            print(f"  {row['sizing']:<20} warm {row['warm_hit_ratio']:<6} idle handle-s {row['idle_handle_seconds']}"
+                  + (f" ({row['idle_vs_smallest_static_at_95']}x)" if "idle_vs_smallest_static_at_95" in row else "")
+                  + (" meets the target" if row.get("meets_target") else ""), file=sys.stderr)
+    met = {name: sum(1 for seed in report for row in seed["rows"] if row["sizing"] == name and row.get("meets_target"))
+           for name in dict.fromkeys(row["sizing"] for seed in report for row in seed["rows"][statics:])}
+    print("seeds meeting the target: " + ", ".join(f"{name} {count}/{len(report)}" for name, count in met.items()),
+          file=sys.stderr)
+    json.dump({"args": vars(args), "seeds": report, "met": met}, sys.stdout)
     print()
 
 
