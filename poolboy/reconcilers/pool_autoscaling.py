@@ -4,6 +4,9 @@
 as unbound that is now bound to a claim is one bind (read from the shared cache, one read per vanished handle), and
 a handle created for a claim of the pool's provider is one claim the pool missed (a ZCOUNT of the cache's index per
 window; without the cache, misses are not counted).
+With ``spec.autoscaling.period`` the same round trip reads the claims made in each bucket of the period that ended
+since the last run, and the pool sizes for the higher of the measured rate and the learned profile's forecast
+(:mod:`poolboy.domain.demand_profile`), re-running when that forecast changes.
 Scaling up needs nothing here: the target is passed to the creation step as handles above ``minAvailable``.
 Scaling down deletes unbound handles beyond the target, the newest unready ones first, then the newest ready
 ones; never a bound handle (the delete is conditional on the resourceVersion read unbound), nor one a
@@ -55,6 +58,17 @@ def _missed(ctx: Context, pool: dict[str, Any], since: list[datetime]) -> list[i
     return counts or [0] * len(since)
 
 
+def _learn(profile: demand_profile.Profile, now: datetime, binds: int, made_since: list[int],
+           time_to_ready: float | None) -> tuple[demand_profile.Profile, float | None, datetime | None]:
+    """The profile after this run, the rate it expects over the next time to ready and when that expectation
+    changes (None and None while the time to ready is not measured)."""
+    profile = demand_profile.advance(profile, now, binds, made_since)
+    if time_to_ready is None:
+        return profile, None, None
+    horizon = timedelta(seconds=time_to_ready)
+    return profile, demand_profile.forecast(profile, now, horizon), demand_profile.next_change(profile, now, horizon)
+
+
 def plan(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]]) -> Step | None:
     """This run's target, or None for a pool without autoscaling; ``InvalidAutoscaling`` when it is wrong."""
     spec, status = pool.get("spec") or {}, pool.get("status") or {}
@@ -79,11 +93,8 @@ def plan(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]]) -> S
     record: dict[str, Any] = {"claimsPerHour": round(rate * 3600, 1)}
     expected, forecast_changes = None, None
     if profile is not None:
-        profile = demand_profile.advance(profile, ctx.now, binds, made_since)
-        if time_to_ready is not None:
-            horizon = timedelta(seconds=time_to_ready)
-            expected = demand_profile.forecast(profile, ctx.now, horizon)
-            forecast_changes = demand_profile.next_change(profile, ctx.now, horizon)
+        profile, expected, forecast_changes = _learn(profile, ctx.now, binds, made_since, time_to_ready)
+        if expected is not None:
             record["expectedPerHour"] = round(expected * 3600, 1)
     decision = autoscaling.decide(max(rate, expected or 0.0), time_to_ready, chosen, previous, ctx.now)
     record.update({"desired": decision.desired, "target": decision.target, "missed": missed, "binds": buckets})
