@@ -51,6 +51,8 @@ class Pool:
     demand: list[float] = field(default_factory=list)  # binds and misses, their times
     waits: list[float] = field(default_factory=list)
     unbound: list[int] = field(default_factory=list)
+    profile: demand_profile.Profile | None = None  # with a period: what the pool has learned by its last run
+    counted: int = 0  # the demand the profile had counted by then
 
     def claim(self, at: float, ready_s: float) -> None:
         self.demand.append(at)
@@ -81,18 +83,15 @@ def autoscaled(policy: autoscaling.Policy, ready_s: float) -> Target:
     window = policy.window.total_seconds()
     short = autoscaling.short_window(policy).total_seconds()
     horizon = timedelta(seconds=ready_s)
-    learned: list[demand_profile.Profile] = []  # the profile after the pool's last run
-    counted = [0]  # the demand it had counted by then
 
     def expected(pool: Pool, moment: datetime) -> float:
         if policy.period is None:
             return 0.0
-        profile = learned.pop() if learned else demand_profile.load(None, policy.period, moment)
+        profile = pool.profile or demand_profile.load(None, policy.period, moment)
         closing = demand_profile.boundaries(profile, moment)
-        profile = demand_profile.advance(profile, moment, len(pool.demand) - counted[0], [0] * len(closing))
-        learned.append(profile)
-        counted[0] = len(pool.demand)
-        return demand_profile.forecast(profile, moment, horizon)
+        pool.profile = demand_profile.advance(profile, moment, len(pool.demand) - pool.counted, [0] * len(closing))
+        pool.counted = len(pool.demand)
+        return demand_profile.forecast(pool.profile, moment, horizon)
 
     def target(pool: Pool, now: float, previous: dict) -> int:
         moment = EPOCH + timedelta(seconds=now)

@@ -79,13 +79,14 @@ class Runtime:
 _building = threading.Lock()
 #: the worker's app and settings, given by the app itself (:func:`configure`) rather than imported from it, so that
 #: the runtime depends on no particular app and the app module on nothing of the runtime until its worker starts
-_configured: list[tuple[Celery, Settings]] = []
+_configured: tuple[Celery, Settings] | None = None
 
 
 def configure(app: Celery, settings: Settings) -> None:
     """Name the app whose tasks this process runs and its settings; the worker's app does it when the worker starts
     (``worker_init``: before the pool forks, so pool children inherit it)."""
-    _configured[:] = [(app, settings)]
+    global _configured
+    _configured = (app, settings)
 
 
 def runtime() -> Runtime:
@@ -97,10 +98,10 @@ def runtime() -> Runtime:
 def _runtime() -> Runtime:
     from workers import metrics, own_writes, run_log
 
-    if not _configured:
+    if _configured is None:
         raise RuntimeError("workers.runtime.configure(app, settings) was not called: a worker's app calls it when "
                            "the worker starts (workers.app)")
-    app, settings = _configured[0]
+    app, settings = _configured
     metrics.install_api_hook()
     own_writes.install_write_hook()
     run_log.install()

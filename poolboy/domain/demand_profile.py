@@ -49,8 +49,7 @@ class Profile:
 
     @property
     def size(self) -> float:
-        """Seconds per bucket."""
-        return self.period.total_seconds() / BUCKETS
+        return bucket_seconds(self.period)
 
 
 def parse_period(value: Any) -> timedelta:
@@ -64,8 +63,12 @@ def parse_period(value: Any) -> timedelta:
     return period
 
 
+def bucket_seconds(period: timedelta) -> float:
+    return period.total_seconds() / BUCKETS
+
+
 def bucket_of(moment: datetime, period: timedelta) -> int:
-    return math.floor(moment.timestamp() / (period.total_seconds() / BUCKETS))
+    return math.floor(moment.timestamp() / bucket_seconds(period))
 
 
 def load(raw: Any, period: timedelta, now: datetime) -> Profile:

@@ -52,7 +52,7 @@ def _observe_binds(ctx: Context, pool: dict[str, Any], handles: list[dict[str, A
 def _missed(ctx: Context, pool: dict[str, Any], since: list[datetime]) -> list[int]:
     """Claims of the pool's provider that got a handle made for them since each of ``since`` (one round trip)."""
     counts = None
-    if ctx.index is not None and since:
+    if ctx.index is not None:
         scope = candidates.claim_scope(None, candidates.first_provider(pool))
         counts = ctx.index.created_since(scope, [moment.timestamp() for moment in since])
     return counts or [0] * len(since)

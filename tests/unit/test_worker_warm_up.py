@@ -48,6 +48,6 @@ def test_a_runtime_nobody_configured_says_what_is_missing() -> None:
 
 def test_the_worker_configures_the_runtime_with_its_app_when_it_starts() -> None:
     result = _python("from workers import app, runtime; app._preload_reconcilers(None); "
-                     "[(a, s)] = runtime._configured; print(a is app.app, s is app.settings)")
+                     "a, s = runtime._configured; print(a is app.app, s is app.settings)")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "True True"
