@@ -26,7 +26,7 @@ _EXPORTS = {
     "Client": "interfaces", "Reader": "interfaces", "Writer": "interfaces",
     **{name: "errors" for name in ("AlreadyExists", "ApiError", "ApiMissing", "BadRequest", "Conflict", "Forbidden",
                                    "Gone", "Invalid", "NetworkError", "NotFound", "ServerError", "Throttled",
-                                   "retry_on_conflict")},
+                                   "conflict_policy", "retry_on_conflict")},
 }
 
 if TYPE_CHECKING:
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         NotFound,
         ServerError,
         Throttled,
+        conflict_policy,
         retry_on_conflict,
     )
     from poolboy.kube.interfaces import Client, Reader, Writer
@@ -78,6 +79,7 @@ __all__ = [
     "ServerError",
     "Throttled",
     "Writer",
+    "conflict_policy",
     "load_configuration",
     "retry_on_conflict",
 ]

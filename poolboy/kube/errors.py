@@ -118,13 +118,14 @@ def retry_on_conflict(fn: Callable[[], T], attempts: int = 5) -> T:
     The short jittered wait spreads competing writers apart; after ``attempts`` the last Conflict propagates so
     the engine can requeue.
     """
-    return _conflict_policy(attempts)(fn)
+    return conflict_policy(attempts)(fn)
 
 
 @functools.lru_cache(maxsize=8)
-def _conflict_policy(attempts: int) -> tenacity.Retrying:
-    """Made once per number of attempts: every reconcile runs under it, and tenacity keeps each call's state per
-    thread, so concurrent runs share it."""
+def conflict_policy(attempts: int = 5) -> tenacity.Retrying:
+    """:func:`retry_on_conflict`'s policy, to call as ``conflict_policy()(fn, *args)``. Made once per number of
+    attempts: every reconcile runs under it, and tenacity keeps each call's state per thread, so concurrent runs
+    share it."""
     return tenacity.Retrying(
         retry=tenacity.retry_if_exception_type(Conflict),
         stop=tenacity.stop_after_attempt(attempts),

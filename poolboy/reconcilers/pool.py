@@ -29,10 +29,6 @@ log = logging.getLogger(__name__)
 KIND = "ResourcePool"
 
 
-def reconcile(ctx: Context, namespace: str, name: str) -> Result:
-    return preamble.reconcile_object(ctx, KIND, namespace, name, live=_live, deleting=_cleanup)
-
-
 def pool_scalings(ctx: Context, pool_name: str) -> list[dict[str, Any]]:
     """The pool's scalings, oldest ``creationTimestamp`` first, then name (docs/behaviour.md#scalings: "first")."""
     scalings = ctx.kube.list(ctx.settings.api_version, "ResourcePoolScaling", ctx.settings.operator_namespace)
@@ -196,3 +192,7 @@ def _live(ctx: Context, pool: dict[str, Any]) -> Result:
     enqueue += [keys.make(keys.SCALING, s["metadata"]["namespace"], s["metadata"]["name"]) for s in scalings]
     deadlines = [t for t in (next_at, scale_down_at) if t is not None]
     return Result(requeue_at=min(deadlines) if deadlines else None, enqueue=tuple(dict.fromkeys(enqueue)))
+
+
+#: converge one pool (see the module docstring); conflicts re-run from fresh reads
+reconcile = preamble.ObjectReconciler(KIND, live=_live, deleting=_cleanup)

@@ -1,11 +1,13 @@
 """The start every reconciler shares (controller-runtime's reconcile contract, Kopf's handler preamble), and the
 one owner of Poolboy's finalizer.
 
-Read the object through the reader (the shared cache, the API on a miss); gone or labelled ``D/ignore`` → done;
-being deleted → the kind's cleanup, then the finalizer removed; otherwise make sure the finalizer is on and
-converge the live object. A Conflict anywhere re-runs the whole reconcile from fresh reads
-(:func:`poolboy.kube.retry_on_conflict`): after a failed precondition the reader reads from the API, so a stale
-cache costs one retry.
+A kind declares its reconciler here (:class:`ObjectReconciler`: its kind, the step that converges a live object, the
+cleanup of a deleted one, how its finalizer is added), and the registry hands that declaration to the engine, so a
+run goes engine → preamble → the kind's step. Read the object through the reader (the shared cache, the API on a
+miss); gone or labelled ``D/ignore`` → done; being deleted → the kind's cleanup, then the finalizer removed;
+otherwise make sure the finalizer is on and converge the live object. A Conflict anywhere re-runs the whole
+reconcile from fresh reads (:func:`poolboy.kube.conflict_policy`, client-go's retry-on-conflict): after a failed
+precondition the reader reads from the API, so a stale cache costs one retry.
 
 The finalizer rule is here and nowhere else: added before anything is converged (so that no object Poolboy acted
 on can vanish before its cleanup ran), cleanup run only while one of our finalizers is on (:func:`our_finalizers`
@@ -47,22 +49,35 @@ class Finalizer(Enum):
     NONE = "none"  # kinds Poolboy does not finalize (a scaling goes with its pool)
 
 
-def reconcile_object(ctx: Context, kind: str, namespace: str, name: str, *, live: Step,
-                     deleting: Cleanup | None = None, finalizer: Finalizer = Finalizer.WRITE) -> Result:
-    """Run ``live(ctx, obj)`` (or the cleanup ``deleting(ctx, obj)``) on the current object; see the module
-    docstring."""
+@dataclass(frozen=True)
+class ObjectReconciler:
+    """One kind's reconciler, declared: ``reconcile = ObjectReconciler(KIND, live=_live, deleting=_cleanup)`` is the
+    ``reconcile(ctx, namespace, name) -> Result`` the registry hands the engine; see the module docstring.
 
-    def once() -> Result:
-        obj = ctx.kube.get_or_none(ctx.settings.api_version, kind, name, namespace)
+    Why a declaration rather than a function that calls the preamble: a run then goes down the layers once — the
+    engine calls the preamble, the preamble the kind's step — instead of entering the kind, leaving it for the
+    preamble and coming back through a callback.
+    """
+
+    kind: str
+    #: converge the live object (the finalizer on, unless ``finalizer`` says the step stages it itself)
+    live: Step
+    #: clean up an object being deleted, before its finalizer goes; None: nothing to clean up
+    deleting: Cleanup | None = None
+    finalizer: Finalizer = Finalizer.WRITE
+
+    def __call__(self, ctx: Context, namespace: str, name: str) -> Result:
+        return kube.conflict_policy()(self._once, ctx, namespace, name)
+
+    def _once(self, ctx: Context, namespace: str, name: str) -> Result:
+        obj = ctx.kube.get_or_none(ctx.settings.api_version, self.kind, name, namespace)
         if obj is None or is_ignored(ctx, obj):
             return Result()
         if (obj.get("metadata") or {}).get("deletionTimestamp"):
-            return _finalize(ctx, obj, deleting) if deleting is not None else Result()
-        if finalizer is Finalizer.WRITE:
+            return _finalize(ctx, obj, self.deleting) if self.deleting is not None else Result()
+        if self.finalizer is Finalizer.WRITE:
             obj = _ensure_finalizer(ctx, obj)
-        return live(ctx, obj)
-
-    return kube.retry_on_conflict(once)
+        return self.live(ctx, obj)
 
 
 def finalizer_patch(ctx: Context, obj: dict[str, Any]) -> dict[str, Any]:

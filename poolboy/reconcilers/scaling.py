@@ -19,11 +19,6 @@ from poolboy.result import PermanentError, Result
 KIND = "ResourcePoolScaling"
 
 
-def reconcile(ctx: Context, namespace: str, name: str) -> Result:
-    # no finalizer: a scaling is garbage-collected with its pool (owner reference), nothing to clean up
-    return preamble.reconcile_object(ctx, KIND, namespace, name, live=_live, finalizer=preamble.Finalizer.NONE)
-
-
 def _write_status(ctx: Context, scaling: dict[str, Any], status: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     if status == (scaling.get("status") or {}):
         return scaling, False
@@ -77,3 +72,8 @@ def _live(ctx: Context, scaling: dict[str, Any]) -> Result:
     scaling, changed = _write_status(ctx, scaling, status)
     pool_key = keys.make(keys.POOL, pool["metadata"]["namespace"], pool_name)
     return Result(requeue_at=at if at > ctx.now else None, enqueue=(pool_key,) if changed else ())
+
+
+#: converge one scaling; no finalizer: a scaling is garbage-collected with its pool (owner reference), nothing to
+#: clean up
+reconcile = preamble.ObjectReconciler(KIND, live=_live, finalizer=preamble.Finalizer.NONE)

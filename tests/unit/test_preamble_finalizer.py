@@ -47,7 +47,7 @@ def _run(fake: RecordingKube, cleanups: list[str]) -> Result:
         return preamble.Cleaned(Result(enqueue=("handle/op/h",)), ("Deleted", "gone"))
 
     ctx = Context(kube=fake, settings=SETTINGS)  # type: ignore[arg-type]
-    return preamble.reconcile_object(ctx, "ResourceClaim", "n", "c", live=lambda c, o: Result(), deleting=cleanup)
+    return preamble.ObjectReconciler("ResourceClaim", live=lambda c, o: Result(), deleting=cleanup)(ctx, "n", "c")
 
 
 def test_cleanup_runs_then_our_finalizers_go_then_the_event() -> None:
@@ -69,3 +69,38 @@ def test_an_object_gone_before_its_finalizer_was_removed_gets_no_event() -> None
     result = _run(fake, cleanups)
     assert fake.calls == [("patch", {"metadata": {"finalizers": []}})]
     assert result.enqueue == ("handle/op/h",)
+
+
+class ConflictingKube(RecordingKube):
+    """Serves a live object whose first finalizer write loses a race (409), as a write against a stale read does."""
+
+    def __init__(self, obj: dict[str, Any]) -> None:
+        super().__init__(obj)
+        self.reads = 0
+
+    def get_or_none(self, *args: Any) -> dict[str, Any]:
+        self.reads += 1
+        return {**self.obj, "metadata": {**self.obj["metadata"], "resourceVersion": str(self.reads)}}
+
+    def patch_merge(self, api_version: str, kind: str, name: str, namespace: str | None, patch: dict[str, Any],
+                    resource_version: str | None = None) -> dict[str, Any]:
+        self.calls.append(("patch", resource_version))
+        if resource_version == "1":
+            raise kube.Conflict(409, "Conflict", "the object has been modified")
+        return {**self.obj, "metadata": {**self.obj["metadata"], "finalizers": patch["metadata"]["finalizers"]}}
+
+
+def test_a_conflict_reruns_the_kind_from_a_fresh_read() -> None:
+    live = {"apiVersion": f"{SETTINGS.domain}/v1", "kind": "ResourcePool",
+            "metadata": {"name": "p", "namespace": "op", "resourceVersion": "0"}}
+    fake, seen = ConflictingKube(live), []
+
+    def converge(ctx: Context, obj: dict[str, Any]) -> Result:
+        seen.append(obj["metadata"]["finalizers"])
+        return Result(enqueue=("pool/op/p",))
+
+    ctx = Context(kube=fake, settings=SETTINGS)  # type: ignore[arg-type]
+    result = preamble.ObjectReconciler("ResourcePool", live=converge)(ctx, "op", "p")
+    assert fake.calls == [("patch", "1"), ("patch", "2")]  # the second write carries the second read's version
+    assert seen == [[SETTINGS.finalizer]]  # the kind's step ran once, on the object with the finalizer on
+    assert result.enqueue == ("pool/op/p",)

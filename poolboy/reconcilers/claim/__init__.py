@@ -4,8 +4,8 @@ the claim into the handle, and mirror the handle (and the live managed resources
 Level-based (docs/behaviour.md#design-rules, rule 2): every run reads the claim, its providers, its handle and the
 managed resources fresh, computes the desired claim status, and writes it once, with the claim's resourceVersion as
 precondition, only when it changed. A Conflict anywhere re-runs the whole computation from fresh reads
-(:func:`poolboy.kube.retry_on_conflict`), which is safe because every step is idempotent. Events are emitted only
-after the status write succeeded, so a retried run does not repeat them.
+(:class:`poolboy.reconcilers.preamble.ObjectReconciler`), which is safe because every step is idempotent. Events are
+emitted only after the status write succeeded, so a retried run does not repeat them.
 
 The claim's status has one writer: this package. The handle's spec may be written here (bind, propagation), its
 status never; cross-object effects are ``enqueue``d keys.
@@ -35,12 +35,6 @@ from poolboy.result import PermanentError, Result
 from poolboy.utils import timeutil
 
 
-def reconcile(ctx: Context, namespace: str, name: str) -> Result:
-    """Converge one claim; see the module docstring. Conflicts re-run from fresh reads."""
-    return preamble.reconcile_object(ctx, CLAIM_KIND, namespace, name, live=_live, deleting=_cleanup,
-                                     finalizer=preamble.Finalizer.STAGED)
-
-
 def _live(ctx: Context, claim: dict[str, Any]) -> Result:
     ctx.kube.prefetch(reads.claim_reads(ctx, claim))  # providers, handle, resources: one round trip, not one each
     run = ClaimRun(ctx, claim)
@@ -66,6 +60,10 @@ def _cleanup(ctx: Context, claim: dict[str, Any]) -> preamble.Cleaned:
     names, enqueue = lifecycle.delete_handles(ctx, claim)
     what = f"deleted ResourceHandle {', '.join(sorted(names))}" if names else "no ResourceHandle to delete"
     return preamble.Cleaned(Result(enqueue=tuple(enqueue)), ("Deleted", f"ResourceClaim deleted; {what}."))
+
+
+#: converge one claim (see the module docstring); conflicts re-run from fresh reads
+reconcile = preamble.ObjectReconciler(CLAIM_KIND, live=_live, deleting=_cleanup, finalizer=preamble.Finalizer.STAGED)
 
 
 def process(run: ClaimRun) -> Result:

@@ -30,10 +30,6 @@ from poolboy.reconcilers.handle.status import set_conditions, write_status
 from poolboy.result import PermanentError, Result
 
 
-def reconcile(ctx: Context, namespace: str, name: str) -> Result:
-    return preamble.reconcile_object(ctx, KIND, namespace, name, live=_live, deleting=cleanup)
-
-
 def _read_claim(ctx: Context, handle: dict[str, Any]) -> dict[str, Any] | None:
     """The bound claim, or None when it is gone, including when a new claim now has its name (another uid)."""
     ref = (handle.get("spec") or {}).get("resourceClaim")
@@ -98,3 +94,7 @@ def _live(ctx: Context, handle: dict[str, Any]) -> Result:
     return Result(requeue_at=min(next_runs) if next_runs else None, enqueue=enqueue,
                   batch=unique_keys(pool_key(ctx, run.handle) if changed and unbound else None))
 
+
+
+#: converge one handle (see the module docstring); conflicts re-run from fresh reads
+reconcile = preamble.ObjectReconciler(KIND, live=_live, deleting=cleanup)
