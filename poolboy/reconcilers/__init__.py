@@ -1,11 +1,14 @@
 """Domain reconcilers, one per kind: ``reconcile(ctx, namespace, name) -> Result``; and the one registry of them.
 
-The engine looks reconcilers up by kind token (see :mod:`poolboy.keys`) in the :class:`Registry` that
+A kind's ``reconcile`` is its declaration to the shared preamble
+(:class:`~poolboy.reconcilers.preamble.ObjectReconciler`: read, ignore, finalize, converge), so that the engine
+calls the preamble and the preamble the kind; the provider's, which neither finalizes nor ignores, is a plain
+function. The engine looks reconcilers up by kind token (see :mod:`poolboy.keys`) in the :class:`Registry` that
 :func:`registry` returns: :data:`RECONCILERS` by default, or any mapping of kind token to callable named
 ``<module>:<attr>`` (the worker passes ``POOLBOY_RECONCILERS``; the integration tests use it to run trivial,
 instrumented reconcilers in real workers). Modules are imported on first use so that importing the registry stays
-cheap and a broken kind cannot stop the others from loading; :meth:`Registry.preload` imports them all at once
-(in the worker parent, before the pool forks).
+cheap and a broken kind cannot stop the others from loading; :meth:`Registry.preload` imports them all at once (in
+the worker parent, before the pool forks).
 """
 
 from __future__ import annotations
