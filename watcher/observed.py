@@ -11,7 +11,10 @@ watcher sees every change of every claim and handle exactly once (the standby se
   (available = unbound as :func:`poolboy.domain.candidates.is_unbound` says: no claim, not deleting, not
   ignored; of which ready / unready / outdated — built from another revision than the one the pool's
   ``status.revision`` names; bound), and claims waiting for a handle per provider (label
-  ``D/resource-claim-waiting``: claims do not name a pool, so they are counted by provider).
+  ``D/resource-claim-waiting``: claims do not name a pool, so they are counted by provider); and, for a pool that
+  autoscales, what its last run decided (``status.autoscaling``): the size it aims at, the claim rate it measured
+  and, once it has learned a ``period``, the rate it expects, so a dashboard shows why a pool grows before the
+  claims come.
 """
 
 from __future__ import annotations
@@ -100,6 +103,7 @@ class PoolStats(Collector):
         self.revision_annotation = revision_annotation
         self._handles: dict[tuple[str, str], HandleState] = {}
         self._revisions: dict[tuple[str, str], str] = {}  # pool -> the revision its status names
+        self._autoscaling: dict[tuple[str, str], dict] = {}  # pool -> its status.autoscaling
         self._waiting: dict[tuple[str, str], str] = {}  # claim (namespace, name) -> provider
         self._lock = threading.Lock()
 
@@ -112,8 +116,9 @@ class PoolStats(Collector):
                 state = None if event_type == "DELETED" else _handle_state(obj, self.domain, self.revision_annotation)
                 _put(self._handles, ident, state)
             elif kind == keys.POOL:
-                revision = (obj.get("status") or {}).get("revision")
-                _put(self._revisions, ident, None if event_type == "DELETED" else revision)
+                status = {} if event_type == "DELETED" else obj.get("status") or {}
+                _put(self._revisions, ident, status.get("revision"))
+                _put(self._autoscaling, ident, status.get("autoscaling") or None)
             elif kind == keys.CLAIM:
                 waiting = event_type != "DELETED" and self.waiting_label in (metadata.get("labels") or {})
                 provider = ((obj.get("spec") or {}).get("provider") or {}).get("name") or ""
@@ -124,12 +129,14 @@ class PoolStats(Collector):
             self._handles.clear()
             self._waiting.clear()
             self._revisions.clear()
+            self._autoscaling.clear()
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         with self._lock:
             handles = list(self._handles.values())
             waiting = Counter(self._waiting.values())
             revisions = {name: revision for (_, name), revision in self._revisions.items()}
+            autoscaling = {name: record for (_, name), record in self._autoscaling.items()}
         families = {
             name: GaugeMetricFamily(f"poolboy_pool_handles_{name}", text, labels=["pool"])
             for name, text in (("available", "Unbound handles of the pool (not being deleted)"),
@@ -158,6 +165,29 @@ class PoolStats(Collector):
         for provider, count in sorted(waiting.items()):
             claims.add_metric([provider], count)
         yield claims
+        yield from _autoscaling_families(autoscaling)
+
+
+#: gauges of an autoscaling pool's last decision: (name, field of ``status.autoscaling``, help)
+AUTOSCALING_GAUGES = (
+    ("poolboy_pool_autoscaling_target", "target", "Handles an autoscaling pool aims at (its minAvailable now)"),
+    ("poolboy_pool_autoscaling_claims_per_hour", "claimsPerHour",
+     "Claims per hour an autoscaling pool measured over its window (binds plus claims it missed)"),
+    ("poolboy_pool_autoscaling_expected_per_hour", "expectedPerHour",
+     "Claims per hour a pool with an autoscaling period expects over its next time to ready, from what it learned"),
+)
+
+
+def _autoscaling_families(records: dict[str, dict]) -> Iterator[GaugeMetricFamily]:
+    """One gauge per decision figure, a sample per pool whose status has it (a pool without ``period`` has no
+    forecast, one that stopped autoscaling no record)."""
+    for name, field, text in AUTOSCALING_GAUGES:
+        family = GaugeMetricFamily(name, text, labels=["pool"])
+        for pool, record in sorted(records.items()):
+            value = record.get(field)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                family.add_metric([pool], value)
+        yield family
 
 
 def _handle_state(handle: dict, domain: str, revision_annotation: str) -> HandleState | None:

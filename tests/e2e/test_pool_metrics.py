@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
 
 from procutil import free_port
 from stack.local import LocalStack, StackOptions
@@ -38,14 +39,16 @@ def stack() -> Iterator[LocalStack]:
         yield running
 
 
-def watcher_sample(stack: LocalStack, name: str, **labels: str) -> float:
+def watcher_samples(stack: LocalStack) -> list[Sample]:
+    """Every sample on the watcher's /metrics."""
     with urllib.request.urlopen(f"http://127.0.0.1:{stack.options.metrics_port}/metrics", timeout=5) as response:
         text = response.read().decode()
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
-                return sample.value
-    return 0.0
+    return [sample for family in text_string_to_metric_families(text) for sample in family.samples]
+
+
+def watcher_sample(stack: LocalStack, name: str, **labels: str) -> float:
+    return next((sample.value for sample in watcher_samples(stack)
+                 if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items())), 0.0)
 
 
 def ready_unbound(user: User) -> int:
@@ -74,6 +77,29 @@ def test_warm_hits_cold_creations_time_to_ready_and_outdated_handles(stack: Loca
                                                {"spec": {"provider": {"parameterValues": {"greeting": "new"}}}})
     wait_for(lambda: watcher_sample(stack, "poolboy_pool_handles_outdated", pool="pool-metrics") == 2, timeout=15,
              message="the two unbound handles outdated (updateStrategy Keep)")
+
+
+def test_an_autoscaling_pools_decision_is_on_the_watchers_metrics(stack: LocalStack) -> None:
+    user = User(stack)
+    ns = user.namespace("metrics-auto")
+    user.provider("p-metrics-auto", config_map_provider(ns))
+    user.pool("pool-metrics-auto", {"minAvailable": 2, "provider": {"name": "p-metrics-auto", "parameterValues": {}},
+                                    "autoscaling": {"maxAvailable": 5}})
+    wait_for(lambda: (status(user.get_pool("pool-metrics-auto")).get("autoscaling") or {}).get("target") == 2,
+             timeout=30, interval=0.5, message="the pool's autoscaling status")
+    wait_for(lambda: watcher_sample(stack, "poolboy_pool_autoscaling_target", pool="pool-metrics-auto") == 2,
+             timeout=15, interval=0.2, message="poolboy_pool_autoscaling_target of the pool")
+    rate = status(user.get_pool("pool-metrics-auto"))["autoscaling"]["claimsPerHour"]
+    assert watcher_sample(stack, "poolboy_pool_autoscaling_claims_per_hour", pool="pool-metrics-auto") == rate
+    user.custom.patch_namespaced_custom_object(D, "v1", NS, "resourcepools", "pool-metrics-auto",
+                                               {"spec": {"autoscaling": None}})
+    wait_for(lambda: "pool-metrics-auto" not in watcher_pools(stack, "poolboy_pool_autoscaling_target"), timeout=15,
+             interval=0.2, message="no autoscaling gauge once the pool stops autoscaling")
+
+
+def watcher_pools(stack: LocalStack, name: str) -> set[str]:
+    """The pools that have a sample of ``name`` on the watcher's /metrics."""
+    return {sample.labels.get("pool", "") for sample in watcher_samples(stack) if sample.name == name}
 
 
 def test_the_watcher_reports_its_deliveries_to_redis(stack: LocalStack) -> None:

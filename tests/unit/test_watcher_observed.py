@@ -114,6 +114,32 @@ def test_outdated_pool_handles_follow_the_pools_revision() -> None:
     assert gauge(stats, "poolboy_pool_handles_outdated", "pool-a") == 2
 
 
+def test_an_autoscaling_pools_decision_is_exported_per_pool() -> None:
+    stats = PoolStats(WAITING)
+
+    def pool(name: str, autoscaling: dict | None) -> dict:
+        return {"kind": "ResourcePool", "metadata": {"namespace": "poolboy", "name": name},
+                "status": {"revision": "r1", **({"autoscaling": autoscaling} if autoscaling else {})}}
+
+    stats.on_event("ADDED", pool("learning", {"target": 6, "claimsPerHour": 1.5, "expectedPerHour": 12.0}))
+    stats.on_event("ADDED", pool("reactive", {"target": 2, "claimsPerHour": 0.0}))
+    stats.on_event("ADDED", pool("static", None))
+    got = samples(stats)
+    assert got[("poolboy_pool_autoscaling_target", "learning")] == 6
+    assert got[("poolboy_pool_autoscaling_expected_per_hour", "learning")] == 12.0
+    assert got[("poolboy_pool_autoscaling_claims_per_hour", "reactive")] == 0.0
+    assert ("poolboy_pool_autoscaling_expected_per_hour", "reactive") not in got  # no period: no forecast
+    assert not any(pool_name == "static" for name, pool_name in got if name.startswith("poolboy_pool_autoscaling"))
+    stats.on_event("MODIFIED", pool("learning", {"target": 9, "claimsPerHour": 30.0, "expectedPerHour": 12.0}))
+    stats.on_event("MODIFIED", pool("reactive", None))  # autoscaling switched off
+    stats.on_event("DELETED", pool("static", None))
+    got = samples(stats)
+    assert got[("poolboy_pool_autoscaling_target", "learning")] == 9
+    assert not any(pool_name == "reactive" for name, pool_name in got if name.startswith("poolboy_pool_autoscaling"))
+    stats.on_event("DELETED", pool("learning", None))
+    assert not any(name.startswith("poolboy_pool_autoscaling") for name, _ in samples(stats))
+
+
 def gauge(stats: PoolStats, name: str, pool: str) -> float:
     registry = CollectorRegistry()
     registry.register(stats)
