@@ -87,6 +87,7 @@ class LocalStack:
             self.env = self._component_env()
             self._ensure_namespace()
             self._start_components()
+            forked.release()  # every component is forked: an idle fork server only holds memory
             self._wait_ready()
         except BaseException:
             self.stop()
@@ -94,6 +95,7 @@ class LocalStack:
         return self
 
     def stop(self) -> None:
+        forked.release()  # a start that failed while forking leaves it running
         for child in reversed(self.children):
             child.stop()
         self.children.clear()
@@ -256,6 +258,7 @@ class LocalStack:
             if old.process is not None:
                 old.process.wait(10)
         new = Child(name, old.argv, old.env, self.log_dir).start()
+        forked.release()
         self.children[self.children.index(old)] = new
         return new
 

@@ -130,6 +130,8 @@ def test_metrics_per_component_fresh_logs_and_a_dead_component_reported(tmp_path
                         "worker-0": f"http://127.0.0.1:{base + 1}/metrics",
                         "worker-1": f"http://127.0.0.1:{base + 2}/metrics"}
         assert "poolboy_watcher_leader" in _metrics(urls["watcher"])
+        # the components are forked and the fork server gone: an idle one only holds memory
+        assert not _fork_servers(dev.process.pid), "a fork server still runs after the ready line"
         for worker in ("worker-0", "worker-1"):
             assert "poolboy_queue_length" in _metrics(urls[worker])
 
@@ -149,6 +151,8 @@ def test_metrics_per_component_fresh_logs_and_a_dead_component_reported(tmp_path
         wait_for(lambda: any(" beat" in " ".join(p.cmdline()) and p.pid != beat.pid
                              for p in psutil.Process(dev.process.pid).children()), timeout=30, message="beat restarted")
         assert dev.process.poll() is None, "poolboy dev keeps running"
+        wait_for(lambda: not _fork_servers(dev.process.pid), timeout=10,
+                 message="the fork server the restart started is gone again")
     finally:
         dev.stop()
 
@@ -157,6 +161,18 @@ def _free(port: int) -> bool:
     from stack.ports import is_free
 
     return is_free(port)
+
+
+def _fork_servers(pid: int) -> list[psutil.Process]:
+    """The fork servers among the live children of ``poolboy dev`` (``python -m stack.zygote``)."""
+    servers = []
+    for child in psutil.Process(pid).children():
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE and "stack.zygote" in " ".join(child.cmdline()):
+                servers.append(child)
+        except psutil.NoSuchProcess:  # exited meanwhile
+            continue
+    return servers
 
 
 def _child(pid: int, marker: str) -> psutil.Process:
