@@ -104,3 +104,15 @@ def test_a_conflict_reruns_the_kind_from_a_fresh_read() -> None:
     assert fake.calls == [("patch", "1"), ("patch", "2")]  # the second write carries the second read's version
     assert seen == [[SETTINGS.finalizer]]  # the kind's step ran once, on the object with the finalizer on
     assert result.enqueue == ("pool/op/p",)
+
+
+def test_every_kind_but_the_provider_is_declared_to_the_preamble() -> None:
+    """The engine calls the preamble and the preamble the kind: no kind wraps the preamble in a function of its own
+    (which would put the kind's module on both sides of the preamble in every run)."""
+    from poolboy.reconcilers import RECONCILERS
+
+    declared = {kind: reconciler.kind for kind, reconciler in RECONCILERS.items()
+                if isinstance(reconciler, preamble.ObjectReconciler)}
+    assert declared == {"claim": "ResourceClaim", "handle": "ResourceHandle", "pool": "ResourcePool",
+                        "scaling": "ResourcePoolScaling"}
+    assert {kind for kind in RECONCILERS if kind not in declared} == {"provider"}
