@@ -11,7 +11,7 @@ worker, and N + 2 private copies of the same modules sat in memory. Forked from 
 forked component and a subprocess alike: the component is this process's own child (the server hands it over, see
 :mod:`stack.zygote`), in a session of its own, with the command line it would have as a subprocess. One server per
 stack process, started on first use (or early, by :func:`warm_up`), and again if it dies; its death takes no
-component with it.
+component with it. The stack stops it once the components it starts are forked (:func:`release`).
 
 Workers on the gevent or eventlet pool are not forked: those must patch the standard library before anything
 imports it, and the server has.
