@@ -65,6 +65,20 @@ def modules(stack: list[list[str]]) -> list[str]:
     return list(dict.fromkeys(path for path, _ in stack))
 
 
+def way(stacks: list[dict]) -> dict[str, list[list[str]]]:
+    """The claim's way: the shortest stack recorded at each point, by the point's label."""
+    return {label: shortest(stacks, name, start) for (name, _), (label, start) in POINTS.items()}
+
+
+def reentered(stack: list[list[str]]) -> list[str]:
+    """The files a stack leaves and comes back into (a back-and-forth between modules), in call order."""
+    entered: list[str] = []
+    for path, _ in stack:
+        if not entered or entered[-1] != path:
+            entered.append(path)
+    return list(dict.fromkeys(path for index, path in enumerate(entered) if path in entered[:index]))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=3, help="claims in the burst (default 3)")
@@ -72,13 +86,14 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print the stacks as one JSON document")
     args = parser.parse_args()
     stacks = record(args.n, args.workers)
-    way = {label: shortest(stacks, name, start) for (name, _), (label, start) in POINTS.items()}
-    crossed = list(dict.fromkeys(path for stack in way.values() for path in modules(stack)))
+    found = way(stacks)
+    crossed = list(dict.fromkeys(path for stack in found.values() for path in modules(stack)))
     if args.json:
-        print(json.dumps({"stacks": way, "modules": crossed}, indent=2))
+        print(json.dumps({"stacks": found, "modules": crossed}, indent=2))
         return
-    for label, stack in way.items():
-        print(f"{label} ({len(modules(stack))} modules)")
+    for label, stack in found.items():
+        back = reentered(stack)
+        print(f"{label} ({len(modules(stack))} modules{'; entered again: ' + ', '.join(back) if back else ''})")
         for path, function in stack:
             print(f"    {path}: {function}")
     print(f"\n{len(crossed)} modules in {len({p.split('/')[0] for p in crossed})} folders: {', '.join(crossed)}")

@@ -45,3 +45,12 @@ def test_the_way_is_the_shortest_stack_of_the_right_process_each_file_once() -> 
     assert claim_path.modules(worker) == ["workers/tasks.py", "poolboy/reconcilers/preamble.py",
                                           "poolboy/reconcilers/claim/__init__.py"]
     assert Path(claim_path.HOOK_DIR, "sitecustomize.py").is_file()
+
+
+def test_a_module_left_and_entered_again_is_a_back_and_forth() -> None:
+    stack = [["workers/tasks.py", "execute"], ["poolboy/reconcilers/claim/__init__.py", "reconcile"],
+             ["poolboy/reconcilers/preamble.py", "reconcile_object"], ["poolboy/kube/errors.py", "retry"],
+             ["poolboy/reconcilers/preamble.py", "once"], ["poolboy/reconcilers/claim/__init__.py", "_live"],
+             ["poolboy/reconcilers/claim/__init__.py", "process"]]
+    assert claim_path.reentered(stack) == ["poolboy/reconcilers/preamble.py", "poolboy/reconcilers/claim/__init__.py"]
+    assert claim_path.reentered([stack[0], *stack[4:]]) == []  # several frames in a row in one file are one visit
