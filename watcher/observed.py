@@ -103,7 +103,7 @@ class PoolStats(Collector):
         self.revision_annotation = revision_annotation
         self._handles: dict[tuple[str, str], HandleState] = {}
         self._revisions: dict[tuple[str, str], str] = {}  # pool -> the revision its status names
-        self._autoscaling: dict[tuple[str, str], dict] = {}  # pool -> its status.autoscaling
+        self._autoscaling: dict[tuple[str, str], dict[str, float]] = {}  # pool -> its last decision's figures
         self._waiting: dict[tuple[str, str], str] = {}  # claim (namespace, name) -> provider
         self._lock = threading.Lock()
 
@@ -118,7 +118,7 @@ class PoolStats(Collector):
             elif kind == keys.POOL:
                 status = {} if event_type == "DELETED" else obj.get("status") or {}
                 _put(self._revisions, ident, status.get("revision"))
-                _put(self._autoscaling, ident, status.get("autoscaling") or None)
+                _put(self._autoscaling, ident, _decision(status.get("autoscaling") or {}) or None)
             elif kind == keys.CLAIM:
                 waiting = event_type != "DELETED" and self.waiting_label in (metadata.get("labels") or {})
                 provider = ((obj.get("spec") or {}).get("provider") or {}).get("name") or ""
@@ -136,7 +136,7 @@ class PoolStats(Collector):
             handles = list(self._handles.values())
             waiting = Counter(self._waiting.values())
             revisions = {name: revision for (_, name), revision in self._revisions.items()}
-            autoscaling = {name: record for (_, name), record in self._autoscaling.items()}
+            autoscaling = {name: figures for (_, name), figures in self._autoscaling.items()}
         families = {
             name: GaugeMetricFamily(f"poolboy_pool_handles_{name}", text, labels=["pool"])
             for name, text in (("available", "Unbound handles of the pool (not being deleted)"),
@@ -178,15 +178,22 @@ AUTOSCALING_GAUGES = (
 )
 
 
-def _autoscaling_families(records: dict[str, dict]) -> Iterator[GaugeMetricFamily]:
-    """One gauge per decision figure, a sample per pool whose status has it (a pool without ``period`` has no
-    forecast, one that stopped autoscaling no record)."""
+def _decision(record: dict) -> dict[str, float]:
+    """The figures of ``status.autoscaling`` the gauges export, those it has (not its profile nor its bind counts:
+    the watcher keeps no more of a pool than it exports)."""
+    fields = (field for _, field, _ in AUTOSCALING_GAUGES)
+    return {field: float(record[field]) for field in fields
+            if isinstance(record.get(field), int | float) and not isinstance(record.get(field), bool)}
+
+
+def _autoscaling_families(records: dict[str, dict[str, float]]) -> Iterator[GaugeMetricFamily]:
+    """One gauge per decision figure, a sample per pool that has it (a pool without ``period`` has no forecast, one
+    that stopped autoscaling no record)."""
     for name, field, text in AUTOSCALING_GAUGES:
         family = GaugeMetricFamily(name, text, labels=["pool"])
         for pool, record in sorted(records.items()):
-            value = record.get(field)
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                family.add_metric([pool], value)
+            if field in record:
+                family.add_metric([pool], record[field])
         yield family
 
 

@@ -95,6 +95,5 @@ def _live(ctx: Context, handle: dict[str, Any]) -> Result:
                   batch=unique_keys(pool_key(ctx, run.handle) if changed and unbound else None))
 
 
-
 #: converge one handle (see the module docstring); conflicts re-run from fresh reads
 reconcile = preamble.ObjectReconciler(KIND, live=_live, deleting=cleanup)
