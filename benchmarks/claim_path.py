@@ -36,6 +36,11 @@ POINTS = {
     ("patch_json", "poolboy/kube/client.py"): ("worker: bind patch", "workers/"),
 }
 
+#: the modules the whole way crossed when last measured (17 when issue 19 was filed, 12 after round 17's first
+#: pass, 9 since the watcher's event path, the gate's publishing side and the bind patch each live in one module);
+#: the e2e test keeps it from growing again
+MAX_MODULES = 9
+
 #: the folder whose ``sitecustomize`` installs the hook
 HOOK_DIR = Path(__file__).resolve().parent / "claim_path_hook"
 

@@ -70,8 +70,7 @@ def run(args: argparse.Namespace) -> int:
         sink = _file_sink(args.record_keys)
     else:
         from workers.app import app
-        from workers.enqueue import Enqueuer
-        from workers.intake import GateIntake
+        from workers.enqueue import Enqueuer, GateIntake
 
         enqueuer = Enqueuer(settings, app)
         if settings.read_cache:

@@ -1,12 +1,18 @@
-"""Watch events on their way to Redis in batches: one round trip for every event that queued up meanwhile.
+"""The watcher's event path: a watch event, the keys it wakes, and their way to Redis in batches.
 
-Why: each informer handed its events on one at a time, each one Redis round trip (the cache write, the own-write
-check and the gate's ADD on one pipeline: :mod:`workers.intake`). A stream then carried at most one event per round
-trip, about 500 a second with Redis a millisecond away, and the watcher is the one component that does not scale
-out. Informers now put their events on their source's queue and go back to their streams; the queue's thread takes
-whatever has queued (at most ``max_batch``) and delivers it in one round trip. A quiet watcher still delivers each
-event alone and at once; a busy one delivers in fewer, larger round trips. One queue per watched source (the
-watcher's routes), so that a busy stream (handles while a pool refills) does not hold up another (claims).
+:class:`EventDelivery` is the whole path from an informer's callback to the intake: the event's route
+(:data:`watcher.mapping.ROUTES`, the table from watched kind to the keys it wakes) names the keys, the event goes on
+its source's :class:`DeliveryQueue`, and the queue's thread hands whatever queued up to the intake
+(:class:`workers.enqueue.GateIntake`: the cache write, the own-write check and the gate's ADD of every key in one
+round trip), retried while Redis is away.
+
+Why batches: each informer handed its events on one at a time, each one Redis round trip. A stream then carried at
+most one event per round trip, about 500 a second with Redis a millisecond away, and the watcher is the one
+component that does not scale out. Informers now put their events on their source's queue and go back to their
+streams; the queue's thread takes whatever has queued (at most ``max_batch``) and delivers it in one round trip. A
+quiet watcher still delivers each event alone and at once; a busy one delivers in fewer, larger round trips. One
+queue per watched source (the watcher's routes), so that a busy stream (handles while a pool refills) does not hold
+up another (claims).
 
 What stays as it was:
 
@@ -17,15 +23,24 @@ What stays as it was:
 - **Relists.** A relist prunes the cache only after what was queued before it is delivered (:meth:`drain`), so an
   older event cannot put back an object the list no longer has.
 """
-
 from __future__ import annotations
 
 import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
-from typing import Generic, TypeVar
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+
+from poolboy.observability import labelled
+from poolboy.settings import Settings
+from poolboy.utils.backoff import Backoff
+from watcher import mapping, metrics
+
+if TYPE_CHECKING:
+    from cache.writer import CacheWriter
+    from watcher.informer import Informer, ListCallback
 
 log = logging.getLogger(__name__)
 
@@ -143,3 +158,152 @@ class DeliveryQueue(Generic[T]):
                 with self._lock:
                     self._finished += len(batch)
                     self._progress.notify_all()
+
+
+#: where keys go without an intake (the return value, e.g. ``Enqueuer.add``'s task id, is not used)
+Sink = Callable[[str], object]
+#: the keys one event wakes, each with the event's write id (:func:`watcher.mapping.write_id`, None: not a candidate
+#: for an own write)
+Wakes = list[tuple[str, "str | None"]]
+#: one event on its way: (event type, object, the keys it wakes)
+Event = tuple[str, dict, Wakes]
+
+
+class Intake(Protocol):
+    def deliver(self, event_type: str, obj: dict, wakes: Wakes) -> list[str]:
+        """Write the event into the cache and hand each woken key to the gate; the gate's outcome per key
+        (:data:`workers.gate.ADD_OUTCOMES`). Raises when Redis cannot be reached (the watcher retries the whole
+        delivery, which is idempotent)."""
+        ...
+
+    def deliver_many(self, events: Sequence[Event]) -> list[list[str]]:
+        """:meth:`deliver` for several events, in order, in one round trip; the outcomes per event."""
+        ...
+
+
+class EventDelivery:
+    """``on_event(route, event_type, obj)`` from an informer: the event to the cache and its keys to the gate.
+
+    With an ``intake`` (``poolboy watcher``), events go through one :class:`DeliveryQueue` per route while
+    :meth:`start` ed, else at once in the caller's thread (a test driving events by hand). Without one, the event
+    goes to the ``cache`` writer and each key to ``sink(key)``, so tests can record keys and ``--record-keys`` works
+    without Redis. ``observe(event_type, obj)`` sees every event of a Poolboy kind first (the watcher's metrics);
+    ``watching()`` says whether the watcher still holds its lease, ``stopping`` whether it is shutting down: a
+    failed delivery is retried until either says to give up.
+    """
+
+    def __init__(self, settings: Settings, *, intake: Intake | None, cache: CacheWriter | None, sink: Sink,
+                 observe: Callable[[str, dict], None], watching: Callable[[], bool],
+                 stopping: threading.Event) -> None:
+        self.settings = settings
+        self.intake = intake
+        self.cache = cache
+        self.sink = sink
+        self.observe = observe
+        self.watching = watching
+        self.stopping = stopping
+        #: one queue per watched source, so that a busy stream does not hold up another; running while watching
+        self.queues: dict[mapping.Route, DeliveryQueue[Event]] = {
+            route: DeliveryQueue(self._deliver_batch, name=f"event delivery ({route.kind or 'managed'})")
+            for route in mapping.ROUTES} if intake is not None else {}
+        metrics.DELIVERY_QUEUED.set_function(self.pending)
+
+    def start(self) -> None:
+        for queue in self.queues.values():
+            queue.start()
+
+    def stop(self) -> None:
+        for queue in self.queues.values():
+            queue.stop()
+
+    def clear(self) -> None:
+        """Drop what is queued (the lease was lost: the next leader lists everything)."""
+        for queue in self.queues.values():
+            queue.clear()
+
+    def pending(self) -> int:
+        return sum(queue.pending() for queue in self.queues.values())
+
+    def on_event(self, route: mapping.Route, event_type: str, obj: dict) -> None:
+        """One event of ``route``'s source: into the cache first (a run reads at least this version), then to the
+        watcher's own bookkeeping, then each key the route wakes to the gate."""
+        if route.poolboy:
+            self.observe(event_type, obj)
+        wakes: Wakes = [(key, mapping.write_id(event_type, obj)) for key in route.keys(obj, self.settings)]
+        intake = self.intake
+        queue = self.queues.get(route)
+        if queue is not None and queue.running:
+            queue.submit((event_type, obj, wakes))
+            return
+        if intake is not None:  # not watching (a test driving events by hand): at once, in the caller's thread
+            self._retrying(lambda: _count(wakes, intake.deliver(event_type, obj, wakes)), _wakes_text(wakes))
+            return
+        if self.cache is not None:
+            self.cache.on_event(event_type, obj)
+        for key, _ in wakes:
+            self._retrying(partial(self.sink, key), key)
+        _count(wakes, ["added"] * len(wakes))
+
+    def list_callback(self, route: mapping.Route) -> ListCallback | None:
+        """What a (re)list of ``route``'s source calls: fills and prunes the cache (None: no cache)."""
+        return partial(self._on_list, route) if self.cache is not None else None
+
+    def _on_list(self, route: mapping.Route, informer: Informer, items: list) -> None:
+        """A (re)list fills and prunes the cache once the events of its source queued before it are in
+        (:meth:`DeliveryQueue.drain`): an older event delivered after the prune would put back an object the list
+        no longer has."""
+        assert self.cache is not None
+        queue = self.queues.get(route)
+        if queue is not None:
+            queue.drain()
+        self.cache.on_list(informer, items)
+
+    def _deliver_batch(self, batch: list[Event]) -> None:
+        """The delivery thread's work: the events that queued up, in one round trip, retried while Redis is away."""
+        intake = self.intake
+        assert intake is not None
+        if not self.watching():
+            return  # the lease was lost meanwhile: the next leader lists everything
+        metrics.DELIVERY_BATCH.observe(len(batch))
+
+        def deliver() -> None:
+            for (_, _, wakes), outcomes in zip(batch, intake.deliver_many(batch), strict=True):
+                _count(wakes, outcomes)
+
+        self._retrying(deliver, f"{len(batch)} events" if len(batch) > 1 else _wakes_text(batch[0][2]))
+
+    def _retrying(self, deliver: Callable[[], object], what: str) -> None:
+        """Deliver, retrying while it fails (e.g. Redis down): dropping it would lose the change.
+
+        Blocking here stalls only this informer's stream; if that lasts, the API server ends the watch and the
+        re-list afterwards delivers the current state anyway.
+        """
+        backoff = Backoff(base=0.1, cap=5.0)
+        while True:
+            try:
+                deliver()
+                return
+            except Exception as error:
+                metrics.SINK_ERRORS.inc()
+                if self.stopping.is_set() or not self.watching():
+                    log.warning("dropping %s after a failed delivery while stopping: %s", what, error)
+                    return
+                delay = backoff.next_delay()
+                log.warning("delivery of %s failed (%s); retrying in %.1fs", what, error, delay)
+                self.stopping.wait(delay)
+
+
+def _wakes_text(wakes: Wakes) -> str:
+    return ", ".join(key for key, _ in wakes) or "an event that wakes no key"
+
+
+#: outcomes of a delivered key that added no run: the key's own write, or deferred to the run going on
+_SKIPPED = ("own-write", "deferred")
+
+
+def _count(wakes: Wakes, outcomes: list[str]) -> None:
+    for (key, _), outcome in zip(wakes, outcomes, strict=True):
+        if outcome in _SKIPPED:
+            labelled(metrics.SKIPPED, outcome).inc()
+        else:
+            labelled(metrics.KEYS, key.split("/", 1)[0]).inc()

@@ -47,7 +47,7 @@ def informers_probe(watcher: Watcher, max_busy: float) -> Probe:
         troubles = [_trouble(f"informer {informer.name}", informer.alive, informer.busy_since, "an event", now,
                              max_busy) for informer in watcher.informers() if not informer.stopped]
         troubles += [_trouble(f"{queue.name} thread", queue.alive, queue.busy_since, f"{queue.pending()} events", now,
-                              max_busy) for queue in watcher.deliveries.values() if queue.running]
+                              max_busy) for queue in watcher.events.queues.values() if queue.running]
         return next((trouble for trouble in troubles if trouble), None)
 
     return probe

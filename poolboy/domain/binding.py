@@ -1,31 +1,26 @@
-"""Binding a claim to an existing unbound handle: find, rank, and conditionally bind.
+"""What binding a claim to a handle means: who is bound to whom, which handles are unbound, the bind's patch.
 
-The API server is the arbiter (docs/behaviour.md#design-rules, rule 3). Candidates come from the shared cache's
-unbound-handle summaries when it can answer for the scope (a live watcher that has listed handles since it took
-over), else from a list; a stale candidate costs one failed bind, because the bind is ONE JSON patch whose first op
-tests the handle's ``resourceVersion`` as read. A concurrent bind, update or delete makes the test fail (422), or
+The API server is the arbiter (docs/behaviour.md#design-rules, rule 3): the bind is ONE JSON patch (:func:`bind_ops`)
+whose first op tests the handle's ``resourceVersion`` as read, applied by the claim reconciler
+(:func:`poolboy.reconcilers.claim.bind.try_bind`). A concurrent bind, update or delete makes the test fail (422), or
 the handle is gone (404); either way the loser moves on to the next candidate, so a handle is never bound to two
-claims.
+claims, and a stale candidate (from the shared cache's unbound-handle summaries or from a list) costs one failed
+bind.
 """
-
 from __future__ import annotations
 
 import copy
-import logging
 from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from poolboy import keys
-from poolboy import kube as kube_errors
 from poolboy.domain import candidates
 from poolboy.domain.candidates import first_provider, handle_scopes, is_unbound
 from poolboy.utils import timeutil
 
 if TYPE_CHECKING:
     from poolboy.context import Context
-
-log = logging.getLogger(__name__)
 
 HANDLE_KIND = "ResourceHandle"
 CLAIM_KIND = "ResourceClaim"
@@ -211,13 +206,3 @@ def handle_spec_ops(handle: Mapping[str, Any], *, provider_spec: dict[str, Any] 
     if any(current.get(k) != v for k, v in annotations.items()):
         ops.append({"op": "add", "path": "/metadata/annotations", "value": {**current, **annotations}})
     return ops
-
-
-def try_bind(ctx: Context, handle: Mapping[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """Apply the bind patch; ``None`` when another writer won (422 failed test, 409, 404): try the next one."""
-    try:
-        return ctx.kube.patch_json(ctx.settings.api_version, HANDLE_KIND, handle["metadata"]["name"],
-                                   ctx.settings.operator_namespace, ops)
-    except (kube_errors.Invalid, kube_errors.Conflict, kube_errors.NotFound) as error:
-        log.info("bind of handle %s lost a race (%s); trying the next candidate", handle["metadata"]["name"], error)
-        return None

@@ -10,6 +10,7 @@ from poolboy import keys
 from poolboy.context import Context
 from poolboy.domain import binding
 from poolboy.domain.handle_factory import handle_name
+from poolboy.reconcilers.claim.bind import try_bind
 from tests.integration.test_claim_support import ClaimEnv, env_fixture, parse_ts, ts  # noqa: F401 - env_fixture provides "env"
 
 
@@ -386,9 +387,9 @@ def test_candidate_bound_by_someone_else_after_listing_is_skipped(env: ClaimEnv)
     claim = env.get_claim("c")
     # Another claim wins the race: the handle's resourceVersion moves on after we listed it.
     other = dict(claim, metadata={**claim["metadata"], "name": "other"})
-    assert binding.try_bind(ctx, stale, binding.bind_ops(ctx, other, stale, provider_spec=None, claim_resources=[],
+    assert try_bind(ctx, stale, binding.bind_ops(ctx, other, stale, provider_spec=None, claim_resources=[],
                                                          lifespan_end=None)) is not None
-    assert binding.try_bind(ctx, stale, binding.bind_ops(ctx, claim, stale, provider_spec=None, claim_resources=[],
+    assert try_bind(ctx, stale, binding.bind_ops(ctx, claim, stale, provider_spec=None, claim_resources=[],
                                                          lifespan_end=None)) is None
     assert env.get_handle("guid-pool1")["spec"]["resourceClaim"]["name"] == "other"
 
@@ -401,7 +402,7 @@ def test_candidate_deleted_after_listing_is_skipped(env: ClaimEnv) -> None:
     _resources_claim(env)
     ctx = Context(kube=env.kube, settings=env.settings)
     claim = env.get_claim("c")
-    assert binding.try_bind(ctx, stale, binding.bind_ops(ctx, claim, stale, provider_spec=None, claim_resources=[],
+    assert try_bind(ctx, stale, binding.bind_ops(ctx, claim, stale, provider_spec=None, claim_resources=[],
                                                          lifespan_end=None)) is None
 
 

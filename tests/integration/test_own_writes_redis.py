@@ -20,9 +20,8 @@ from stack.testing import free_port
 from watcher import mapping
 from watcher.main import Watcher
 from workers import own_writes
-from workers.enqueue import Enqueuer
+from workers.enqueue import Enqueuer, GateIntake
 from workers.gate import Gate, Publish
-from workers.intake import GateIntake
 from workers.scripting import evalsha_pipelined
 
 #: the route of claim events (the table :data:`watcher.mapping.ROUTES`)
@@ -195,15 +194,25 @@ def test_an_older_releases_records_make_way(gate: Gate, r: redis.Redis) -> None:
 # --- the watcher's intake ----------------------------------------------------------------------------------------
 
 
-class RecordingIntake(GateIntake):
-    """The real intake (cache, OBSERVE, fallbacks); only what it would publish is recorded instead of sent."""
+class RecordingEnqueuer(Enqueuer):
+    """The real enqueuer; only what it would publish is recorded instead of sent."""
 
-    def __init__(self, enqueuer: Enqueuer, cache: CacheWriter | None = None) -> None:
-        super().__init__(enqueuer, cache)
+    def __init__(self, settings: Settings, app: Celery, gate: Gate) -> None:
+        super().__init__(settings, app, gate)
         self.published: list[str] = []
 
-    def _publish(self, publishes: list[Publish]) -> None:
-        self.published += [p.key for p in publishes]
+    def publish_many(self, publishes: list[Publish], countdown: float | None = None) -> None:
+        self.published += [p.key for p in publishes]  # pushed by the gate's script or to be sent
+
+
+class RecordingIntake(GateIntake):
+    """The real intake (cache, OBSERVE, fallbacks) on a :class:`RecordingEnqueuer`."""
+
+    enqueuer: RecordingEnqueuer
+
+    @property
+    def published(self) -> list[str]:
+        return self.enqueuer.published
 
 
 def _intake(redis_url: str, client: redis.Redis, cache: bool = False) -> RecordingIntake:
@@ -211,7 +220,7 @@ def _intake(redis_url: str, client: redis.Redis, cache: bool = False) -> Recordi
     gate = Gate(client, lease_seconds=30)
     app = Celery("test-own-writes", broker=redis_url, set_as_current=False)
     writer = CacheWriter(client, settings.domain) if cache else None
-    return RecordingIntake(Enqueuer(settings, app, gate), writer)
+    return RecordingIntake(RecordingEnqueuer(settings, app, gate), writer)
 
 
 def _watcher(intake: RecordingIntake) -> Watcher:
@@ -233,16 +242,16 @@ def test_watcher_skips_only_modified_and_added_events_of_live_objects(redis_serv
     intake.gate.start(KEY, "t1")
     intake.gate.done(KEY, "t1", writes=["u/1"])
     watcher = _watcher(intake)
-    watcher.on_event(ROUTE_CLAIM, "MODIFIED", _claim("1"))
-    watcher.on_event(ROUTE_CLAIM, "ADDED", _claim("1"))
+    watcher.events.on_event(ROUTE_CLAIM, "MODIFIED", _claim("1"))
+    watcher.events.on_event(ROUTE_CLAIM, "ADDED", _claim("1"))
     assert intake.published == []
     for event_type in ("DELETED", "LISTED"):
-        watcher.on_event(ROUTE_CLAIM, event_type, _claim("1"))
+        watcher.events.on_event(ROUTE_CLAIM, event_type, _claim("1"))
         r.delete(f"gate:{{{KEY}}}:pending")  # as if the published run had started: the next event publishes again
     for claim in (_claim("1", deletionTimestamp="2020-01-01T00:00:00Z"), _claim("2")):
-        watcher.on_event(ROUTE_CLAIM, "MODIFIED", claim)
+        watcher.events.on_event(ROUTE_CLAIM, "MODIFIED", claim)
         r.delete(f"gate:{{{KEY}}}:pending")
-    watcher.on_event(ROUTE_CLAIM, "ADDED", _claim("3"))  # starts to match the watch with somebody else's version
+    watcher.events.on_event(ROUTE_CLAIM, "ADDED", _claim("3"))  # starts to match the watch with somebody else's version
     assert intake.published == [KEY] * 5
 
 
@@ -274,11 +283,11 @@ def test_intake_delivers_a_batch_in_order_each_event_as_if_alone(redis_server, r
 def test_a_watching_watcher_delivers_through_its_queue(redis_server, r: redis.Redis) -> None:
     intake = _intake(redis_server.url, r, cache=True)
     watcher = _watcher(intake)
-    queue = watcher.deliveries[ROUTE_CLAIM]
+    queue = watcher.events.queues[ROUTE_CLAIM]
     queue.start()
     try:
         for version in ("1", "2", "3"):
-            watcher.on_event(ROUTE_CLAIM, "MODIFIED", _claim(version))
+            watcher.events.on_event(ROUTE_CLAIM, "MODIFIED", _claim(version))
         queue.drain()
     finally:
         watcher.stop()
@@ -325,10 +334,10 @@ def test_watcher_skips_a_managed_resource_written_by_its_handle_run(redis_server
                 "metadata": {"name": "x", "namespace": "ns", "uid": "m", "resourceVersion": "3",
                              "annotations": {"poolboy.gpte.redhat.com/resource-handle-name": "guid-h",
                                              "poolboy.gpte.redhat.com/resource-handle-namespace": "op"}}}
-    watcher.on_event(mapping.MANAGED, "MODIFIED", resource)
+    watcher.events.on_event(mapping.MANAGED, "MODIFIED", resource)
     assert intake.published == []
     resource["metadata"]["resourceVersion"] = "4"  # its controller changed it afterwards
-    watcher.on_event(mapping.MANAGED, "MODIFIED", resource)
+    watcher.events.on_event(mapping.MANAGED, "MODIFIED", resource)
     assert intake.published == [handle_key]
 
 

@@ -3,23 +3,26 @@
 The candidates come from one of two sources behind :class:`CandidateSource`: the engine's index of unbound
 handles when it can answer (small summaries ranked without reading every handle, the best reserved atomically so
 that concurrent claims do not all race for the same one), otherwise a list of the unbound handles. Either way the
-bind itself is one conditional JSON patch (:func:`poolboy.domain.binding.try_bind`): the API server decides which
+bind itself is one conditional JSON patch (:func:`try_bind`): the API server decides which
 claim wins a handle, and a loser moves on to the next candidate.
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 import time
 from typing import Any, Protocol
 
-from poolboy import keys
+from poolboy import keys, kube
 from poolboy.context import Context
 from poolboy.domain import binding, claim_lifespan, matching
 from poolboy.domain import candidates as candidate_index
 from poolboy.domain.provider import Provider
 from poolboy.reconcilers.claim.modes import Mode
 from poolboy.reconcilers.claim.run import HANDLE_KIND, ClaimRun
+
+log = logging.getLogger(__name__)
 
 
 class CandidateSource(Protocol):
@@ -157,7 +160,7 @@ def bind_candidate(run: ClaimRun, mode: Mode, candidate: dict[str, Any],
             end = run.ctx.now + limits.default
     ops = binding.bind_ops(run.ctx, run.claim, candidate, provider_spec=mode.provider_spec(run),
                            claim_resources=claim_resources, lifespan_end=end)
-    handle = binding.try_bind(run.ctx, candidate, ops)
+    handle = try_bind(run.ctx, candidate, ops)
     if handle is None:
         return None
     pool = (handle["metadata"].get("labels") or {}).get(run.ctx.label("resource-pool-name"))
@@ -165,6 +168,16 @@ def bind_candidate(run: ClaimRun, mode: Mode, candidate: dict[str, Any],
         run.batch.append(keys.make(keys.POOL, run.ctx.settings.operator_namespace, pool))
     record_binding(run, mode, handle, "Bound", f"Bound ResourceHandle {handle['metadata']['name']}")
     return handle
+
+
+def try_bind(ctx: Context, handle: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Apply the bind patch; ``None`` when another writer won (422 failed test, 409, 404): try the next one."""
+    try:
+        return ctx.kube.patch_json(ctx.settings.api_version, HANDLE_KIND, handle["metadata"]["name"],
+                                   ctx.settings.operator_namespace, ops)
+    except (kube.Invalid, kube.Conflict, kube.NotFound) as error:
+        log.info("bind of handle %s lost a race (%s); trying the next candidate", handle["metadata"]["name"], error)
+        return None
 
 
 def record_binding(run: ClaimRun, mode: Mode, handle: dict[str, Any], reason: str, message: str) -> None:
