@@ -8,7 +8,7 @@ components are those :func:`benchmarks.procstats.is_operator` names: watcher, wo
 
 * :class:`ProjectStack` is :class:`stack.local.LocalStack` (what ``poolboy dev`` runs), optionally with its
   Redis behind :mod:`benchmarks.latency_proxy`.
-* :class:`UpstreamStack` runs ``upstream_dev.py dev`` (``../shared/upstream/README.md``): devcluster with
+* :class:`UpstreamStack` runs ``upstream_dev.py dev`` from ``$UPSTREAM_DEV_DIR`` (upstream's harness): devcluster with
   upstream's CRDs and upstream's Kopf operator, all-in-one, as one process.
 * :func:`time_startup` launches either system's ``dev`` command and times its ready line (and, for the project,
   each component's first ready log line).
