@@ -23,6 +23,7 @@ What stays as it was:
 - **Relists.** A relist prunes the cache only after what was queued before it is delivered (:meth:`drain`), so an
   older event cannot put back an object the list no longer has.
 """
+
 from __future__ import annotations
 
 import logging

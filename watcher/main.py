@@ -11,6 +11,7 @@ leaves out the events of the operator's own writes (:mod:`workers.own_writes`). 
 ``cache`` writer and each key to ``sink(key)``, so tests can record keys and ``--record-keys`` works without Redis.
 This module keeps the lifecycle: the lease, which informers run, and the metrics derived from what they see.
 """
+
 from __future__ import annotations
 
 import logging

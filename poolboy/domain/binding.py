@@ -7,6 +7,7 @@ the handle is gone (404); either way the loser moves on to the next candidate, s
 claims, and a stale candidate (from the shared cache's unbound-handle summaries or from a list) costs one failed
 bind.
 """
+
 from __future__ import annotations
 
 import copy
