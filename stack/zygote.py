@@ -78,7 +78,9 @@ def _become(request: dict[str, object]) -> None:
 
 
 def serve() -> None:
-    import stack.preload  # noqa: F401 - the point of this process
+    from stack import preload
+
+    preload.load()  # the point of this process
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # ^C in a terminal is the stack's to handle
     requests = os.fdopen(0, "rb")

@@ -123,10 +123,47 @@ def test_workers_on_monkey_patching_pools_are_not_forked():
 
 
 def test_the_preload_list_leaves_settings_read_at_import_to_each_component():
-    """prometheus_client picks its multiprocess mode from the environment at import: it must not be preloaded."""
-    code = "import sys, stack.preload; print('prometheus_client' in sys.modules, 'poolboy' in sys.modules)"
+    """prometheus_client picks its multiprocess mode from the environment at import: it must not be preloaded, nor
+    any module of the engine that defines metrics. The pure domain is preloaded whole."""
+    code = ("import sys; from stack import preload; preload.load(); print('prometheus_client' in sys.modules, "
+            "any(m.split('.')[0] in ('workers', 'watcher', 'cache') for m in sys.modules), "
+            "all(m in sys.modules for m in ('poolboy.reconcilers.claim', 'poolboy.utils.templating')))")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
-    assert result.stdout.split() == ["False", "False"]
+    assert result.stdout.split() == ["False", "False", "True"]
+
+
+def test_importing_the_preloaded_domain_reads_no_environment_variable():
+    """A setting read at import would be the fork server's, not the component's (whose environment is set after the
+    fork): every module of the preloaded packages must read its settings when it runs, not when it is imported."""
+    code = textwrap.dedent("""
+        import importlib, os, sys
+        from stack import preload
+        for name in preload.MODULES:
+            importlib.import_module(name)
+        read = []
+
+        class Recording(dict):
+            def __getitem__(self, key):
+                read.append(key)
+                return super().__getitem__(key)
+
+            def get(self, key, default=None):
+                read.append(key)
+                return super().get(key, default)
+
+            def __contains__(self, key):
+                read.append(key)
+                return super().__contains__(key)
+
+        os.environ = Recording(os.environ)
+        fresh = [name for package in preload.PACKAGES for name in preload.package_modules(package)]
+        for name in fresh:
+            importlib.import_module(name)
+        print(len(fresh), sorted(set(read)))
+    """)
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    count, read = result.stdout.split(" ", 1)
+    assert int(count) > 50 and read.strip() == "[]", result.stdout
 
 
 def test_a_request_the_fork_server_cannot_serve_is_answered_with_an_error_and_the_server_goes_on(redis_server,
