@@ -181,9 +181,9 @@ AUTOSCALING_GAUGES = (
 def _decision(record: dict) -> dict[str, float]:
     """The figures of ``status.autoscaling`` the gauges export, those it has (not its profile nor its bind counts:
     the watcher keeps no more of a pool than it exports)."""
-    fields = (field for _, field, _ in AUTOSCALING_GAUGES)
-    return {field: float(record[field]) for field in fields
-            if isinstance(record.get(field), int | float) and not isinstance(record.get(field), bool)}
+    values = ((field, record.get(field)) for _, field, _ in AUTOSCALING_GAUGES)
+    return {field: float(value) for field, value in values
+            if isinstance(value, int | float) and not isinstance(value, bool)}
 
 
 def _autoscaling_families(records: dict[str, dict[str, float]]) -> Iterator[GaugeMetricFamily]:

@@ -26,7 +26,7 @@ _EXPORTS = {
     "Client": "interfaces", "Reader": "interfaces", "Writer": "interfaces",
     **{name: "errors" for name in ("AlreadyExists", "ApiError", "ApiMissing", "BadRequest", "Conflict", "Forbidden",
                                    "Gone", "Invalid", "NetworkError", "NotFound", "ServerError", "Throttled",
-                                   "conflict_policy", "retry_on_conflict")},
+                                   "conflict_policy")},
 }
 
 if TYPE_CHECKING:
@@ -46,7 +46,6 @@ if TYPE_CHECKING:
         ServerError,
         Throttled,
         conflict_policy,
-        retry_on_conflict,
     )
     from poolboy.kube.interfaces import Client, Reader, Writer
     from poolboy.kube.transport import load_configuration
@@ -81,5 +80,4 @@ __all__ = [
     "Writer",
     "conflict_policy",
     "load_configuration",
-    "retry_on_conflict",
 ]

@@ -4,12 +4,8 @@ client-go's retry-on-conflict pattern."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
-from typing import TypeVar
 
 import tenacity
-
-T = TypeVar("T")
 
 
 class ApiError(Exception):
@@ -112,20 +108,16 @@ def retry_after_of(header: str | None, body: dict | None) -> float | None:
 # --- resources ---------------------------------------------------------------------------------------------------
 
 
-def retry_on_conflict(fn: Callable[[], T], attempts: int = 5) -> T:
-    """Run ``fn`` again (it must re-read what it writes) while it raises :class:`Conflict`; client-go's pattern.
-
-    The short jittered wait spreads competing writers apart; after ``attempts`` the last Conflict propagates so
-    the engine can requeue.
-    """
-    return conflict_policy(attempts)(fn)
-
-
 @functools.lru_cache(maxsize=8)
 def conflict_policy(attempts: int = 5) -> tenacity.Retrying:
-    """:func:`retry_on_conflict`'s policy, to call as ``conflict_policy()(fn, *args)``. Made once per number of
-    attempts: every reconcile runs under it, and tenacity keeps each call's state per thread, so concurrent runs
-    share it."""
+    """Client-go's retry-on-conflict, as ``conflict_policy()(fn, *args)``: run ``fn`` again (it must re-read what it
+    writes) while it raises :class:`Conflict`.
+
+    The short jittered wait spreads competing writers apart; after ``attempts`` the last Conflict propagates so the
+    engine can requeue. Made once per number of attempts: every reconcile runs under it, and tenacity keeps each
+    call's state per thread, so concurrent runs share it. Called directly (not through a helper of this module), so
+    a reconcile's stack goes from the preamble into tenacity and back into the preamble's own step.
+    """
     return tenacity.Retrying(
         retry=tenacity.retry_if_exception_type(Conflict),
         stop=tenacity.stop_after_attempt(attempts),

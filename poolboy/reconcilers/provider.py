@@ -136,4 +136,4 @@ def reconcile(ctx: Context, namespace: str, name: str) -> Result:
             return Result(enqueue=dependants(ctx, name))
         return Result(enqueue=dependants(ctx, name)) if _report(ctx, obj) else Result()
 
-    return kube.retry_on_conflict(once)
+    return kube.conflict_policy()(once)

@@ -17,7 +17,7 @@ from poolboy.kube import (
     Invalid,
     KubeClient,
     NotFound,
-    retry_on_conflict,
+    conflict_policy,
 )
 from poolboy.settings import Settings
 from tests.integration.manifests import crd
@@ -151,7 +151,7 @@ def test_retry_on_conflict_rereads_and_wins(kube: KubeClient, namespace: str) ->
         current["data"]["n"] = str(int(current["data"]["n"]) + 1)
         return kube.replace(current)
 
-    result = retry_on_conflict(increment)
+    result = conflict_policy()(increment)
     assert len(attempts) == 2 and result["data"]["n"] == "11"
 
 
@@ -165,7 +165,7 @@ def test_retry_on_conflict_gives_up(kube: KubeClient, namespace: str) -> None:
         return kube.replace(stale)
 
     with pytest.raises(Conflict):
-        retry_on_conflict(always_stale, attempts=3)
+        conflict_policy(3)(always_stale)
     assert len(calls) == 3
 
 
