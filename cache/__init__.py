@@ -6,8 +6,10 @@
 * :mod:`cache.writer` — the active watcher's side: fills the store from lists and watch events, detects a Redis
   that lost its data;
 * :mod:`cache.reader` — the workers' side: :class:`~cache.reader.CachedKubeClient`, a
-  :class:`poolboy.kube.interfaces.Client` answering reads from the store, writes through to the API;
-* :mod:`cache.handle_index` — the unbound-handle index and its reservations (warm binding).
+  :class:`poolboy.kube.interfaces.Client` answering reads from the store (a list by label selector, or by one of
+  the domain's indexes: :class:`poolboy.kube.interfaces.IndexMatch`), writes through to the API;
+* :mod:`cache.handle_index` — what the unbound-handle index answers besides objects: its summaries (ranked without
+  reading each handle), reservations, the waiting claims' queues (warm binding).
 
 Both the watcher and the workers import this package; it imports neither (only ``poolboy``, ``redis``,
 ``orjson`` and ``prometheus_client``).

@@ -35,7 +35,7 @@ from poolboy.observability import labelled
 
 if TYPE_CHECKING:  # discovery imports the official client; the types are enough here
     from poolboy.kube.discovery import ResourceInfo
-    from poolboy.kube.interfaces import Client, ObjectRef
+    from poolboy.kube.interfaces import Client, IndexMatch, ObjectRef
 
 log = logging.getLogger(__name__)
 
@@ -136,18 +136,20 @@ class CachedKubeClient:
         return builtins.list(self._seen)[:MAX_SEEN]
 
     def list(self, api_version: str, kind: str, namespace: str | None = None, *, label_selector: str | None = None,
-             field_selector: str | None = None) -> builtins.list[dict]:
+             field_selector: str | None = None, index: IndexMatch | None = None) -> builtins.list[dict]:
+        """From the cache's indexes (a label selector's, or ``index`` itself: controller-runtime's
+        ``MatchingFields``) when it can answer, from the API otherwise."""
         if field_selector is None:  # the cache answers label selectors only
-            hit = self._cached("list", lambda c: c.list(api_version, kind, namespace, label_selector))
+            hit = self._cached("list", lambda c: c.list(api_version, kind, namespace, label_selector, index=index))
             if hit is not None:
-                return self._with_own_writes(hit, api_version, kind, namespace, label_selector)
+                return self._with_own_writes(hit, api_version, kind, namespace, label_selector, index)
         return self._client.list(api_version, kind, namespace, label_selector=label_selector,
-                                 field_selector=field_selector)
+                                 field_selector=field_selector, index=index)
 
     def _with_own_writes(self, listed: builtins.list[dict], api_version: str, kind: str, namespace: str | None,
-                         label_selector: str | None) -> builtins.list[dict]:
+                         label_selector: str | None, index: IndexMatch | None) -> builtins.list[dict]:
         """A cached list as the cache will answer it once this run's deferred writes are in: each object this run
-        wrote in its latest version, where it still matches the selector."""
+        wrote in its latest version, where it still matches the selector and the index."""
         mine = {ident: obj for ident, (obj, _) in self._written.items()
                 if obj.get("apiVersion") == api_version and obj.get("kind") == kind
                 and cache_model.in_namespace(obj, namespace)}
@@ -155,7 +157,8 @@ class CachedKubeClient:
             return listed
         terms = cache_model.parse_selector(label_selector)
         result = [obj for obj in listed if cache_model.identity(obj) not in mine]
-        result += [copy.deepcopy(obj) for obj in mine.values() if cache_model.selector_matches(terms, obj)]
+        result += [copy.deepcopy(obj) for obj in mine.values()
+                   if cache_model.selector_matches(terms, obj) and (index is None or index.matches(obj))]
         return sorted(result, key=cache_model.identity)
 
     # --- writes: through to the API, then the result into the cache ----------------------------------------------

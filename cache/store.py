@@ -34,6 +34,7 @@ import redis
 
 from cache import model as cache_model
 from poolboy.domain import candidates
+from poolboy.kube.interfaces import IndexMatch
 
 log = logging.getLogger(__name__)
 
@@ -279,28 +280,40 @@ class ObjectCache:
                 self._alive_until = time.monotonic() + ALIVE_MEMO_S
         return [orjson.loads(doc) if alive and doc else None for doc in docs]
 
-    def list(self, api_version: str, kind: str, namespace: str | None,
-             label_selector: str | None) -> builtins.list[dict] | None:
-        """The objects a list would return, or None when the cache cannot answer (then ask the API)."""
+    def list(self, api_version: str, kind: str, namespace: str | None, label_selector: str | None, *,
+             index: IndexMatch | None = None) -> builtins.list[dict] | None:
+        """The objects a list would return, or None when the cache cannot answer (then ask the API).
+
+        With ``index`` (one of the domain's HASH indexes, :func:`cache.model.indexes`), the members it files under
+        its values, filtered by the selector: an index names the objects a caller wants more narrowly than a label
+        does (the unbound handles of a pool, not every handle of it)."""
         try:
             terms = cache_model.parse_selector(label_selector)
             plan = cache_model.plan_list(api_version, kind, namespace, terms, self.domain, self.presence_labels)
         except cache_model.Unanswerable:
             return None
-        members = read_if_synced(self.redis, api_version, kind, namespace,
-                                 lambda pipe: pipe.sinter([index_key(name) for name in plan]))
-        if members is None:
+
+        def members(pipe: Any) -> None:
+            if index is None:
+                pipe.sinter([index_key(name) for name in plan])
+            else:
+                for name in index.names():
+                    pipe.hkeys(index_key(name))
+
+        replies = read_if_synced(self.redis, api_version, kind, namespace, members)
+        if replies is None:
             return None
-        idents = sorted(m.decode() for m in members)
+        found = [replies] if index is None or len(index.values) == 1 else replies
+        idents = sorted({_text(member) for reply in found for member in reply})
         if not idents:
             return []
-        docs = self._docs(idents)
         result = []
-        for doc in docs:
+        for doc in self._docs(idents):
             if not doc:
                 continue
             obj = orjson.loads(doc)
-            if cache_model.in_namespace(obj, namespace) and cache_model.selector_matches(terms, obj):
+            if cache_model.in_namespace(obj, namespace) and cache_model.selector_matches(terms, obj) \
+                    and (index is None or index.matches(obj)):
                 result.append(obj)
         return result
 

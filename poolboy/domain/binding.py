@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from poolboy import keys
 from poolboy.domain import candidates
-from poolboy.domain.candidates import first_provider, handle_scopes, is_unbound
+from poolboy.domain.candidates import first_provider, handle_scopes
 from poolboy.utils import timeutil
 
 if TYPE_CHECKING:
@@ -106,19 +106,24 @@ def waiting_claim_keys(ctx: Context, handle: Mapping[str, Any]) -> tuple[str, ..
     return tuple(keys.make(keys.CLAIM, c["metadata"]["namespace"], c["metadata"]["name"]) for c in claims)
 
 
-def list_unbound(ctx: Context, claim: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Unbound, non-deleting handles in the operator namespace, restricted to the claim's pool if it names one.
+def list_unbound(ctx: Context, scope: str, *fallbacks: str) -> list[dict[str, Any]]:
+    """The unbound handles serving ``scope`` (and the ``fallbacks`` scopes), through the reader's list by the unbound
+    index (:func:`poolboy.domain.candidates.unbound_in`): the shared cache answers from the index, the API client
+    lists and applies the index's rule (:func:`~poolboy.domain.candidates.is_unbound`: ignored handles are left out,
+    since binding writes to the handle and Poolboy writes nothing to an ignored object).
 
-    Ignored handles (``D/ignore``) are left out: binding writes to the handle, and Poolboy writes nothing to an
-    ignored object.
-    """
-    selector = "!" + ctx.label("resource-claim-name")
-    pool = ((claim.get("metadata") or {}).get("annotations") or {}).get(ctx.label("resource-pool-name"))
-    if pool:
-        selector += f",{ctx.label('resource-pool-name')}={pool}"
-    handles = ctx.kube.list(ctx.settings.api_version, HANDLE_KIND, ctx.settings.operator_namespace,
-                            label_selector=selector)
-    return [h for h in handles if is_unbound(h, ctx.settings.domain)]
+    The label selector (:func:`unbound_selector`) only narrows what the API server sends."""
+    pool = scope.removeprefix(candidates.POOL_SCOPE) if scope.startswith(candidates.POOL_SCOPE) else None
+    return ctx.kube.list(ctx.settings.api_version, HANDLE_KIND, ctx.settings.operator_namespace,
+                         label_selector=unbound_selector(ctx, None if fallbacks else pool),
+                         index=candidates.unbound_in(ctx.settings.domain, scope, *fallbacks))
+
+
+def unbound_selector(ctx: Context, pool: str | None = None) -> str:
+    """The label selector of the handles no claim labelled (of ``pool`` when given: a pool's handles carry its label);
+    a pool's is also its scale ``status.selector``."""
+    selector = f"!{ctx.label('resource-claim-name')}"
+    return f"{ctx.label('resource-pool-name')}={pool},{selector}" if pool else selector
 
 
 def provider_compatible(handle: Mapping[str, Any], provider_names: list[str],

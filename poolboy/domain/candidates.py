@@ -14,6 +14,7 @@ Claims that must wait for a handle (``disableCreation``) are kept, per scope, in
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import heapq
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -24,6 +25,7 @@ from typing import Any, Protocol
 import orjson
 
 from poolboy.domain import matching, pool_revision
+from poolboy.kube.interfaces import IndexMatch
 from poolboy.utils import timeutil
 
 UNBOUND = "unbound"
@@ -32,6 +34,9 @@ WAITING = "waiting"
 CREATED = "created"
 #: the label (after the domain's prefix) of a claim that waits for a handle: its queue's index is kept from it
 WAITING_LABEL = "resource-claim-waiting"
+#: how a scope's name begins: the handles of a pool, or those whose first resource a provider makes
+POOL_SCOPE = "pool="
+PROVIDER_SCOPE = "provider="
 #: the labels the domain selects on by their presence alone (the waiting claims, :mod:`poolboy.domain.binding`):
 #: the shared cache keeps a presence index only for these (:func:`cache.model.indexes`), one command fewer per
 #: other label on every change
@@ -169,18 +174,30 @@ def is_unbound(handle: Mapping[str, Any], domain: str) -> bool:
         "deletionTimestamp") or f"{domain}/resource-claim-name" in labels or f"{domain}/ignore" in labels)
 
 
+def unbound_scopes(handle: Mapping[str, Any], domain: str) -> list[str]:
+    """The scopes an unbound handle serves, none when it is not unbound: the values the unbound index files it under
+    (the shared cache's ``unbound|<scope>``, :func:`index_entries`)."""
+    return handle_scopes(handle, domain) if is_unbound(handle, domain) else []
+
+
+def unbound_in(domain: str, *scopes: str) -> IndexMatch:
+    """The unbound handles serving any of ``scopes``, as a reader's ``list`` takes it (``index=``): the shared cache
+    answers from its index, the API client by listing and applying :func:`unbound_scopes`."""
+    return IndexMatch(UNBOUND, scopes, functools.partial(unbound_scopes, domain=domain))
+
+
 def handle_scopes(handle: Mapping[str, Any], domain: str) -> list[str]:
     pool = (handle.get("spec") or {}).get("resourcePool", {}) or {}
     pool_name = pool.get("name") or _labels(handle).get(f"{domain}/resource-pool-name")
-    scopes = [f"provider={first_provider(handle)}"]
+    scopes = [PROVIDER_SCOPE + first_provider(handle)]
     if pool_name:
-        scopes.append(f"pool={pool_name}")
+        scopes.append(POOL_SCOPE + pool_name)
     return scopes
 
 
 def claim_scope(pool: str | None, first_provider: str) -> str:
     """The scope a claim draws from: its pool (``D/resource-pool-name`` annotation) or its first provider."""
-    return f"pool={pool}" if pool else f"provider={first_provider}"
+    return POOL_SCOPE + pool if pool else PROVIDER_SCOPE + first_provider
 
 
 def handle_class(handle: Mapping[str, Any]) -> str:
@@ -219,10 +236,11 @@ def time_to_ready(handle: Mapping[str, Any]) -> float | None:
 
 def index_entries(handle: Mapping[str, Any], domain: str) -> list[tuple[str, str]]:
     """``(index, value)`` of an unbound handle in every scope it serves (none when it is not bindable)."""
-    if not is_unbound(handle, domain):
+    scopes = unbound_scopes(handle, domain)
+    if not scopes:
         return []
     value = orjson.dumps(summary(handle, domain)).decode()
-    return [(f"{UNBOUND}|{scope}", value) for scope in handle_scopes(handle, domain)]
+    return [(f"{UNBOUND}|{scope}", value) for scope in scopes]
 
 
 def waiting_entry(claim: Mapping[str, Any], domain: str) -> tuple[str, float] | None:
@@ -242,7 +260,7 @@ def created_entry(handle: Mapping[str, Any], domain: str) -> tuple[str, float] |
     if f"{domain}/resource-claim-name" not in labels or f"{domain}/resource-pool-name" in labels \
             or ((handle.get("spec") or {}).get("resourcePool") or {}).get("name"):
         return None
-    return f"{CREATED}|provider={first_provider(handle)}", queue_score(handle)
+    return f"{CREATED}|{PROVIDER_SCOPE}{first_provider(handle)}", queue_score(handle)
 
 
 def queue_score(claim: Mapping[str, Any]) -> float:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 #: of this package (``errors``, ``interfaces``) does not load the official client (~25 MB per process, e.g. beat)
 _EXPORTS = {
     "KubeClient": "client", "ResourceInfo": "discovery", "load_configuration": "transport",
-    "Client": "interfaces", "Reader": "interfaces", "Writer": "interfaces",
+    "Client": "interfaces", "IndexMatch": "interfaces", "Reader": "interfaces", "Writer": "interfaces",
     **{name: "errors" for name in ("AlreadyExists", "ApiError", "ApiMissing", "BadRequest", "Conflict", "Forbidden",
                                    "Gone", "Invalid", "NetworkError", "NotFound", "ServerError", "Throttled",
                                    "conflict_policy")},
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
         Throttled,
         conflict_policy,
     )
-    from poolboy.kube.interfaces import Client, Reader, Writer
+    from poolboy.kube.interfaces import Client, IndexMatch, Reader, Writer
     from poolboy.kube.transport import load_configuration
 
 
@@ -69,6 +69,7 @@ __all__ = [
     "Conflict",
     "Forbidden",
     "Gone",
+    "IndexMatch",
     "Invalid",
     "KubeClient",
     "NetworkError",

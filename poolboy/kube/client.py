@@ -22,7 +22,7 @@ from kubernetes import client as k8s_client
 from poolboy.kube import event_recorder, events
 from poolboy.kube.discovery import Discovery, ResourceInfo
 from poolboy.kube.errors import BadRequest, NotFound
-from poolboy.kube.interfaces import ObjectRef
+from poolboy.kube.interfaces import IndexMatch, ObjectRef
 from poolboy.kube.transport import JSON_PATCH, MERGE_PATCH, Transport, load_configuration
 from poolboy.kube.watch import watch_events
 from poolboy.observability import observe_write
@@ -95,9 +95,12 @@ class KubeClient:
             yield items
 
     def list(self, api_version: str, kind: str, namespace: str | None = None, *, label_selector: str | None = None,
-             field_selector: str | None = None) -> builtins.list[dict]:
-        return self.list_with_version(api_version, kind, namespace, label_selector=label_selector,
-                                      field_selector=field_selector)[0]
+             field_selector: str | None = None, index: IndexMatch | None = None) -> builtins.list[dict]:
+        """The objects; with ``index``, those it matches (the API server keeps no index of ours: the selectors
+        narrow the list, the index's own function decides)."""
+        items = self.list_with_version(api_version, kind, namespace, label_selector=label_selector,
+                                       field_selector=field_selector)[0]
+        return items if index is None else [obj for obj in items if index.matches(obj)]
 
     def list_with_version(self, api_version: str, kind: str, namespace: str | None = None, *,
                           label_selector: str | None = None, field_selector: str | None = None,

@@ -10,8 +10,9 @@ what it calls, not on which of the two it was handed, and a method a reconciler 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from poolboy.kube.discovery import ResourceInfo
@@ -21,9 +22,34 @@ if TYPE_CHECKING:
 ObjectRef = tuple[str, str, str, "str | None"]
 
 
+@dataclass(frozen=True)
+class IndexMatch:
+    """The objects an index files under any of ``values``: controller-runtime's ``MatchingFields``, carrying the
+    ``IndexField`` function (``values_of``) the index is kept with.
+
+    A reader that keeps the index (the shared cache keeps the domain's) answers from it; any other reader lists and
+    keeps the objects :meth:`matches` accepts. Both answer with the one function, so "which objects are in the
+    index" has one definition, wherever it is answered.
+    """
+
+    #: the index's name (its Redis keys in the shared cache are ``<name>|<value>``)
+    name: str
+    values: tuple[str, ...]
+    #: the values an object is filed under (none: it is not in the index)
+    values_of: Callable[[Mapping[str, Any]], Iterable[str]]
+
+    def matches(self, obj: Mapping[str, Any]) -> bool:
+        return not set(self.values).isdisjoint(self.values_of(obj))
+
+    def names(self) -> list[str]:
+        """``<name>|<value>`` for each value: the index entries to read."""
+        return [f"{self.name}|{value}" for value in self.values]
+
+
 @runtime_checkable
 class Reader(Protocol):
-    """Reads: one object by name, or every object of a kind (in a namespace, matching a label selector)."""
+    """Reads: one object by name, or every object of a kind (in a namespace, matching a label selector, filed under
+    an index)."""
 
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict:
         """The object; :class:`poolboy.kube.NotFound` when there is none."""
@@ -33,7 +59,8 @@ class Reader(Protocol):
         ...
 
     def list(self, api_version: str, kind: str, namespace: str | None = None, *, label_selector: str | None = None,
-             field_selector: str | None = None) -> list[dict]:
+             field_selector: str | None = None, index: IndexMatch | None = None) -> list[dict]:
+        """The objects matching every selector given, and ``index`` (:class:`IndexMatch`) when given."""
         ...
 
     def prefetch(self, refs: Iterable[ObjectRef]) -> None:

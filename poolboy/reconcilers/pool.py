@@ -18,7 +18,7 @@ from typing import Any
 
 from poolboy import keys, kube
 from poolboy.context import Context
-from poolboy.domain import conditions, pool_handles
+from poolboy.domain import binding, conditions, pool_handles
 from poolboy.domain.provider import Provider
 from poolboy.reconcilers import pool_autoscaling, pool_members, pool_rollout, preamble
 from poolboy.result import PermanentError, Result
@@ -116,7 +116,7 @@ def _status(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]]) -
     status["resourceHandles"] = entries
     status["resourceHandleCount"] = {"available": len(entries), "ready": ready}
     status["replicas"] = len(entries)  # the scale subresource's view: kubectl scale, autoscalers
-    status["selector"] = pool_members.unbound_selector(ctx, pool["metadata"]["name"])
+    status["selector"] = binding.unbound_selector(ctx, pool["metadata"]["name"])
     measured = pool_members.measured_time_to_ready(handles, status.get("timeToReadySeconds"))
     if measured is not None:
         status["timeToReadySeconds"] = measured

@@ -15,7 +15,7 @@ from typing import Any
 
 from poolboy import keys, kube
 from poolboy.context import Context
-from poolboy.domain import candidates, pool_handles, pool_revision
+from poolboy.domain import binding, candidates, pool_handles, pool_revision
 
 log = logging.getLogger(__name__)
 
@@ -23,22 +23,15 @@ log = logging.getLogger(__name__)
 TIME_TO_READY = "_timeToReady"
 
 
-def unbound_selector(ctx: Context, pool_name: str) -> str:
-    """The label selector of the pool's unbound handles; also the pool's scale ``status.selector``."""
-    return f"{ctx.label('resource-pool-name')}={pool_name},!{ctx.label('resource-claim-name')}"
-
-
 def unbound_handles(ctx: Context, pool_name: str) -> list[dict[str, Any]]:
-    """Handles labelled with the pool, not labelled with a claim, without ``spec.resourceClaim``, not deleting.
+    """The pool's unbound handles (:func:`poolboy.domain.binding.list_unbound`), whole, by name.
 
     Ignored handles (``D/ignore``) are left out: no claim can bind them, so they are not available and the pool
     replaces them; and the pool neither lists, deletes (unhealthy, outdated, pool deleted) nor otherwise touches
     them.
     """
-    handles = ctx.kube.list(ctx.settings.api_version, "ResourceHandle", ctx.settings.operator_namespace,
-                            label_selector=unbound_selector(ctx, pool_name))
-    unbound = (h for h in handles if candidates.is_unbound(h, ctx.settings.domain))
-    return sorted(unbound, key=lambda h: h["metadata"]["name"])
+    handles = binding.list_unbound(ctx, candidates.claim_scope(pool_name, ""))
+    return sorted(handles, key=lambda h: h["metadata"]["name"])
 
 
 def available_handles(ctx: Context, pool_name: str) -> list[dict[str, Any]]:

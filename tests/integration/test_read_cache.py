@@ -15,6 +15,7 @@ from cache.reader import CachedKubeClient
 from cache.store import ALIVE, ObjectCache
 from cache.writer import EPOCH, CacheWriter
 from poolboy import kube as kube_errors
+from poolboy.domain import candidates
 from poolboy.kube import KubeClient
 from poolboy.settings import Settings
 from stack.testing import RedisServer
@@ -271,6 +272,63 @@ def test_a_run_reads_its_own_writes_and_puts_them_in_the_cache_at_its_end(kube: 
     assert cached(cache, opns, "b")["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
     assert [p["metadata"]["name"] for p in cache.list(API, "ResourcePool", opns, f"{pool}=p,!{claim}")] == ["b"]
     assert reader.deferred_puts() == [], "taken once"
+
+
+#: the handle names the CRD's schema accepts begin so
+GUID = "guid-"
+
+
+def _handle_of(namespace: str, name: str, *, pool: str | None = None, provider: str = "x", claim: bool = False,
+               ignored: bool = False) -> dict:
+    labels = {f"{DOMAIN}/resource-pool-name": pool} if pool else {}
+    if claim:
+        labels[f"{DOMAIN}/resource-claim-name"] = "c"
+    if ignored:
+        labels[f"{DOMAIN}/ignore"] = ""
+    spec: dict = {"resources": [{"provider": {"apiVersion": API, "kind": "ResourceProvider", "name": provider,
+                                              "namespace": namespace}}]}
+    if pool:
+        spec["resourcePool"] = {"apiVersion": API, "kind": "ResourcePool", "name": pool, "namespace": namespace}
+    if claim:
+        spec["resourceClaim"] = {"apiVersion": API, "kind": "ResourceClaim", "name": "c", "namespace": "users"}
+    return poolboy_obj("ResourceHandle", namespace, GUID + name, spec, labels=labels)
+
+
+def test_the_unbound_index_answers_a_list_as_the_api_client_does(kube: KubeClient,  # noqa: F811
+                                                                  rb: redis.Redis) -> None:
+    """Reader.list(index=...): the cache answers from its unbound index, the API client by listing and applying the
+    index's rule; the same handles either way (bound, ignored and other scopes' left out), and a run's own writes
+    move a handle out of the answer before they reach the cache."""
+    opns = create_namespace(kube, unique("op"))
+    cache = ObjectCache(rb, DOMAIN)
+    cache.heartbeat(30)
+    cache.mark_synced(API, "ResourceHandle", opns)
+    for body in (_handle_of(opns, "free-1", pool="p"), _handle_of(opns, "free-2", pool="p"),
+                 _handle_of(opns, "bound", pool="p", claim=True), _handle_of(opns, "ignored", pool="p", ignored=True),
+                 _handle_of(opns, "other-pool", pool="q"), _handle_of(opns, "by-provider", provider="y"),
+                 _handle_of(opns, "no-provider", provider="")):
+        cache.put(kube.create(body))  # as the watcher would
+    from_cache = CachedKubeClient(None, cache)  # type: ignore[arg-type]  # an API request would fail
+    from_api = CachedKubeClient(kube, None)
+
+    def names(reader: CachedKubeClient, *scopes: str, selector: str | None = None) -> list[str]:
+        listed = reader.list(API, "ResourceHandle", opns, label_selector=selector,
+                             index=candidates.unbound_in(DOMAIN, *scopes))
+        return sorted(h["metadata"]["name"].removeprefix(GUID) for h in listed)
+
+    expectations = {("pool=p",): ["free-1", "free-2"], ("provider=y", "provider="): ["by-provider", "no-provider"],
+                    ("provider=x",): ["free-1", "free-2", "other-pool"], ("pool=none",): []}
+    for scopes, expected in expectations.items():
+        assert names(from_cache, *scopes) == expected, scopes
+        assert names(from_api, *scopes) == expected, scopes
+    assert names(from_cache, "provider=x", selector=f"{DOMAIN}/resource-pool-name=q") == ["other-pool"], \
+        "the label selector applies too"
+
+    run = CachedKubeClient(kube, cache, defer_writes=True)
+    bound = {"metadata": {"labels": {f"{DOMAIN}/resource-claim-name": "c"}}}
+    run.patch_merge(API, "ResourceHandle", GUID + "free-1", opns, bound)
+    assert names(run, "pool=p") == ["free-2"], "the run's own bind moved the handle out of its answer"
+    assert names(from_cache, "pool=p") == ["free-1", "free-2"], "others see it once the write reaches the cache"
 
 
 def test_a_run_starts_and_reads_its_own_object_in_one_round_trip(rb: redis.Redis, redis_server) -> None:

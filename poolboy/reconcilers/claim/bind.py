@@ -44,25 +44,29 @@ SNAPSHOT_S = 1.0
 
 def candidate_source(run: ClaimRun, mode: Mode) -> CandidateSource:
     """The index when it can answer for the claim's scope, the listed unbound handles otherwise."""
+    pool, scope = binding_scope(run, mode)
+    # a handle without resources or provider serves any claim: outside a pool, its scope is read alongside
+    anywhere = () if pool else (candidate_index.claim_scope(None, ""),)
     index = run.ctx.index
     if index is not None:
-        pool, scope = binding_scope(run, mode)
-        # a handle without resources or provider serves any claim: outside a pool, its scope is read alongside
-        anywhere = () if pool else (candidate_index.claim_scope(None, ""),)
         asked = time.monotonic()
         summaries = index.summaries(scope, *anywhere, max_age=SNAPSHOT_S)
         if summaries is not None:
             return IndexedCandidates(index, scope, summaries, anywhere, recent=summaries.read_at < asked)
-    return ListedCandidates()
+    return ListedCandidates(scope, anywhere)
 
 
 class ListedCandidates:
-    """Every unbound handle listed from the reader, ranked whole."""
+    """The unbound handles of the claim's scopes, listed whole from the reader and ranked whole."""
+
+    def __init__(self, scope: str, fallbacks: tuple[str, ...] = ()) -> None:
+        self.scope = scope
+        self.fallbacks = fallbacks
 
     def bind(self, run: ClaimRun, mode: Mode, claim_resources: list[dict[str, Any]]) -> dict[str, Any] | None:
         provider_names = [p.name for p in mode.providers]
         values = parameter_values(run, mode)
-        listed = [h for h in binding.list_unbound(run.ctx, run.claim)
+        listed = [h for h in binding.list_unbound(run.ctx, self.scope, *self.fallbacks)
                   if binding.provider_compatible(h, provider_names, values)]
         if not listed:
             return None
@@ -96,7 +100,7 @@ class IndexedCandidates:
             return handle
         fresh = self.index.summaries(self.scope, *self.fallbacks)
         if fresh is None:  # the index cannot answer now: list, as when it could not answer at all
-            return ListedCandidates().bind(run, mode, claim_resources)
+            return ListedCandidates(self.scope, self.fallbacks).bind(run, mode, claim_resources)
         return self._bind_from(fresh, run, mode, claim_resources)[0]
 
     def _bind_from(self, summaries: candidate_index.Snapshot, run: ClaimRun, mode: Mode,
