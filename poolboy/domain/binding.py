@@ -112,7 +112,8 @@ def list_unbound(ctx: Context, scope: str, *fallbacks: str) -> list[dict[str, An
     lists and applies the index's rule (:func:`~poolboy.domain.candidates.is_unbound`: ignored handles are left out,
     since binding writes to the handle and Poolboy writes nothing to an ignored object).
 
-    The label selector (:func:`unbound_selector`) only narrows what the API server sends."""
+    The label selector (:func:`unbound_selector`: a pool's handles carry its label) narrows what the API server
+    sends; both readers apply it as well as the index."""
     pool = scope.removeprefix(candidates.POOL_SCOPE) if scope.startswith(candidates.POOL_SCOPE) else None
     return ctx.kube.list(ctx.settings.api_version, HANDLE_KIND, ctx.settings.operator_namespace,
                          label_selector=unbound_selector(ctx, None if fallbacks else pool),
