@@ -1,4 +1,5 @@
-"""Ranking from index summaries (the warm bind path) orders candidates exactly as ranking whole handles does.
+"""Ranking from index summaries (the warm bind path) orders candidates exactly as ranking whole handles does; a list
+by the unbound index names the handles the cache files under it.
 
 ``candidates.rank`` sorts each class of a snapshot once and merges the classes lazily; the reference is
 ``matching.rank_candidates`` over the full handles (docs/behaviour.md#binding).
@@ -79,3 +80,49 @@ def test_a_snapshot_without_some_handles_ranks_the_rest_in_the_same_order(facts:
     assert _ranked(smaller, by_name) == [name for name in before if name not in gone]
     assert set(smaller) == set(by_name) - gone and len(smaller) == len(by_name) - len(gone)
     assert _ranked(snapshot, by_name) == before, "the snapshot itself is unchanged"
+
+
+# --- the unbound index: what the cache files, what a reader's list(index=...) answers -----------------------------
+
+unbound_facts = st.fixed_dictionaries({
+    "provider": st.sampled_from(["p", "q", ""]),
+    "pool_label": st.sampled_from([None, "a", "b"]),
+    "pool_spec": st.sampled_from([None, "a", "b"]),
+    "claim_label": st.booleans(),
+    "claim_spec": st.booleans(),
+    "deleting": st.booleans(),
+    "ignored": st.booleans(),
+})
+SCOPES = ("provider=p", "provider=q", "provider=", "pool=a", "pool=b")
+
+
+def _unbound_candidate(facts: dict) -> dict:
+    labels = {}
+    if facts["pool_label"]:
+        labels[f"{DOMAIN}/resource-pool-name"] = facts["pool_label"]
+    if facts["claim_label"]:
+        labels[f"{DOMAIN}/resource-claim-name"] = "c"
+    if facts["ignored"]:
+        labels[f"{DOMAIN}/ignore"] = ""
+    spec: dict = {"resources": [{"provider": {"name": facts["provider"]}}] if facts["provider"] else []}
+    if facts["pool_spec"]:
+        spec["resourcePool"] = {"name": facts["pool_spec"]}
+    if facts["claim_spec"]:
+        spec["resourceClaim"] = {"name": "c", "namespace": "user"}
+    metadata: dict = {"name": "h", "namespace": "poolboy", "labels": labels}
+    if facts["deleting"]:
+        metadata["deletionTimestamp"] = _stamp(NOW)
+    return {"metadata": metadata, "spec": spec}
+
+
+@settings(max_examples=300, deadline=None)
+@given(unbound_facts, st.lists(st.sampled_from(SCOPES), min_size=1, max_size=3, unique=True))
+def test_a_list_by_the_unbound_index_answers_what_the_cache_files(facts: dict, scopes: list[str]) -> None:
+    """The API client answers ``list(index=unbound_in(...))`` with :meth:`IndexMatch.matches`, the shared cache from
+    the entries :func:`candidates.index_entries` filed: the two must name the same handles for every scope."""
+    handle = _unbound_candidate(facts)
+    filed = {name for name, _ in candidates.index_entries(handle, DOMAIN)}
+    match = candidates.unbound_in(DOMAIN, *scopes)
+    assert match.matches(handle) == bool(filed & set(match.names()))
+    if match.matches(handle):
+        assert candidates.is_unbound(handle, DOMAIN)
