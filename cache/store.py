@@ -289,12 +289,12 @@ class ObjectCache:
         does (the unbound handles of a pool, not every handle of it)."""
         try:
             terms = cache_model.parse_selector(label_selector)
-            plan = cache_model.plan_list(api_version, kind, namespace, terms, self.domain, self.presence_labels)
         except cache_model.Unanswerable:
             return None
 
         def members(pipe: Any) -> None:
             if index is None:
+                plan = cache_model.plan_list(api_version, kind, namespace, terms, self.domain, self.presence_labels)
                 pipe.sinter([index_key(name) for name in plan])
             else:
                 for name in index.names():

@@ -114,9 +114,8 @@ def list_unbound(ctx: Context, scope: str, *fallbacks: str) -> list[dict[str, An
 
     The label selector (:func:`unbound_selector`: a pool's handles carry its label) narrows what the API server
     sends; both readers apply it as well as the index."""
-    pool = scope.removeprefix(candidates.POOL_SCOPE) if scope.startswith(candidates.POOL_SCOPE) else None
     return ctx.kube.list(ctx.settings.api_version, HANDLE_KIND, ctx.settings.operator_namespace,
-                         label_selector=unbound_selector(ctx, None if fallbacks else pool),
+                         label_selector=unbound_selector(ctx, None if fallbacks else candidates.scope_pool(scope)),
                          index=candidates.unbound_in(ctx.settings.domain, scope, *fallbacks))
 
 

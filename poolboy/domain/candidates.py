@@ -200,6 +200,11 @@ def claim_scope(pool: str | None, first_provider: str) -> str:
     return POOL_SCOPE + pool if pool else PROVIDER_SCOPE + first_provider
 
 
+def scope_pool(scope: str) -> str | None:
+    """The pool a scope of :func:`claim_scope` names, None for a provider's."""
+    return scope.removeprefix(POOL_SCOPE) if scope.startswith(POOL_SCOPE) else None
+
+
 def handle_class(handle: Mapping[str, Any]) -> str:
     """Identical for handles that rank and match alike on criteria 1–3 (same providers, names and templates)."""
     spec = handle.get("spec") or {}

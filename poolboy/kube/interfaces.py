@@ -39,7 +39,7 @@ class IndexMatch:
     values_of: Callable[[Mapping[str, Any]], Iterable[str]]
 
     def matches(self, obj: Mapping[str, Any]) -> bool:
-        return not set(self.values).isdisjoint(self.values_of(obj))
+        return any(value in self.values for value in self.values_of(obj))
 
     def names(self) -> list[str]:
         """``<name>|<value>`` for each value: the index entries to read."""
