@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from poolboy import keys
 from poolboy.domain import candidates
-from poolboy.domain.candidates import first_provider, handle_scopes
+from poolboy.domain.scopes import first_provider, handle_scopes, scope_pool
 from poolboy.utils import timeutil
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ def list_unbound(ctx: Context, scope: str, *fallbacks: str) -> list[dict[str, An
     The label selector (:func:`unbound_selector`: a pool's handles carry its label) narrows what the API server
     sends; both readers apply it as well as the index."""
     return ctx.kube.list(ctx.settings.api_version, HANDLE_KIND, ctx.settings.operator_namespace,
-                         label_selector=unbound_selector(ctx, None if fallbacks else candidates.scope_pool(scope)),
+                         label_selector=unbound_selector(ctx, None if fallbacks else scope_pool(scope)),
                          index=candidates.unbound_in(ctx.settings.domain, scope, *fallbacks))
 
 

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 import orjson
 
 from poolboy.domain import matching, pool_revision
+from poolboy.domain.scopes import claim_first_provider, claim_scope, first_provider, handle_scopes, provider_scope
 from poolboy.kube.interfaces import IndexMatch
 from poolboy.utils import timeutil
 
@@ -34,9 +35,6 @@ WAITING = "waiting"
 CREATED = "created"
 #: the label (after the domain's prefix) of a claim that waits for a handle: its queue's index is kept from it
 WAITING_LABEL = "resource-claim-waiting"
-#: how a scope's name begins: the handles of a pool, or those whose first resource a provider makes
-POOL_SCOPE = "pool="
-PROVIDER_SCOPE = "provider="
 #: the labels the domain selects on by their presence alone (the waiting claims, :mod:`poolboy.domain.binding`):
 #: the shared cache keeps a presence index only for these (:func:`cache.model.indexes`), one command fewer per
 #: other label on every change
@@ -155,14 +153,6 @@ def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
     return (obj.get("metadata") or {}).get("labels") or {}
 
 
-def first_provider(handle: Mapping[str, Any]) -> str:
-    """The provider of a handle's (or a pool's: the same spec shape) first resource, else its `spec.provider`."""
-    spec = handle.get("spec") or {}
-    resources = spec.get("resources") or []
-    name = ((resources[0] or {}).get("provider") or {}).get("name") if resources else None
-    return name or ((spec.get("provider") or {}).get("name")) or ""
-
-
 def is_unbound(handle: Mapping[str, Any], domain: str) -> bool:
     """Bindable as far as the handle alone tells: no claim (neither ``spec.resourceClaim`` nor the claim label),
     not being deleted, and not ignored (Poolboy writes nothing to an ignored object, and a bind is a write).
@@ -184,25 +174,6 @@ def unbound_in(domain: str, *scopes: str) -> IndexMatch:
     """The unbound handles serving any of ``scopes``, as a reader's ``list`` takes it (``index=``): the shared cache
     answers from its index, the API client by listing and applying :func:`unbound_scopes`."""
     return IndexMatch(UNBOUND, scopes, functools.partial(unbound_scopes, domain=domain))
-
-
-def handle_scopes(handle: Mapping[str, Any], domain: str) -> list[str]:
-    pool = (handle.get("spec") or {}).get("resourcePool", {}) or {}
-    pool_name = pool.get("name") or _labels(handle).get(f"{domain}/resource-pool-name")
-    scopes = [PROVIDER_SCOPE + first_provider(handle)]
-    if pool_name:
-        scopes.append(POOL_SCOPE + pool_name)
-    return scopes
-
-
-def claim_scope(pool: str | None, first_provider: str) -> str:
-    """The scope a claim draws from: its pool (``D/resource-pool-name`` annotation) or its first provider."""
-    return POOL_SCOPE + pool if pool else PROVIDER_SCOPE + first_provider
-
-
-def scope_pool(scope: str) -> str | None:
-    """The pool a scope of :func:`claim_scope` names, None for a provider's."""
-    return scope.removeprefix(POOL_SCOPE) if scope.startswith(POOL_SCOPE) else None
 
 
 def handle_class(handle: Mapping[str, Any]) -> str:
@@ -254,7 +225,7 @@ def waiting_entry(claim: Mapping[str, Any], domain: str) -> tuple[str, float] | 
         return None
     metadata = claim.get("metadata") or {}
     pool = (metadata.get("annotations") or {}).get(f"{domain}/resource-pool-name")
-    return f"{WAITING}|{claim_scope(pool, _claim_first_provider(claim))}", queue_score(claim)
+    return f"{WAITING}|{claim_scope(pool, claim_first_provider(claim))}", queue_score(claim)
 
 
 def created_entry(handle: Mapping[str, Any], domain: str) -> tuple[str, float] | None:
@@ -265,7 +236,7 @@ def created_entry(handle: Mapping[str, Any], domain: str) -> tuple[str, float] |
     if f"{domain}/resource-claim-name" not in labels or f"{domain}/resource-pool-name" in labels \
             or ((handle.get("spec") or {}).get("resourcePool") or {}).get("name"):
         return None
-    return f"{CREATED}|{PROVIDER_SCOPE}{first_provider(handle)}", queue_score(handle)
+    return f"{CREATED}|{provider_scope(first_provider(handle))}", queue_score(handle)
 
 
 def queue_score(claim: Mapping[str, Any]) -> float:
@@ -290,18 +261,6 @@ def cache_entries(obj: Mapping[str, Any], domain: str) -> list[str]:
         if waiting is not None:
             return [f"z:{waiting[0]}\t{waiting[1]!r}"]
     return []
-
-
-def _claim_first_provider(claim: Mapping[str, Any]) -> str:
-    """The provider of a claim's first resource: ``spec.provider``, else the one recorded in status (a template
-    matched it), else the one its first resource names."""
-    spec = claim.get("spec") or {}
-    if (spec.get("provider") or {}).get("name"):
-        return str(spec["provider"]["name"])
-    for resources in ((claim.get("status") or {}).get("resources"), spec.get("resources")):
-        if resources and ((resources[0] or {}).get("provider") or {}).get("name"):
-            return str(resources[0]["provider"]["name"])
-    return ""
 
 
 def _class_view(handle: Mapping[str, Any]) -> dict[str, Any]:

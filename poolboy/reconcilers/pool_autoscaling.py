@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from poolboy.context import Context
-from poolboy.domain import autoscaling, candidates, conditions, demand_profile
+from poolboy.domain import autoscaling, conditions, demand_profile, scopes
 from poolboy.reconcilers import pool_members
 from poolboy.result import PermanentError
 
@@ -53,7 +53,7 @@ def _missed(ctx: Context, pool: dict[str, Any], since: list[datetime]) -> list[i
     """Claims of the pool's provider that got a handle made for them since each of ``since`` (one round trip)."""
     counts = None
     if ctx.index is not None:
-        scope = candidates.claim_scope(None, candidates.first_provider(pool))
+        scope = scopes.provider_scope(scopes.first_provider(pool))
         counts = ctx.index.created_since(scope, [moment.timestamp() for moment in since])
     return counts or [0] * len(since)
 

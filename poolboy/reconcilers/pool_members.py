@@ -15,7 +15,7 @@ from typing import Any
 
 from poolboy import keys, kube
 from poolboy.context import Context
-from poolboy.domain import binding, candidates, pool_handles, pool_revision
+from poolboy.domain import binding, candidates, pool_handles, pool_revision, scopes
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ def unbound_handles(ctx: Context, pool_name: str) -> list[dict[str, Any]]:
     replaces them; and the pool neither lists, deletes (unhealthy, outdated, pool deleted) nor otherwise touches
     them.
     """
-    handles = binding.list_unbound(ctx, candidates.claim_scope(pool_name, ""))
+    handles = binding.list_unbound(ctx, scopes.pool_scope(pool_name))
     return sorted(handles, key=lambda h: h["metadata"]["name"])
 
 
@@ -43,7 +43,7 @@ def available_handles(ctx: Context, pool_name: str) -> list[dict[str, Any]]:
     The index applies the same rule (:func:`poolboy.domain.candidates.is_unbound`: no claim, not deleting, not
     ignored).
     """
-    summaries = ctx.index.summaries(candidates.claim_scope(pool_name, "")) if ctx.index is not None else None
+    summaries = ctx.index.summaries(scopes.pool_scope(pool_name)) if ctx.index is not None else None
     if summaries is None:
         return unbound_handles(ctx, pool_name)
     revision_key = ctx.label(pool_revision.ANNOTATION)

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from poolboy import keys, kube
 from poolboy.context import Context
-from poolboy.domain import binding, claim_lifespan, matching
+from poolboy.domain import binding, claim_lifespan, matching, scopes
 from poolboy.domain import candidates as candidate_index
 from poolboy.domain.provider import Provider
 from poolboy.reconcilers.claim.modes import Mode
@@ -46,7 +46,7 @@ def candidate_source(run: ClaimRun, mode: Mode) -> CandidateSource:
     """The index when it can answer for the claim's scope, the listed unbound handles otherwise."""
     pool, scope = binding_scope(run, mode)
     # a handle without resources or provider serves any claim: outside a pool, its scope is read alongside
-    anywhere = () if pool else (candidate_index.claim_scope(None, ""),)
+    anywhere = () if pool else (scopes.provider_scope(""),)
     index = run.ctx.index
     if index is not None:
         asked = time.monotonic()
@@ -150,7 +150,7 @@ def binding_scope(run: ClaimRun, mode: Mode) -> tuple[str | None, str]:
     """The claim's pool (``D/resource-pool-name`` annotation) and the binding scope it draws from."""
     provider_names = [p.name for p in mode.providers]
     pool = (run.meta.get("annotations") or {}).get(run.ctx.label("resource-pool-name"))
-    return pool, candidate_index.claim_scope(pool, provider_names[0] if provider_names else "")
+    return pool, scopes.claim_scope(pool, provider_names[0] if provider_names else "")
 
 
 def bind_candidate(run: ClaimRun, mode: Mode, candidate: dict[str, Any],

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from poolboy.context import Context
-from poolboy.domain import binding, candidates, claim_queue
+from poolboy.domain import binding, claim_queue, scopes
 from poolboy.reconcilers.claim.run import ClaimRun
 
 NO_QUEUE = "No matching unbound ResourceHandle; handle creation is disabled."
@@ -25,7 +25,7 @@ def scope_pools(ctx: Context, scope: str) -> list[dict[str, Any]]:
         pool = ctx.kube.get_or_none(ctx.settings.api_version, "ResourcePool", name, ctx.settings.operator_namespace)
         return [pool] if pool else []
     pools = ctx.kube.list(ctx.settings.api_version, "ResourcePool", ctx.settings.operator_namespace)
-    return [p for p in pools if name and name == candidates.first_provider(p)]
+    return [p for p in pools if name and name == scopes.first_provider(p)]
 
 
 def update(ctx: Context, claim: dict[str, Any], status: dict[str, Any], scope: str) -> tuple[str, datetime]:
