@@ -1,6 +1,7 @@
 """``poolboy dev``: the whole system on one machine, for trying Poolboy and for end-to-end tests.
 
-Starts devcluster (or uses the current kubeconfig context), its own ``redis-server`` (or ``--redis-url``), the
+Starts devcluster (or, with ``--cluster real``, etcd, kube-apiserver and kube-controller-manager built from their Go
+modules; or uses the current kubeconfig context), its own ``redis-server`` (or ``--redis-url``), the
 watcher, ``--workers`` worker processes, beat and Flower; installs the CRDs; creates the operator namespace;
 writes ``--kubeconfig``; prints one line containing ``ready`` when every component is up; stops every child
 cleanly on SIGINT/SIGTERM; restarts a component that exits, with backoff (:mod:`stack.supervisor`).
@@ -51,8 +52,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metrics-port", type=int, default=int(os.environ.get("POOLBOY_METRICS_PORT") or 0),
                         help="Prometheus metrics on 127.0.0.1: the watcher on this port, worker i on port + 1 + i "
                              "(default $POOLBOY_METRICS_PORT; 0 = off)")
+    parser.add_argument("--cluster", choices=("devcluster", "real"),
+                        default=os.environ.get("POOLBOY_DEV_CLUSTER", "devcluster"),
+                        help="the API server to start: devcluster (in memory, starts in under a second) or real "
+                             "(etcd, kube-apiserver and kube-controller-manager, built once from their Go modules; "
+                             "about 10 s to start); default $POOLBOY_DEV_CLUSTER or devcluster")
     parser.add_argument("--api-port", type=int, default=0,
-                        help="devcluster's port on 127.0.0.1 (default 0: a free one)")
+                        help="the API server's port on 127.0.0.1 (default 0: a free one)")
     parser.add_argument("--log-dir", default=".poolboy-dev/logs", help="component logs (default .poolboy-dev/logs)")
     log_options.add_arguments(parser)  # passed to every component through the environment
     parser.add_argument("--demo", action="store_true",
@@ -60,6 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from controlplane import ControlPlaneUnavailable
     from stack.local import LocalStack, StackOptions
     from stack.ports import PortTaken
     from stack.processes import ComponentExited
@@ -70,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
         kubeconfig=None if args.use_current_context else Path(args.kubeconfig).resolve(),
         redis_url=args.redis_url, use_current_context=args.use_current_context,
         flower_port=args.flower_port or None, metrics_port=args.metrics_port, api_port=args.api_port,
+        cluster=args.cluster,
         log_dir=Path(args.log_dir).resolve(),
     )
     stop = threading.Event()
@@ -88,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
             supervisor = Supervisor.for_stack(stack)  # a component that exits is reported and restarted
             while not stop.wait(1.0):
                 supervisor.check()
-    except (PortTaken, ComponentExited) as error:
+    except (PortTaken, ComponentExited, ControlPlaneUnavailable) as error:
         print(f"poolboy dev: {error}", file=sys.stderr, flush=True)
         return 1
     return 0

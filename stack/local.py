@@ -40,6 +40,9 @@ class StackOptions:
     metrics_port: int | None = None
     #: devcluster's port on 127.0.0.1 (0: a free one)
     api_port: int = 0
+    #: the API server started for the stack: ``devcluster`` (in memory, starts in under a second) or ``real``
+    #: (etcd, kube-apiserver and kube-controller-manager, :mod:`controlplane`); ignored with ``use_current_context``
+    cluster: str = "devcluster"
     log_dir: Path | None = None
     #: extra POOLBOY_* (or any) environment for every component, e.g. short intervals in tests
     env: dict[str, str] = field(default_factory=dict)
@@ -139,14 +142,26 @@ class LocalStack:
             self.kubeconfig = Path(os.environ.get("KUBECONFIG", Path.home() / ".kube" / "config"))
             self._apply_crds()
             return
+        self.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
+        if self.options.cluster == "real":
+            self._start_control_plane()
+            return
         from devcluster.process import DevCluster
 
-        self.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
         self.cluster = DevCluster(crds=[self._crd_dir()], kubeconfig=self.kubeconfig, port=self.options.api_port,
                                   log_path=self.log_dir / "devcluster.log").start()
         self.api_url = self.cluster.url
         if self.options.api_latency_ms:
             self.cluster.set_faults(latency_ms=self.options.api_latency_ms)
+
+    def _start_control_plane(self) -> None:
+        from controlplane import ControlPlane
+
+        if self.options.api_latency_ms:
+            raise ValueError("api_latency_ms needs devcluster; put a latency proxy in front of the real API server")
+        self.cluster = ControlPlane(crds=[self._crd_dir()], kubeconfig=self.kubeconfig, port=self.options.api_port,
+                                    log_dir=self.log_dir / "control-plane").start()
+        self.api_url = self.cluster.url
 
     def _apply_crds(self) -> None:
         """Install or update the CRDs in an existing cluster (``--use-current-context``)."""
@@ -212,7 +227,7 @@ class LocalStack:
         if self.options.flower_port:
             wanted.append(ports.PortRequest(self.options.flower_port, "Flower", "--flower-port (0 disables Flower)"))
         if self.options.api_port and not self.options.use_current_context:
-            wanted.append(ports.PortRequest(self.options.api_port, "devcluster", "--api-port (0 picks a free one)"))
+            wanted.append(ports.PortRequest(self.options.api_port, "the API server", "--api-port (0 picks a free one)"))
         ports.check(wanted)
         for name in names:
             own = self.component_env.setdefault(name, {})

@@ -181,10 +181,8 @@ def _live(ctx: Context, pool: dict[str, Any]) -> Result:
     status = _status(ctx, pool, handles + created)
     pool_rollout.report(ctx, pool, status, handles + created, revision, chosen)
     scale_down_at = pool_autoscaling.report(ctx, pool, status, sized)
-    if conditions.get_condition(status.get("conditions"), "Synced"):
-        status["conditions"] = conditions.set_condition(status["conditions"], "Synced", True, "Synced",
-                                                        "Pool is in sync.", ctx.now,
-                                                        pool["metadata"].get("generation"))
+    status["conditions"] = conditions.set_condition(status["conditions"], "Synced", True, "Synced",
+                                                    "Pool is in sync.", ctx.now, pool["metadata"].get("generation"))
     pool_members.write_status(ctx, pool, status)
     # created handles are not enqueued: the watcher's ADDED event of each wakes it (this run's writes count as own
     # writes of the pool's key only). Enqueued here too, every handle whose first run ended before this run did ran

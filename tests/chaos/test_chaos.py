@@ -30,6 +30,7 @@ import pytest
 import redis
 
 from stack.local import LocalStack, StackOptions
+from tests.clusters import E2E_CLUSTER
 from tests.e2e.burst import Burst, Watchdog, custom_api, wait_settled
 from tests.e2e.conftest import FAST_INTERVALS
 from tests.waiting import wait_for
@@ -54,7 +55,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 @pytest.fixture(scope="module")
 def chaos_stack() -> Iterator[LocalStack]:
-    with LocalStack(StackOptions(workers=WORKERS, concurrency=1, env=dict(CHAOS_ENV))) as stack:
+    with LocalStack(StackOptions(cluster=E2E_CLUSTER, workers=WORKERS, concurrency=1, env=dict(CHAOS_ENV))) as stack:
         yield stack
 
 

@@ -17,6 +17,7 @@ import pytest
 
 from stack.local import LocalStack, StackOptions
 from tests.chaos.test_chaos import CHAOS_ENV, seeded_burst
+from tests.clusters import E2E_CLUSTER
 from tests.e2e.burst import Watchdog, wait_settled
 from tests.waiting import wait_for
 
@@ -30,7 +31,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[LocalStack]:
-    with LocalStack(StackOptions(workers=WORKERS, concurrency=2, env=dict(CHAOS_ENV))) as running:
+    with LocalStack(StackOptions(cluster=E2E_CLUSTER, workers=WORKERS, concurrency=2, env=dict(CHAOS_ENV))) as running:
         yield running
 
 

@@ -24,6 +24,7 @@ from kubernetes import client, config, dynamic
 from kubernetes.client.rest import ApiException
 
 from stack.local import LocalStack, StackOptions
+from tests.clusters import E2E_CLUSTER
 from tests.corpus.cases import OPERATOR_NAMESPACE, Case, load_all
 from tests.e2e.provider_support import condition, config_map_provider
 from tests.waiting import wait_for
@@ -158,7 +159,8 @@ def corpus() -> Iterator[CorpusRun]:
     # deeply nested cases: the kubernetes client serialises recursively, as kubectl (Go) would not mind
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
     log_dir = os.environ.get("POOLBOY_CORPUS_LOG_DIR")  # keep the components' logs for a post-mortem
-    with LocalStack(StackOptions(workers=1, concurrency=2, log_dir=Path(log_dir) if log_dir else None)) as stack:
+    options = StackOptions(cluster=E2E_CLUSTER, workers=1, concurrency=2, log_dir=Path(log_dir) if log_dir else None)
+    with LocalStack(options) as stack:
         cluster = Cluster(stack)
         outcomes = {case.id: Outcome() for case in CASES}
         cluster.core.create_namespace({"metadata": {"name": HEALTHY_NS}})

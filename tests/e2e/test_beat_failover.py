@@ -15,6 +15,7 @@ import pytest
 import redis
 
 from stack.local import LocalStack, StackOptions
+from tests.clusters import E2E_CLUSTER
 from tests.e2e.conftest import FAST_INTERVALS
 from tests.e2e.provider_support import User, config_map_provider
 from tests.waiting import wait_for
@@ -27,7 +28,7 @@ UNCLAIMED = 6
 @pytest.fixture(scope="module")
 def two_beats() -> Iterator[LocalStack]:
     env = {**FAST_INTERVALS, "POOLBOY_BEAT_LOCK_TIMEOUT": str(LOCK_TIMEOUT)}
-    with LocalStack(StackOptions(workers=1, concurrency=2, env=env)) as stack:
+    with LocalStack(StackOptions(cluster=E2E_CLUSTER, workers=1, concurrency=2, env=env)) as stack:
         stack.add("beat-2", "beat")
         yield stack
 

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from stack.local import LocalStack, StackOptions
+from tests.clusters import E2E_CLUSTER
 from tests.e2e.provider_support import NS, D, User, condition, config_map_provider, kubectl, parse, timestamp
 from tests.waiting import wait_for
 
@@ -41,7 +42,8 @@ PROVIDER = "p-wait"
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[LocalStack]:
-    with LocalStack(StackOptions(workers=1, concurrency=2, env=dict(PRODUCTION_INTERVALS))) as running:
+    options = StackOptions(cluster=E2E_CLUSTER, workers=1, concurrency=2, env=dict(PRODUCTION_INTERVALS))
+    with LocalStack(options) as running:
         yield running
 
 

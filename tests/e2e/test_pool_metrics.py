@@ -14,6 +14,7 @@ from prometheus_client.samples import Sample
 
 from procutil import free_port
 from stack.local import LocalStack, StackOptions
+from tests.clusters import E2E_CLUSTER
 from tests.e2e.conftest import FAST_INTERVALS
 from tests.e2e.provider_support import NS, D, User, config_map_provider, status
 from tests.waiting import wait_for
@@ -34,7 +35,7 @@ def free_port_pair() -> int:
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[LocalStack]:
-    with LocalStack(StackOptions(workers=1, concurrency=2, env=dict(FAST_INTERVALS),
+    with LocalStack(StackOptions(cluster=E2E_CLUSTER, workers=1, concurrency=2, env=dict(FAST_INTERVALS),
                                  metrics_port=free_port_pair())) as running:
         yield running
 

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from stack.local import LocalStack, StackOptions
+from tests.clusters import E2E_CLUSTER
 from tests.e2e.burst import Burst, Watchdog, custom_api, wait_settled
 from tests.e2e.conftest import FAST_INTERVALS
 from tests.waiting import wait_for
@@ -27,7 +28,7 @@ WORKERS = 2
 @pytest.fixture(scope="module")
 def rolling_stack() -> Iterator[LocalStack]:
     env = {**FAST_INTERVALS, "POOLBOY_WORKER_SHUTDOWN_GRACE": "3"}
-    with LocalStack(StackOptions(workers=WORKERS, concurrency=2, env=env)) as stack:
+    with LocalStack(StackOptions(cluster=E2E_CLUSTER, workers=WORKERS, concurrency=2, env=env)) as stack:
         yield stack
 
 

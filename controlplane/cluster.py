@@ -1,0 +1,342 @@
+"""A real Kubernetes control plane on loopback: etcd, kube-apiserver and kube-controller-manager, as envtest runs
+them (no kubelet, no scheduler), for the end-to-end tests, the benchmarks and ``poolboy dev --cluster real``.
+
+``with ControlPlane(crds=[...]) as cluster: cluster.kubeconfig`` starts the three on free loopback ports with a CA
+of their own, RBAC authorization and service-account signing keys (so the TokenRequest API works), waits for the
+API server's ``/readyz`` and for the controller manager's first service account, installs the CRDs and waits until
+they are Established. ``add_user(name, groups)`` mints a client certificate for a user; ``restart_apiserver``,
+``restart_etcd`` and ``compact_etcd`` are there for fault tests.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import ssl
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from controlplane import pki
+from controlplane.binaries import Binaries, find_binaries
+from procutil import ChildProcess, free_port
+
+LOOPBACK = "127.0.0.1"
+SERVICE_CIDR = "10.0.0.0/24"
+ISSUER = "https://kubernetes.default.svc.cluster.local"
+#: the controllers a cluster without nodes needs: owners' dependents collected, namespaces emptied on deletion,
+#: every namespace's ``default`` ServiceAccount and the token Secrets some tools still ask for
+CONTROLLERS = ("garbage-collector-controller", "namespace-controller", "serviceaccount-controller",
+               "serviceaccount-token-controller")
+#: admission plugins beyond the API server's defaults: OpenShift's owner-reference check, where upstream runs
+EXTRA_ADMISSION = ("OwnerReferencesPermissionEnforcement",)
+
+
+@dataclass(frozen=True)
+class User:
+    """A named user (a client certificate the CA signed) and a kubeconfig of its own."""
+
+    name: str
+    groups: tuple[str, ...]
+    kubeconfig: Path
+
+    def api_client(self) -> Any:
+        """An official ``kubernetes`` ApiClient that authenticates as this user."""
+        return api_client(self.kubeconfig)
+
+
+def api_client(kubeconfig: Path) -> Any:
+    from kubernetes import client, config
+
+    configuration = client.Configuration()
+    config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
+    return client.ApiClient(configuration)
+
+
+class ControlPlane:
+    """etcd, kube-apiserver and kube-controller-manager as child processes; see the module docstring."""
+
+    def __init__(self, crds: list[str | Path] | None = None, kubeconfig: str | Path | None = None,
+                 log_dir: str | Path | None = None, binaries: Binaries | None = None,
+                 startup_timeout: float = 120.0, apiserver_args: list[str] | None = None, port: int = 0) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="control-plane-")
+        self.dir = Path(self._tmp.name)
+        self.kubeconfig = Path(kubeconfig) if kubeconfig else self.dir / "kubeconfig"
+        self.log_dir = Path(log_dir) if log_dir else self.dir
+        self.crds = [Path(c) for c in (crds or [])]
+        self._binaries = binaries
+        self.startup_timeout = startup_timeout
+        self.apiserver_args = list(apiserver_args or [])
+        self.etcd_port = self.peer_port = 0
+        self.port = port
+        self.url = ""
+        self.etcd: ChildProcess | None = None
+        self.apiserver: ChildProcess | None = None
+        self.controller_manager: ChildProcess | None = None
+        self.ca: pki.CertificateAuthority | None = None
+        self._admin: pki.KeyPair | None = None
+
+    # --- lifecycle -----------------------------------------------------------------------------------------
+
+    def start(self) -> ControlPlane:
+        binaries = self._binaries or find_binaries()
+        self._binaries = binaries
+        self.etcd_port, self.peer_port = free_port(LOOPBACK), free_port(LOOPBACK)
+        self.port = self.port or free_port(LOOPBACK)
+        self.url = f"https://{LOOPBACK}:{self.port}"
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self._write_pki()
+        try:
+            self.start_etcd()
+            self.start_apiserver()
+            self._start_controller_manager()
+            self._wait_for_controllers()
+            if self.crds:
+                self.install_crds(self.crds)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        for child in (self.controller_manager, self.apiserver, self.etcd):
+            if child is not None:
+                child.stop()
+        self.controller_manager = self.apiserver = self.etcd = None
+
+    def __enter__(self) -> ControlPlane:
+        try:
+            return self.start()
+        except BaseException:
+            self._tmp.cleanup()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+        self._tmp.cleanup()
+
+    # --- certificates and kubeconfigs ------------------------------------------------------------------------
+
+    def _write_pki(self) -> None:
+        pki_dir = self.dir / "pki"
+        pki_dir.mkdir(exist_ok=True)
+        self.ca = pki.CertificateAuthority()
+        self.ca.pair.write(pki_dir, "ca")
+        self.ca.serving().write(pki_dir, "apiserver")
+        pki.service_account_keys().write(pki_dir, "sa")
+        self._admin = self.ca.client("kubernetes-admin", ("system:masters",))
+        self._admin.write(pki_dir, "admin")
+        self._write_kubeconfig(self.kubeconfig, "admin", self._admin)
+        manager = self.ca.client("system:kube-controller-manager")
+        self._write_kubeconfig(self.dir / "controller-manager.kubeconfig", "system:kube-controller-manager", manager)
+
+    def _write_kubeconfig(self, path: Path, user: str, pair: pki.KeyPair) -> None:
+        """A kubeconfig with everything inline: the cluster's CA and the user's certificate and key."""
+        assert self.ca is not None
+        encoded = {name: base64.b64encode(data).decode() for name, data in
+                   (("ca", self.ca.certificate), ("cert", pair.certificate), ("key", pair.key))}
+        config = {
+            "apiVersion": "v1", "kind": "Config", "preferences": {},
+            "clusters": [{"name": "poolboy-control-plane",
+                          "cluster": {"server": self.url, "certificate-authority-data": encoded["ca"]}}],
+            "users": [{"name": user, "user": {"client-certificate-data": encoded["cert"],
+                                               "client-key-data": encoded["key"]}}],
+            "contexts": [{"name": user, "context": {"cluster": "poolboy-control-plane", "user": user,
+                                                     "namespace": "default"}}],
+            "current-context": user,
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch(mode=0o600)
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+    def add_user(self, name: str, groups: tuple[str, ...] | list[str] = ()) -> User:
+        """A client certificate for ``name`` in ``groups`` and a kubeconfig that uses it (envtest's ``AddUser``)."""
+        assert self.ca is not None, "not started"
+        kubeconfig = self.dir / "users" / f"{name.replace(':', '_')}.kubeconfig"
+        self._write_kubeconfig(kubeconfig, name, self.ca.client(name, tuple(groups)))
+        return User(name, tuple(groups), kubeconfig)
+
+    # --- components ----------------------------------------------------------------------------------------
+
+    def _child(self, name: str, argv: list[str]) -> ChildProcess:
+        return ChildProcess(argv, self.log_dir / f"{name}.log", env={**os.environ, "GOMAXPROCS": "2"}).start()
+
+    def start_etcd(self) -> None:
+        """etcd on loopback, in the control plane's data directory (a restart keeps the data)."""
+        assert self._binaries is not None
+        client, peer = f"http://{LOOPBACK}:{self.etcd_port}", f"http://{LOOPBACK}:{self.peer_port}"
+        self.etcd = self._child("etcd", [
+            str(self._binaries.etcd), "--name=control-plane", f"--data-dir={self.dir / 'etcd'}",
+            f"--listen-client-urls={client}", f"--advertise-client-urls={client}",
+            f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
+            f"--initial-cluster=control-plane={peer}",
+            # a test cluster's data is thrown away: no fsync per write (envtest does the same)
+            "--unsafe-no-fsync=true", "--log-level=warn",
+        ])
+        self.etcd.wait_until(self._etcd_healthy, self.startup_timeout, "etcd")
+
+    def start_apiserver(self) -> None:
+        """kube-apiserver on its port (the same one after a restart), waiting for ``/readyz``."""
+        assert self._binaries is not None
+        pki_dir = self.dir / "pki"
+        self.apiserver = self._child("kube-apiserver", [
+            str(self._binaries.kube_apiserver),
+            f"--etcd-servers=http://{LOOPBACK}:{self.etcd_port}",
+            f"--bind-address={LOOPBACK}", f"--advertise-address={LOOPBACK}", f"--secure-port={self.port}",
+            f"--cert-dir={self.dir / 'apiserver'}",
+            f"--tls-cert-file={pki_dir / 'apiserver.crt'}", f"--tls-private-key-file={pki_dir / 'apiserver.key'}",
+            f"--client-ca-file={pki_dir / 'ca.crt'}",
+            "--authorization-mode=RBAC",
+            f"--enable-admission-plugins={','.join(EXTRA_ADMISSION)}",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            f"--service-account-issuer={ISSUER}",
+            f"--service-account-key-file={pki_dir / 'sa.crt'}",
+            f"--service-account-signing-key-file={pki_dir / 'sa.key'}",
+            # the ``kubernetes`` Service's endpoints may not point at loopback: nothing in the cluster reaches it
+            "--endpoint-reconciler-type=none",
+            "--allow-privileged=true", "--profiling=false",
+            *self.apiserver_args,
+        ])
+        self.apiserver.wait_until(self._apiserver_ready, self.startup_timeout, "kube-apiserver")
+
+    def _start_controller_manager(self) -> None:
+        assert self._binaries is not None
+        if self._binaries.kube_controller_manager is None:
+            return
+        pki_dir = self.dir / "pki"
+        self.controller_manager = self._child("kube-controller-manager", [
+            str(self._binaries.kube_controller_manager),
+            f"--kubeconfig={self.dir / 'controller-manager.kubeconfig'}",
+            f"--controllers={','.join(CONTROLLERS)}",
+            # each controller acts as its own service account, with the bootstrap roles made for it
+            "--use-service-account-credentials=true",
+            f"--service-account-private-key-file={pki_dir / 'sa.key'}",
+            f"--root-ca-file={pki_dir / 'ca.crt'}",
+            "--leader-elect=false", f"--bind-address={LOOPBACK}", "--secure-port=0",
+        ])
+
+    def restart_apiserver(self) -> None:
+        """Stop kube-apiserver (SIGTERM) and start it again on the same port; returns once it is ready."""
+        assert self.apiserver is not None, "not started"
+        self.apiserver.stop()
+        self.start_apiserver()
+
+    def restart_etcd(self) -> None:
+        """Stop etcd and start it again on the same data: the API server loses its storage for that long."""
+        assert self.etcd is not None, "not started"
+        self.etcd.stop()
+        self.start_etcd()
+
+    # --- probes and admin requests ---------------------------------------------------------------------------
+
+    def _ssl_context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=str(self.dir / "pki" / "ca.crt"))
+        context.load_cert_chain(str(self.dir / "pki" / "admin.crt"), str(self.dir / "pki" / "admin.key"))
+        return context
+
+    def request(self, method: str, path: str, body: Any = None, timeout: float = 30.0) -> Any:
+        """A JSON request to the API server as the admin (``system:masters``)."""
+        data = json.dumps(body).encode() if body is not None else None
+        content_type = "application/merge-patch+json" if method == "PATCH" else "application/json"
+        req = urllib.request.Request(self.url + path, data=data, method=method,
+                                     headers={"Content-Type": content_type, "Accept": "application/json"})
+        with urllib.request.urlopen(req, timeout=timeout, context=self._ssl_context()) as response:
+            raw = response.read()
+        return json.loads(raw) if raw and raw[:1] in (b"{", b"[") else raw.decode()
+
+    def _apiserver_ready(self) -> bool:
+        try:
+            return self.request("GET", "/readyz", timeout=2) == "ok"
+        except (OSError, ValueError):
+            return False
+
+    def _wait_for_controllers(self) -> None:
+        """Until the service-account controller has made ``default/default``: the controller manager runs."""
+        if self.controller_manager is None:
+            return
+
+        def made() -> bool:
+            try:
+                self.request("GET", "/api/v1/namespaces/default/serviceaccounts/default", timeout=2)
+                return True
+            except (OSError, ValueError):
+                return False
+
+        self.controller_manager.wait_until(made, self.startup_timeout, "kube-controller-manager", interval=0.1)
+
+    def api_client(self) -> Any:
+        """An official ``kubernetes`` ApiClient as the admin."""
+        return api_client(self.kubeconfig)
+
+    # --- etcd ----------------------------------------------------------------------------------------------
+
+    def _etcd(self, path: str, body: dict[str, Any], timeout: float = 5.0) -> dict[str, Any]:
+        """A request to etcd's JSON gateway (``/v3/...``) on its loopback client URL."""
+        req = urllib.request.Request(f"http://{LOOPBACK}:{self.etcd_port}{path}", data=json.dumps(body).encode(),
+                                     method="POST", headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=timeout) as response:
+            return dict(json.loads(response.read()))
+
+    def _etcd_healthy(self) -> bool:
+        try:
+            req = urllib.request.Request(f"http://{LOOPBACK}:{self.etcd_port}/health")
+            with urllib.request.urlopen(req, timeout=2) as response:
+                return bool(json.loads(response.read()).get("health") == "true")
+        except (OSError, ValueError):
+            return False
+
+    def etcd_revision(self) -> int:
+        """etcd's current revision (the number behind every resourceVersion the API server hands out)."""
+        return int(self._etcd("/v3/maintenance/status", {})["header"]["revision"])
+
+    def compact_etcd(self) -> int:
+        """Compact etcd's history up to its current revision, physically; returns that revision. A watch that then
+        resumes from an older resourceVersion past the API server's watch cache meets a real 410 Gone."""
+        revision = self.etcd_revision()
+        self._etcd("/v3/kv/compaction", {"revision": revision, "physical": True}, timeout=30)
+        return revision
+
+    # --- CRDs ----------------------------------------------------------------------------------------------
+
+    def install_crds(self, paths: list[Path], timeout: float = 60.0) -> None:
+        """Create (or replace) every CRD in ``paths`` and wait until the API server serves each (Established)."""
+        names = [self.apply_crd(crd) for crd in load_documents(paths)]
+        deadline = time.monotonic() + timeout
+        for name in names:
+            while not self._established(name):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"CRD {name} not Established after {timeout} s")
+                time.sleep(0.05)
+
+    def apply_crd(self, crd: dict[str, Any]) -> str:
+        name = str(crd["metadata"]["name"])
+        path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+        try:
+            self.request("POST", path, crd)
+        except urllib.error.HTTPError as error:
+            if error.code != 409:
+                raise RuntimeError(f"CRD {name} refused: {error.read().decode(errors='replace')}") from error
+            live = self.request("GET", f"{path}/{name}")
+            crd = {**crd, "metadata": {**crd["metadata"], "resourceVersion": live["metadata"]["resourceVersion"]}}
+            self.request("PUT", f"{path}/{name}", crd)
+        return name
+
+    def _established(self, name: str) -> bool:
+        crd = self.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+        conditions = crd.get("status", {}).get("conditions", [])
+        return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
+
+def load_documents(paths: list[Path]) -> list[dict[str, Any]]:
+    """Every YAML document of the files (a directory: its ``*.yaml`` and ``*.yml``, sorted)."""
+    files: list[Path] = []
+    for path in paths:
+        files += sorted([*path.glob("*.yaml"), *path.glob("*.yml")]) if path.is_dir() else [path]
+    return [doc for file in files for doc in yaml.safe_load_all(file.read_text()) if doc]
