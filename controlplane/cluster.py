@@ -5,7 +5,8 @@ them (no kubelet, no scheduler), for the end-to-end tests, the benchmarks and ``
 of their own, RBAC authorization and service-account signing keys (so the TokenRequest API works), waits for the
 API server's ``/readyz`` and for the controller manager's first service account, installs the CRDs and waits until
 they are Established. ``add_user(name, groups)`` mints a client certificate for a user; ``restart_apiserver``,
-``restart_etcd`` and ``compact_etcd`` are there for fault tests.
+``restart_etcd`` and ``compact_etcd`` are there for fault tests; ``counters()`` counts the requests the API server
+served (from its audit log) as devcluster counts them.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import base64
 import json
 import os
 import ssl
+import sys
 import tempfile
 import time
 import urllib.error
@@ -24,17 +26,21 @@ from typing import Any
 
 import yaml
 
-from controlplane import pki
+from controlplane import audit, pki
 from controlplane.binaries import Binaries, find_binaries
 from procutil import ChildProcess, free_port
 
+ROOT = Path(__file__).resolve().parent.parent
 LOOPBACK = "127.0.0.1"
 SERVICE_CIDR = "10.0.0.0/24"
 ISSUER = "https://kubernetes.default.svc.cluster.local"
 #: the controllers a cluster without nodes needs: owners' dependents collected, namespaces emptied on deletion,
-#: every namespace's ``default`` ServiceAccount and the token Secrets some tools still ask for
+#: every namespace's ``default`` ServiceAccount and the token Secrets some tools still ask for, and the rules of
+#: aggregated ClusterRoles (``view``, ``edit``, ``admin``: empty until this controller fills them)
 CONTROLLERS = ("garbage-collector-controller", "namespace-controller", "serviceaccount-controller",
-               "serviceaccount-token-controller")
+               "serviceaccount-token-controller", "clusterrole-aggregation-controller")
+#: the Common Name of the fault proxy's certificate, the one name the API server takes identity headers from
+FRONT_PROXY_NAME = "front-proxy-client"
 #: admission plugins beyond the API server's defaults: OpenShift's owner-reference check, where upstream runs
 EXTRA_ADMISSION = ("OwnerReferencesPermissionEnforcement",)
 
@@ -65,7 +71,8 @@ class ControlPlane:
 
     def __init__(self, crds: list[str | Path] | None = None, kubeconfig: str | Path | None = None,
                  log_dir: str | Path | None = None, binaries: Binaries | None = None,
-                 startup_timeout: float = 120.0, apiserver_args: list[str] | None = None, port: int = 0) -> None:
+                 startup_timeout: float = 120.0, apiserver_args: list[str] | None = None, port: int = 0,
+                 audit_log: bool = True, fault_proxy: bool = False) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="control-plane-")
         self.dir = Path(self._tmp.name)
         self.kubeconfig = Path(kubeconfig) if kubeconfig else self.dir / "kubeconfig"
@@ -74,6 +81,12 @@ class ControlPlane:
         self._binaries = binaries
         self.startup_timeout = startup_timeout
         self.apiserver_args = list(apiserver_args or [])
+        self.audit_log = audit_log
+        self.fault_proxy = fault_proxy
+        self.proxy: ChildProcess | None = None
+        self.apiserver_url = ""
+        self.proxy_port = 0
+        self._audit = audit.AuditCounters(self.dir / "audit" / "audit.log")
         self.etcd_port = self.peer_port = 0
         self.port = port
         self.url = ""
@@ -90,7 +103,10 @@ class ControlPlane:
         self._binaries = binaries
         self.etcd_port, self.peer_port = free_port(LOOPBACK), free_port(LOOPBACK)
         self.port = self.port or free_port(LOOPBACK)
-        self.url = f"https://{LOOPBACK}:{self.port}"
+        self.apiserver_url = f"https://{LOOPBACK}:{self.port}"
+        self.proxy_port = free_port(LOOPBACK) if self.fault_proxy else 0
+        #: where clients go (the kubeconfig's server): the fault proxy when there is one, else the API server
+        self.url = f"https://{LOOPBACK}:{self.proxy_port}" if self.fault_proxy else self.apiserver_url
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self._write_pki()
         try:
@@ -98,6 +114,8 @@ class ControlPlane:
             self.start_apiserver()
             self._start_controller_manager()
             self._wait_for_controllers()
+            if self.fault_proxy:
+                self._start_proxy()
             if self.crds:
                 self.install_crds(self.crds)
         except BaseException:
@@ -106,10 +124,10 @@ class ControlPlane:
         return self
 
     def stop(self) -> None:
-        for child in (self.controller_manager, self.apiserver, self.etcd):
+        for child in (self.proxy, self.controller_manager, self.apiserver, self.etcd):
             if child is not None:
                 child.stop()
-        self.controller_manager = self.apiserver = self.etcd = None
+        self.proxy = self.controller_manager = self.apiserver = self.etcd = None
 
     def __enter__(self) -> ControlPlane:
         try:
@@ -131,21 +149,27 @@ class ControlPlane:
         self.ca.pair.write(pki_dir, "ca")
         self.ca.serving().write(pki_dir, "apiserver")
         pki.service_account_keys().write(pki_dir, "sa")
+        front_proxy = pki.CertificateAuthority("poolboy-front-proxy-ca")
+        front_proxy.pair.write(pki_dir, "front-proxy-ca")
+        front_proxy.client(FRONT_PROXY_NAME).write(pki_dir, "front-proxy-client")
         self._admin = self.ca.client("kubernetes-admin", ("system:masters",))
         self._admin.write(pki_dir, "admin")
         self._write_kubeconfig(self.kubeconfig, "admin", self._admin)
         manager = self.ca.client("system:kube-controller-manager")
-        self._write_kubeconfig(self.dir / "controller-manager.kubeconfig", "system:kube-controller-manager", manager)
+        self._write_kubeconfig(self.dir / "controller-manager.kubeconfig", "system:kube-controller-manager", manager,
+                               server=self.apiserver_url)
 
-    def _write_kubeconfig(self, path: Path, user: str, pair: pki.KeyPair) -> None:
-        """A kubeconfig with everything inline: the cluster's CA and the user's certificate and key."""
+    def _write_kubeconfig(self, path: Path, user: str, pair: pki.KeyPair, server: str = "") -> None:
+        """A kubeconfig with everything inline: the cluster's CA and the user's certificate and key; the server is
+        where clients go (:attr:`url`) unless ``server`` says otherwise."""
         assert self.ca is not None
         encoded = {name: base64.b64encode(data).decode() for name, data in
                    (("ca", self.ca.certificate), ("cert", pair.certificate), ("key", pair.key))}
         config = {
             "apiVersion": "v1", "kind": "Config", "preferences": {},
             "clusters": [{"name": "poolboy-control-plane",
-                          "cluster": {"server": self.url, "certificate-authority-data": encoded["ca"]}}],
+                          "cluster": {"server": server or self.url,
+                                      "certificate-authority-data": encoded["ca"]}}],
             "users": [{"name": user, "user": {"client-certificate-data": encoded["cert"],
                                                "client-key-data": encoded["key"]}}],
             "contexts": [{"name": user, "context": {"cluster": "poolboy-control-plane", "user": user,
@@ -193,6 +217,11 @@ class ControlPlane:
             f"--cert-dir={self.dir / 'apiserver'}",
             f"--tls-cert-file={pki_dir / 'apiserver.crt'}", f"--tls-private-key-file={pki_dir / 'apiserver.key'}",
             f"--client-ca-file={pki_dir / 'ca.crt'}",
+            # the fault proxy passes the caller's identity on as the aggregation layer does (controlplane/proxy.py)
+            f"--requestheader-client-ca-file={pki_dir / 'front-proxy-ca.crt'}",
+            f"--requestheader-allowed-names={FRONT_PROXY_NAME}",
+            "--requestheader-username-headers=X-Remote-User", "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
             "--authorization-mode=RBAC",
             f"--enable-admission-plugins={','.join(EXTRA_ADMISSION)}",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
@@ -202,6 +231,7 @@ class ControlPlane:
             # the ``kubernetes`` Service's endpoints may not point at loopback: nothing in the cluster reaches it
             "--endpoint-reconciler-type=none",
             "--allow-privileged=true", "--profiling=false",
+            *(audit.apiserver_args(self.dir / "audit") if self.audit_log else []),
             *self.apiserver_args,
         ])
         self.apiserver.wait_until(self._apiserver_ready, self.startup_timeout, "kube-apiserver")
@@ -222,6 +252,34 @@ class ControlPlane:
             "--leader-elect=false", f"--bind-address={LOOPBACK}", "--secure-port=0",
         ])
 
+    def _start_proxy(self) -> None:
+        self.proxy = ChildProcess(
+            [sys.executable, "-m", "controlplane.proxy", "--target", self.apiserver_url,
+             "--port", str(self.proxy_port), "--pki", str(self.dir / "pki")],
+            self.log_dir / "fault-proxy.log", env={**os.environ, "PYTHONUNBUFFERED": "1"}, cwd=ROOT).start()
+        self.proxy.wait_until(lambda: self._answers(self.url + "/_proxy/faults"), self.startup_timeout,
+                              "fault proxy")
+
+    def set_faults(self, error_rate: float = 0.0, codes: list[int] | None = None, retry_after: int | None = None,
+                   latency_ms: float = 0.0, verbs: list[str] | None = None, kinds: list[str] | None = None,
+                   include_watch: bool = False) -> dict[str, Any]:
+        """Inject faults into the requests that go through the fault proxy (devcluster's ``set_faults``)."""
+        body: dict[str, Any] = {"error_rate": error_rate, "codes": codes or [500], "retry_after": retry_after,
+                                "latency_ms": latency_ms, "include_watch": include_watch}
+        if verbs:
+            body["verbs"] = verbs
+        if kinds:
+            body["kinds"] = kinds
+        return dict(self._proxy_admin(body))
+
+    def clear_faults(self) -> None:
+        self._proxy_admin({})
+
+    def _proxy_admin(self, body: dict[str, Any]) -> Any:
+        if self.proxy is None:
+            raise RuntimeError("faults need the fault proxy: ControlPlane(fault_proxy=True)")
+        return self.request("PUT", "/_proxy/faults", body, base=self.url)
+
     def restart_apiserver(self) -> None:
         """Stop kube-apiserver (SIGTERM) and start it again on the same port; returns once it is ready."""
         assert self.apiserver is not None, "not started"
@@ -241,19 +299,26 @@ class ControlPlane:
         context.load_cert_chain(str(self.dir / "pki" / "admin.crt"), str(self.dir / "pki" / "admin.key"))
         return context
 
-    def request(self, method: str, path: str, body: Any = None, timeout: float = 30.0) -> Any:
-        """A JSON request to the API server as the admin (``system:masters``)."""
+    def request(self, method: str, path: str, body: Any = None, timeout: float = 30.0, base: str = "",
+                headers: dict[str, str] | None = None) -> Any:
+        """A JSON request to the API server (or ``base``) as the admin (``system:masters``)."""
         data = json.dumps(body).encode() if body is not None else None
         content_type = "application/merge-patch+json" if method == "PATCH" else "application/json"
-        req = urllib.request.Request(self.url + path, data=data, method=method,
-                                     headers={"Content-Type": content_type, "Accept": "application/json"})
+        req = urllib.request.Request((base or self.apiserver_url) + path, data=data, method=method,
+                                     headers={"Content-Type": content_type, "Accept": "application/json",
+                                              **(headers or {})})
         with urllib.request.urlopen(req, timeout=timeout, context=self._ssl_context()) as response:
             raw = response.read()
         return json.loads(raw) if raw and raw[:1] in (b"{", b"[") else raw.decode()
 
     def _apiserver_ready(self) -> bool:
+        return self._answers(self.apiserver_url + "/readyz")
+
+    def _answers(self, url: str) -> bool:
         try:
-            return self.request("GET", "/readyz", timeout=2) == "ok"
+            req = urllib.request.Request(url)
+            with urllib.request.urlopen(req, timeout=2, context=self._ssl_context()) as response:
+                return bool(response.status == 200)
         except (OSError, ValueError):
             return False
 
@@ -274,6 +339,15 @@ class ControlPlane:
     def api_client(self) -> Any:
         """An official ``kubernetes`` ApiClient as the admin."""
         return api_client(self.kubeconfig)
+
+    def counters(self) -> dict[str, Any]:
+        """The requests served since :meth:`reset_counters`, as ``devcluster``'s ``counters()`` shapes them."""
+        if not self.audit_log:
+            raise RuntimeError("this control plane keeps no audit log (audit_log=False)")
+        return self._audit.counters()
+
+    def reset_counters(self) -> None:
+        self._audit.reset()
 
     # --- etcd ----------------------------------------------------------------------------------------------
 
@@ -306,14 +380,27 @@ class ControlPlane:
     # --- CRDs ----------------------------------------------------------------------------------------------
 
     def install_crds(self, paths: list[Path], timeout: float = 60.0) -> None:
-        """Create (or replace) every CRD in ``paths`` and wait until the API server serves each (Established)."""
-        names = [self.apply_crd(crd) for crd in load_documents(paths)]
+        """Create (or replace) every CRD in ``paths`` and wait until the API server serves each: Established, and
+        its storage initialised (until then a list is a 429 "storage is (re)initializing")."""
+        crds = load_documents(paths)
+        names = [self.apply_crd(crd) for crd in crds]
         deadline = time.monotonic() + timeout
-        for name in names:
-            while not self._established(name):
+        for name, crd in zip(names, crds, strict=True):
+            while not (self._established(name) and self._lists(crd)):
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"CRD {name} not Established after {timeout} s")
+                    raise RuntimeError(f"CRD {name} not served after {timeout} s")
                 time.sleep(0.05)
+
+    def _lists(self, crd: dict[str, Any]) -> bool:
+        spec = crd["spec"]
+        version = next(v["name"] for v in spec["versions"] if v.get("served", True))
+        try:
+            self.request("GET", f"/apis/{spec['group']}/{version}/{spec['names']['plural']}?limit=1")
+        except urllib.error.HTTPError as error:
+            if error.code == 429:
+                return False
+            raise
+        return True
 
     def apply_crd(self, crd: dict[str, Any]) -> str:
         name = str(crd["metadata"]["name"])

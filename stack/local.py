@@ -47,9 +47,12 @@ class StackOptions:
     #: extra POOLBOY_* (or any) environment for every component, e.g. short intervals in tests
     env: dict[str, str] = field(default_factory=dict)
     ready_timeout: float = 60.0
-    #: devcluster only: latency added to every API request except watches (``devcluster.faults``), so the stack
-    #: behaves as if the API server were a network round trip away (benchmarks)
+    #: latency added to every API request except watches (``devcluster.faults``; on the real cluster, by its fault
+    #: proxy), so the stack behaves as if the API server were a network round trip away (benchmarks)
     api_latency_ms: float = 0.0
+    #: the real cluster only: every client goes through its fault proxy, so that ``stack.cluster.set_faults``
+    #: works there as on devcluster (devcluster injects faults itself)
+    api_faults: bool = False
 
 
 class LocalStack:
@@ -157,11 +160,12 @@ class LocalStack:
     def _start_control_plane(self) -> None:
         from controlplane import ControlPlane
 
-        if self.options.api_latency_ms:
-            raise ValueError("api_latency_ms needs devcluster; put a latency proxy in front of the real API server")
+        proxied = bool(self.options.api_faults or self.options.api_latency_ms)
         self.cluster = ControlPlane(crds=[self._crd_dir()], kubeconfig=self.kubeconfig, port=self.options.api_port,
-                                    log_dir=self.log_dir / "control-plane").start()
+                                    log_dir=self.log_dir / "control-plane", fault_proxy=proxied).start()
         self.api_url = self.cluster.url
+        if self.options.api_latency_ms:
+            self.cluster.set_faults(latency_ms=self.options.api_latency_ms)
 
     def _apply_crds(self) -> None:
         """Install or update the CRDs in an existing cluster (``--use-current-context``)."""

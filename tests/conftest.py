@@ -1,6 +1,7 @@
 """Shared fixtures: a real devcluster subprocess and a real redis-server, each on a free loopback port; the tests
-that need the real control plane (marked ``control_plane``: every test of ``tests/e2e``, ``tests/chaos`` and
-``tests/corpus`` when they run on it, see :mod:`tests.clusters`) skipped or failed at once where it cannot run."""
+that need the real control plane (marked ``control_plane``: ``tests/controlplane``, and every test of ``tests/e2e``,
+``tests/chaos`` and ``tests/corpus`` when they run on it, see :mod:`tests.clusters`) skipped or failed at once where
+it cannot run."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from tests import clusters
 
 #: the directories whose stacks run on :data:`tests.clusters.E2E_CLUSTER`
 ON_E2E_CLUSTER = ("e2e", "chaos", "corpus")
+#: the directories that test the real control plane itself
+ON_CONTROL_PLANE = ("controlplane",)
 _HERE = Path(__file__).resolve().parent
 
 
@@ -25,7 +28,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         parts = Path(item.path).resolve().relative_to(_HERE).parts
-        if clusters.E2E_CLUSTER == "real" and parts and parts[0] in ON_E2E_CLUSTER:
+        if parts and (parts[0] in ON_CONTROL_PLANE or (clusters.E2E_CLUSTER == "real" and parts[0] in ON_E2E_CLUSTER)):
             item.add_marker(pytest.mark.control_plane)
     needing = [item for item in items if item.get_closest_marker("control_plane")]
     if not needing or (reason := clusters.unavailable()) is None:

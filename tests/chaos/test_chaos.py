@@ -55,7 +55,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 @pytest.fixture(scope="module")
 def chaos_stack() -> Iterator[LocalStack]:
-    with LocalStack(StackOptions(cluster=E2E_CLUSTER, workers=WORKERS, concurrency=1, env=dict(CHAOS_ENV))) as stack:
+    options = StackOptions(cluster=E2E_CLUSTER, api_faults=True, workers=WORKERS, concurrency=1, env=dict(CHAOS_ENV))
+    with LocalStack(options) as stack:
         yield stack
 
 

@@ -10,11 +10,9 @@ providers, so the tests stay independent while sharing one module-scoped stack.
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import time
-import urllib.request
 from typing import Any
 
 import pytest
@@ -70,8 +68,8 @@ class User(provider_support.User):
         return wait_for(check, timeout=10, interval=0.1, message=f"{type_} Event {reason} on {namespace}/{name}")
 
     def api_counters(self) -> dict[str, Any]:
-        with urllib.request.urlopen(f"{self.stack.api_url}/_devcluster/counters", timeout=5) as response:
-            return json.load(response)
+        assert self.stack.cluster is not None
+        return self.stack.cluster.counters()
 
 
 def kubectl(stack: LocalStack, *args: str) -> subprocess.CompletedProcess[str]:

@@ -1,0 +1,76 @@
+"""Request counts from the API server's own audit log, in the shape of devcluster's counters (verb × resource ×
+namespace, and by named object), so a test or benchmark asks either cluster the same question.
+
+The API server writes one audit event per request stage; with ``RequestReceived`` omitted, a request is its
+``ResponseComplete`` event, and a watch also has a ``ResponseStarted`` one (both carry the same ``auditID``, counted
+once). Requests of the control plane itself (the API server's loopback client, the controller manager and its
+controllers' service accounts) are left out: devcluster's built-in collectors make no requests either.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from devcluster.counters import Counters
+
+POLICY = """\
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+"""
+#: users whose requests the counters leave out: the control plane's own components
+CONTROL_PLANE_USERS = ("system:apiserver", "system:kube-controller-manager")
+CONTROL_PLANE_PREFIXES = ("system:serviceaccount:kube-system:",)
+
+
+def apiserver_args(directory: Path) -> list[str]:
+    """The flags that make kube-apiserver write a Metadata-level audit log into ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    policy = directory / "audit-policy.yaml"
+    policy.write_text(POLICY)
+    # blocking: each event is written before the response, so counters read right after a request include it
+    return [f"--audit-policy-file={policy}", f"--audit-log-path={directory / 'audit.log'}",
+            "--audit-log-mode=blocking", "--audit-log-maxsize=0"]
+
+
+class AuditCounters:
+    """Counts the requests in ``log`` written since the last :meth:`reset`."""
+
+    def __init__(self, log: Path) -> None:
+        self.log = log
+        self._offset = 0
+
+    def reset(self) -> None:
+        self._offset = self.log.stat().st_size if self.log.exists() else 0
+
+    def events(self) -> list[dict[str, Any]]:
+        """The audit events since the last reset (a last line still being written is left for the next read)."""
+        if not self.log.exists():
+            return []
+        with open(self.log, "rb") as log:
+            log.seek(self._offset)
+            lines = log.read().split(b"\n")
+        return [orjson.loads(line) for line in lines[:-1] if line.strip()]
+
+    def counters(self) -> dict[str, Any]:
+        counts, seen = Counters(), set()
+        for event in self.events():
+            if event.get("auditID") in seen or _control_plane(event):
+                continue
+            seen.add(event.get("auditID"))
+            ref = event.get("objectRef") or {}
+            if not ref.get("resource"):
+                continue  # discovery, /version, /readyz: devcluster does not count those either
+            resource = f"{ref['resource']}.{ref['apiGroup']}" if ref.get("apiGroup") else ref["resource"]
+            counts.add(str(event.get("verb")), resource, ref.get("namespace") or "", ref.get("name") or "")
+        return counts.to_json()
+
+
+def _control_plane(event: dict[str, Any]) -> bool:
+    user = str((event.get("user") or {}).get("username") or "")
+    return user in CONTROL_PLANE_USERS or user.startswith(CONTROL_PLANE_PREFIXES)

@@ -1,0 +1,17 @@
+"""One real control plane for these tests (etcd, kube-apiserver, kube-controller-manager), with Poolboy's CRDs and
+the fault proxy in front of it; tests use namespaces of their own."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from controlplane.testing import ControlPlane
+from devcluster.testing import DEFAULT_CRDS
+
+
+@pytest.fixture(scope="session")
+def control_plane() -> Iterator[ControlPlane]:
+    with ControlPlane(crds=[DEFAULT_CRDS], fault_proxy=True) as cluster:
+        yield cluster
