@@ -186,8 +186,10 @@ class CachedKubeClient:
         except Exception as error:
             log.debug("cache write-through failed: %s", error)
 
-    def create(self, body: dict) -> dict:
-        return self._write(lambda: self._client.create(body), insert=True)
+    def create(self, body: dict, *, dry_run: bool = False, strict: bool = False) -> dict:
+        if dry_run:  # nothing was written: nothing for the cache
+            return self._client.create(body, dry_run=True, strict=strict)
+        return self._write(lambda: self._client.create(body, strict=strict), insert=True)
 
     def replace(self, body: dict) -> dict:
         return self._write(lambda: self._client.replace(body))
@@ -201,8 +203,9 @@ class CachedKubeClient:
                                                             resource_version=resource_version, status=status))
 
     def patch_json(self, api_version: str, kind: str, name: str, namespace: str | None, ops: builtins.list[dict], *,
-                   status: bool = False) -> dict:
-        return self._write(lambda: self._client.patch_json(api_version, kind, name, namespace, ops, status=status))
+                   status: bool = False, strict: bool = False) -> dict:
+        return self._write(lambda: self._client.patch_json(api_version, kind, name, namespace, ops, status=status,
+                                                           strict=strict))
 
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,
                propagation: str | None = None, uid: str | None = None,

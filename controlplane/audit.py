@@ -46,7 +46,19 @@ class AuditCounters:
         self._offset = 0
 
     def reset(self) -> None:
-        self._offset = self.log.stat().st_size if self.log.exists() else 0
+        """Count from here on: from the end of the last whole line (a line being written counts after the reset)."""
+        if not self.log.exists():
+            self._offset = 0
+            return
+        with open(self.log, "rb") as log:
+            self._offset = log.seek(0, 2)
+            while self._offset > 0:
+                log.seek(max(0, self._offset - 4096))
+                block = log.read(self._offset - max(0, self._offset - 4096))
+                if b"\n" in block:
+                    self._offset -= len(block) - block.rindex(b"\n") - 1
+                    return
+                self._offset -= len(block)
 
     def events(self) -> list[dict[str, Any]]:
         """The audit events since the last reset (a last line still being written is left for the next read)."""

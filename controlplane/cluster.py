@@ -382,7 +382,10 @@ class ControlPlane:
     def install_crds(self, paths: list[Path], timeout: float = 60.0) -> None:
         """Create (or replace) every CRD in ``paths`` and wait until the API server serves each: Established, and
         its storage initialised (until then a list is a 429 "storage is (re)initializing")."""
-        crds = load_documents(paths)
+        self.install(load_documents(paths), timeout)
+
+    def install(self, crds: list[dict[str, Any]], timeout: float = 60.0) -> None:
+        """:meth:`install_crds` of CRD documents."""
         names = [self.apply_crd(crd) for crd in crds]
         deadline = time.monotonic() + timeout
         for name, crd in zip(names, crds, strict=True):

@@ -24,10 +24,10 @@ def run_demo(stack: LocalStack, examples: Path, stop: threading.Event, timeout: 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and not stop.is_set():
         waited = _kubectl(stack, "wait", "--for=condition=Ready", "--timeout=5s", "-n", "demo",
-                          "resourceclaim/hello", check=False)
+                          "rclaim/hello", check=False)
         if waited.returncode == 0:
-            print("$ kubectl wait --for=condition=Ready -n demo resourceclaim/hello\n" + waited.stdout, flush=True)
-            print(_kubectl(stack, "get", "resourceclaims,resourcehandles,resourcepools", "-A").stdout, flush=True)
+            print("$ kubectl wait --for=condition=Ready -n demo rclaim/hello\n" + waited.stdout, flush=True)
+            print(_kubectl(stack, "get", "rclaim,rhandle,rpool", "-A").stdout, flush=True)
             print(_kubectl(stack, "get", "configmaps", "-n", "demo").stdout, flush=True)
             return True
     print("demo claim did not become Ready; see the logs in " + str(stack.log_dir), flush=True)

@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
 
                 run_demo(stack, EXAMPLES, stop)
             else:
-                print("  kubectl apply -f examples/   # then: kubectl get resourceclaims -A", flush=True)
+                print("  kubectl apply -f examples/   # then: kubectl get rclaim -A", flush=True)
             print("Press Ctrl-C to stop.", flush=True)
             supervisor = Supervisor.for_stack(stack)  # a component that exits is reported and restarted
             while not stop.wait(1.0):

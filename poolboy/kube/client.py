@@ -149,10 +149,14 @@ class KubeClient:
             raise BadRequest(400, "BadRequest", f"{body['kind']} is namespaced: metadata.namespace is required")
         return info, namespace, metadata.get("name")
 
-    def create(self, body: dict) -> dict:
+    def create(self, body: dict, *, dry_run: bool = False, strict: bool = False) -> dict:
         info, namespace, _ = self._info_for(body)
-        result = self._request("POST", info.path(namespace), body=body)
-        observe_write("create", result)
+        query = [("dryRun", "All")] if dry_run else []
+        if strict:
+            query.append(("fieldValidation", "Strict"))
+        result = self._request("POST", info.path(namespace), body=body, query=query or None)
+        if not dry_run:
+            observe_write("create", result)
         return cast(dict, result)
 
     def replace(self, body: dict) -> dict:
@@ -180,11 +184,11 @@ class KubeClient:
         return cast(dict, result)
 
     def patch_json(self, api_version: str, kind: str, name: str, namespace: str | None, ops: builtins.list[dict], *,
-                   status: bool = False) -> dict:
+                   status: bool = False, strict: bool = False) -> dict:
         """JSON patch (RFC 6902); a failing ``test`` op is a 422 :class:`Invalid`."""
         info = self.resource_info(api_version, kind)
         result = self._request("PATCH", info.path(namespace, name, "status" if status else None), body=list(ops),
-                               content_type=JSON_PATCH)
+                               content_type=JSON_PATCH, query=[("fieldValidation", "Strict")] if strict else None)
         observe_write("patch", result, tested_version(ops))
         return cast(dict, result)
 

@@ -79,7 +79,9 @@ class Reader(Protocol):
 class Writer(Protocol):
     """Writes, each with the precondition it carries, Events, and where a kind is served (discovery)."""
 
-    def create(self, body: dict) -> dict:
+    def create(self, body: dict, *, dry_run: bool = False, strict: bool = False) -> dict:
+        """POST; ``dry_run``: the object as the server would store it, nothing written; ``strict``: unknown or
+        duplicate fields are refused (422), not dropped (``fieldValidation=Strict``, as kubectl asks)."""
         ...
 
     def replace(self, body: dict) -> dict:
@@ -94,7 +96,7 @@ class Writer(Protocol):
         ...
 
     def patch_json(self, api_version: str, kind: str, name: str, namespace: str | None, ops: list[dict], *,
-                   status: bool = False) -> dict:
+                   status: bool = False, strict: bool = False) -> dict:
         ...
 
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,

@@ -64,8 +64,8 @@ def audit() -> Iterator[tuple[dict[str, set[Request]], LocalStack]]:
 
 def run_scenario(stack: LocalStack) -> None:
     ok(kubectl(stack, "apply", "-f", str(ROOT / "examples")))
-    ok(kubectl(stack, "wait", "--for=condition=Ready", "--timeout=60s", "-n", "demo", "resourceclaim/hello"))
-    ok(kubectl(stack, "patch", "-n", "demo", "resourceclaim/hello", "--type", "merge",
+    ok(kubectl(stack, "wait", "--for=condition=Ready", "--timeout=60s", "-n", "demo", "rclaim/hello"))
+    ok(kubectl(stack, "patch", "-n", "demo", "rclaim/hello", "--type", "merge",
                "-p", '{"spec":{"provider":{"parameterValues":{"greeting":"hi"}}}}'))
     scaling = {"apiVersion": f"{D}/v1", "kind": "ResourcePoolScaling",
                "metadata": {"name": "more", "namespace": NAMESPACE},
@@ -80,8 +80,8 @@ def run_scenario(stack: LocalStack) -> None:
     unmatched = {"apiVersion": f"{D}/v1", "kind": "ResourceClaim", "metadata": {"name": "any", "namespace": "demo"},
                  "spec": {"resources": [{"template": {"apiVersion": "v1", "kind": "Secret", "metadata": {}}}]}}
     ok(kubectl(stack, "apply", "-f", "-", stdin=yaml.safe_dump_all([expiring, unmatched])))
-    ok(kubectl(stack, "wait", "--for=condition=Synced=False", "--timeout=60s", "-n", "demo", "resourceclaim/any"))
-    ok(kubectl(stack, "delete", "-n", "demo", "resourceclaim/hello", "--timeout=60s"))
+    ok(kubectl(stack, "wait", "--for=condition=Synced=False", "--timeout=60s", "-n", "demo", "rclaim/any"))
+    ok(kubectl(stack, "delete", "-n", "demo", "rclaim/hello", "--timeout=60s"))
     wait_for(lambda: "short" not in kubectl(stack, "get", "rclaim", "-n", "demo", "-o", "name").stdout,
              timeout=60, message="the expired claim to be deleted by Poolboy")
     # the watcher renews its leadership Lease (an update) every retry period; a scenario quicker than that would

@@ -19,9 +19,9 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 def test_examples_claim_becomes_ready_with_kubectl_wait(stack: LocalStack) -> None:
     applied = kubectl(stack, "apply", "-f", str(EXAMPLES))
     assert applied.returncode == 0, applied.stderr
-    waited = kubectl(stack, "wait", "--for=condition=Ready", "--timeout=60s", "-n", "demo", "resourceclaim/hello")
+    waited = kubectl(stack, "wait", "--for=condition=Ready", "--timeout=60s", "-n", "demo", "rclaim/hello")
     assert waited.returncode == 0, waited.stderr + "\n" + stack.logs()
-    state = kubectl(stack, "get", "resourceclaim", "-n", "demo", "hello",
+    state = kubectl(stack, "get", "rclaim", "-n", "demo", "hello",
                     "-o", "jsonpath={.status.resources[0].state.data.greeting}")
     assert state.stdout == "hello"
 

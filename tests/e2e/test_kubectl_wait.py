@@ -86,7 +86,7 @@ CLAIM_CONDITIONS = ("Synced", "Bound", "Ready", "Healthy")
 
 
 def wait_claim_ready(stack: LocalStack, user: User, namespace: str, name: str) -> dict[str, Any]:
-    kubectl_wait(stack, namespace, f"resourceclaim/{name}")
+    kubectl_wait(stack, namespace, f"rclaim/{name}")
     claim = user.get_claim(namespace, name)
     assert_observed(claim, CLAIM_CONDITIONS)
     return claim or {}
@@ -140,7 +140,7 @@ def test_kubectl_wait_returns_after_an_error_is_fixed(stack: LocalStack, user: U
     for name in names:
         user.claim(ns, name, claim_spec(greeting="far-too-long-a-greeting"))
     for name in names:
-        kubectl_wait(stack, ns, f"resourceclaim/{name}", "Synced=False")
+        kubectl_wait(stack, ns, f"rclaim/{name}", "Synced=False")
         claim = user.get_claim(ns, name) or {}
         assert condition(claim, "Synced")["reason"] == "ValidationFailed"
         assert_observed(claim, ("Synced",))

@@ -65,7 +65,7 @@ def about(items: list[dict], kind: str, namespace: str, name: str) -> list[dict]
 def test_json_logs_name_objects_and_keep_routine_lines_at_debug(json_stack: LocalStack) -> None:
     stack = json_stack
     kubectl(stack, "apply", "-f", str(ROOT / "examples"))
-    kubectl(stack, "wait", "--for=condition=Ready", "--timeout=60s", "-n", "demo", "resourceclaim/hello")
+    kubectl(stack, "wait", "--for=condition=Ready", "--timeout=60s", "-n", "demo", "rclaim/hello")
     kubectl(stack, "apply", "-f", "-", stdin=BAD_POOL)
 
     def bad_pool_runs() -> list[dict]:

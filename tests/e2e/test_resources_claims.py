@@ -142,7 +142,7 @@ def test_resources_claim_is_initialised_from_defaults_and_gets_its_own_handle(st
                                         "metadata": {"labels": {"matched-by": ns}}}},
     ]})
 
-    waited = kubectl(stack, "wait", "--for=condition=Ready", "--timeout=30s", "-n", ns, "resourceclaim/c")
+    waited = kubectl(stack, "wait", "--for=condition=Ready", "--timeout=30s", "-n", ns, "rclaim/c")
     assert waited.returncode == 0, waited.stderr
     claim = user.get_claim(ns, "c")
 

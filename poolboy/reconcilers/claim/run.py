@@ -12,14 +12,31 @@ import copy
 from datetime import datetime
 from typing import Any
 
+import orjson
+
+from poolboy import kube
 from poolboy.context import Context
 from poolboy.domain import conditions as cond
 from poolboy.domain.provider import Provider, clock_rerun
 from poolboy.result import PermanentError, Result
 from poolboy.utils.merge import combine_merge_patches, merge_patch
 
+#: the largest object the API server stores (etcd's default request limit, 1.5 MiB), less room for the request
+MAX_OBJECT_BYTES = 1_500_000
 CLAIM_KIND = "ResourceClaim"
 HANDLE_KIND = "ResourceHandle"
+
+
+def too_large(claim: dict[str, Any], status: dict[str, Any]) -> bool:
+    """Whether the claim with ``status`` is past what the API server stores, by its JSON size."""
+    if not any("state" in resource for resource in status.get("resources") or []):
+        return False
+    return len(orjson.dumps({**claim, "status": status})) > MAX_OBJECT_BYTES
+
+
+def is_too_large(error: kube.ApiError) -> bool:
+    """The API server's refusal of an object too large to store (413, or etcd's limit passed on)."""
+    return error.status == 413 or "too large" in error.message.lower()
 
 
 class ClaimRun:
@@ -112,10 +129,17 @@ class ClaimRun:
         generation = self.meta.get("generation")
         if self.decided and generation is not None:
             self.status["conditions"] = cond.observe(self.status.get("conditions"), self.decided, generation)
+        if too_large(self.claim, self.status):
+            self.omit_states(f"The claim's status would be over {MAX_OBJECT_BYTES} bytes, the API server's limit "
+                             f"for one object")
         if self.status != (self.claim.get("status") or {}):
-            # the body is only serialised: a new top level is copy enough (a deep copy of the claim was a per cent of
-            # a worker's CPU)
-            self.claim = self.ctx.kube.replace_status({**self.claim, "status": self.status})
+            try:
+                self.replace_status()
+            except kube.ApiError as error:
+                if not is_too_large(error):
+                    raise
+                self.omit_states(error.message)
+                self.replace_status()
         for reason, message, type_, action in self.events:
             self.ctx.kube.emit_event(self.claim, reason, message, type=type_, action=action)
         self.events.clear()
@@ -124,6 +148,22 @@ class ClaimRun:
         for handle, reason, message in self.handle_events:
             self.ctx.kube.emit_event(handle, reason, message)
         self.handle_events.clear()
+
+    def replace_status(self) -> None:
+        # the body is only serialised: a new top level is copy enough (a deep copy of the claim was a per cent of a
+        # worker's CPU)
+        self.claim = self.ctx.kube.replace_status({**self.claim, "status": self.status})
+
+    def omit_states(self, reason: str) -> None:
+        """The managed resources' states left out of the status, which is too large with them: Synced=False says
+        so (with a Warning Event once); everything else of the status stays."""
+        for resource in self.status.get("resources") or []:
+            resource.pop("state", None)
+        self.synced_error("StatusTooLarge", f"{reason}; the managed resources' states are left out of "
+                                            f"status.resources.")
+        generation = self.meta.get("generation")
+        if generation is not None:
+            self.status["conditions"] = cond.observe(self.status.get("conditions"), {"Synced"}, generation)
 
     def fail(self, error: PermanentError) -> None:
         """Record a user-fixable error: Synced=False condition, status fields, an Event when the message changed."""
