@@ -203,7 +203,10 @@ class CachedKubeClient:
                                                             resource_version=resource_version, status=status))
 
     def patch_json(self, api_version: str, kind: str, name: str, namespace: str | None, ops: builtins.list[dict], *,
-                   status: bool = False, strict: bool = False) -> dict:
+                   status: bool = False, strict: bool = False, dry_run: bool = False) -> dict:
+        if dry_run:  # nothing was written: nothing for the cache
+            return self._client.patch_json(api_version, kind, name, namespace, ops, status=status, strict=strict,
+                                           dry_run=True)
         return self._write(lambda: self._client.patch_json(api_version, kind, name, namespace, ops, status=status,
                                                            strict=strict))
 

@@ -5,26 +5,20 @@ Updates go through ``updateFilters``: the JSON-patch diff from the live object t
 filtered op by op, so Poolboy never reverts fields that others own unless the provider allows it. Poolboy's own
 ``D/resource-*`` annotations are always allowed, which keeps ownership metadata correct.
 
-The API server stores a definition with defaults added and values normalised (``imagePullPolicy``,
-``spec.ports[].protocol``, ``stringData`` folded into ``data``, ``cpu: 0.5`` as ``500m``). An op that only undoes
-or redoes that changes nothing the server stores, and sending it anyway would patch a converged resource for ever:
-such ops are dropped, judged against the definition as the server would store it (a dry-run create, once per
-definition and process).
+The API server stores a definition with defaults added and values normalised; ops that only undo or redo that
+are left out (:mod:`poolboy.domain.server_defaults`), or a converged resource would be patched for ever.
 """
 
 from __future__ import annotations
 
 import copy
-import hashlib
 import logging
 import re
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from poolboy import kube
+from poolboy.domain import server_defaults
 from poolboy.result import PermanentError
 from poolboy.utils import jsonpatch
 
@@ -181,7 +175,7 @@ def create_or_update(ctx: Context, desired: dict[str, Any], update_filters: list
             return created
         ops = update_ops(live, desired, update_filters, ctx.settings.domain)
         if ops:
-            ops = without_server_noise(ops, live, server_view(ctx, desired))
+            ops = server_defaults.effective_ops(ctx, desired, live, ops)
         if not ops:
             return live
         precondition = {"op": "test", "path": "/metadata/resourceVersion",
@@ -199,60 +193,6 @@ def create_or_update(ctx: Context, desired: dict[str, Any], update_filters: list
             if isinstance(error, kube.Invalid) and live is not None and live["metadata"]["resourceVersion"] == tested:
                 raise rejected(desired, "update", error) from error  # not a race: the patch itself is invalid
     raise kube.Conflict(409, "Conflict", f"{desired['kind']} {metadata['name']} kept changing during update")
-
-
-#: the definitions as the API server stores them, by definition digest (:func:`server_view`); a few hundred
-#: handles' worth, per process
-_SERVER_VIEWS: OrderedDict[str, dict[str, Any] | None] = OrderedDict()
-SERVER_VIEWS_KEPT = 512
-DRY_RUN_PREFIX = "poolboy-dry-run-"
-
-
-def server_view(ctx: Context, desired: Mapping[str, Any]) -> dict[str, Any] | None:
-    """``desired`` as the API server would store it (a dry-run create under a generated name), or None when the
-    server refuses the dry run (the real write then reports why). Kept per definition: the same definition gets
-    the same defaults."""
-    digest = hashlib.sha256(orjson.dumps(desired, option=orjson.OPT_SORT_KEYS)).hexdigest()
-    if digest in _SERVER_VIEWS:
-        _SERVER_VIEWS.move_to_end(digest)
-        return _SERVER_VIEWS[digest]
-    body = copy.deepcopy(dict(desired))
-    metadata = body.setdefault("metadata", {})
-    metadata.pop("name", None)
-    metadata["generateName"] = DRY_RUN_PREFIX
-    try:
-        view: dict[str, Any] | None = ctx.kube.create(body, dry_run=True, strict=True)
-    except kube.ApiError as error:
-        log.debug("dry run of %s refused (%s); its ops are sent as they are", desired.get("kind"), error)
-        view = None
-    _SERVER_VIEWS[digest] = view
-    while len(_SERVER_VIEWS) > SERVER_VIEWS_KEPT:
-        _SERVER_VIEWS.popitem(last=False)
-    return view
-
-
-def without_server_noise(ops: list[dict[str, Any]], live: Mapping[str, Any],
-                         stored: Mapping[str, Any] | None) -> list[dict[str, Any]]:
-    """``ops`` minus those that change nothing the server stores, judged by ``stored`` (:func:`server_view`):
-    removing a field the server fills in anyway (a default, an allocated value), setting one it discards, or
-    setting one to a value it stores as the live value already is. Nothing is dropped without ``stored``."""
-    if stored is None:
-        return ops
-    kept = []
-    for op in ops:
-        path = op["path"]
-        if path.startswith("/metadata/"):
-            kept.append(op)  # names, labels, annotations: never defaulted, and the dry run's name is not the live one
-            continue
-        stored_value = jsonpatch.resolve_pointer(stored, path, None)
-        if op["op"] == "remove":
-            noise = stored_value is not None
-        else:
-            noise = stored_value is None or jsonpatch.json_equal(stored_value,
-                                                                 jsonpatch.resolve_pointer(live, path, None))
-        if not noise:
-            kept.append(op)
-    return kept
 
 
 def rejected(desired: Mapping[str, Any], verb: str, error: kube.ApiError) -> PermanentError:

@@ -151,10 +151,8 @@ class KubeClient:
 
     def create(self, body: dict, *, dry_run: bool = False, strict: bool = False) -> dict:
         info, namespace, _ = self._info_for(body)
-        query = [("dryRun", "All")] if dry_run else []
-        if strict:
-            query.append(("fieldValidation", "Strict"))
-        result = self._request("POST", info.path(namespace), body=body, query=query or None)
+        result = self._request("POST", info.path(namespace), body=body,
+                               query=write_options(strict=strict, dry_run=dry_run))
         if not dry_run:
             observe_write("create", result)
         return cast(dict, result)
@@ -184,11 +182,13 @@ class KubeClient:
         return cast(dict, result)
 
     def patch_json(self, api_version: str, kind: str, name: str, namespace: str | None, ops: builtins.list[dict], *,
-                   status: bool = False, strict: bool = False) -> dict:
+                   status: bool = False, strict: bool = False, dry_run: bool = False) -> dict:
         """JSON patch (RFC 6902); a failing ``test`` op is a 422 :class:`Invalid`."""
         info = self.resource_info(api_version, kind)
         result = self._request("PATCH", info.path(namespace, name, "status" if status else None), body=list(ops),
-                               content_type=JSON_PATCH, query=[("fieldValidation", "Strict")] if strict else None)
+                               content_type=JSON_PATCH, query=write_options(strict=strict, dry_run=dry_run))
+        if dry_run:
+            return cast(dict, result)
         observe_write("patch", result, tested_version(ops))
         return cast(dict, result)
 
@@ -262,3 +262,12 @@ def tested_version(ops: list[dict]) -> str | None:
         if op.get("op") == "test" and op.get("path") == "/metadata/resourceVersion" and op.get("value"):
             return str(op["value"])
     return None
+
+
+def write_options(*, strict: bool, dry_run: bool) -> list[tuple[str, str]] | None:
+    """The query of a write: ``fieldValidation=Strict`` (unknown and duplicate fields refused, as kubectl asks) and
+    ``dryRun=All`` (answered, not stored)."""
+    query = [("fieldValidation", "Strict")] if strict else []
+    if dry_run:
+        query.append(("dryRun", "All"))
+    return query or None

@@ -96,7 +96,8 @@ class Writer(Protocol):
         ...
 
     def patch_json(self, api_version: str, kind: str, name: str, namespace: str | None, ops: list[dict], *,
-                   status: bool = False, strict: bool = False) -> dict:
+                   status: bool = False, strict: bool = False, dry_run: bool = False) -> dict:
+        """JSON patch; ``strict`` and ``dry_run`` as for :meth:`create`."""
         ...
 
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,
