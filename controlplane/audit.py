@@ -3,8 +3,9 @@ namespace, and by named object), so a test or benchmark asks either cluster the 
 
 The API server writes one audit event per request stage; with ``RequestReceived`` omitted, a request is its
 ``ResponseComplete`` event, and a watch also has a ``ResponseStarted`` one (both carry the same ``auditID``, counted
-once). Requests of the control plane itself (the API server's loopback client, the controller manager and its
-controllers' service accounts) are left out: devcluster's built-in collectors make no requests either.
+once); a dry run counts as ``<verb> (dry run)``, since it stores nothing. Requests of the control plane itself (the API
+server's loopback client, the controller manager and its controllers' service accounts) are left out: devcluster's
+built-in collectors make no requests either.
 """
 
 from __future__ import annotations
@@ -79,7 +80,10 @@ class AuditCounters:
             if not ref.get("resource"):
                 continue  # discovery, /version, /readyz: devcluster does not count those either
             resource = f"{ref['resource']}.{ref['apiGroup']}" if ref.get("apiGroup") else ref["resource"]
-            counts.add(str(event.get("verb")), resource, ref.get("namespace") or "", ref.get("name") or "")
+            verb = str(event.get("verb"))
+            if "dryRun=All" in str(event.get("requestURI")):
+                verb += " (dry run)"  # answered, nothing stored: not a write
+            counts.add(verb, resource, ref.get("namespace") or "", ref.get("name") or "")
         return counts.to_json()
 
 
