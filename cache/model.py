@@ -140,18 +140,3 @@ def plan_list(api_version: str, kind: str, namespace: str | None, terms: tuple[T
 
 def in_namespace(obj: Mapping[str, Any], namespace: str | None) -> bool:
     return namespace is None or (obj.get("metadata") or {}).get("namespace") == namespace
-
-
-def newer(candidate: str | None, current: str | None) -> bool:
-    """Whether resourceVersion ``candidate`` is newer than ``current``.
-
-    resourceVersions are opaque to clients in general, but every real API server (etcd revisions) and devcluster
-    issue increasing integers; when both are integers they are compared as such, otherwise the candidate wins (the
-    watcher's view is authoritative)."""
-    if not current:
-        return True
-    if not candidate:
-        return False
-    if candidate.isdigit() and current.isdigit():
-        return int(candidate) > int(current)
-    return True

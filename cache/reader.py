@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client import Counter
 
 from cache import model as cache_model
-from cache.store import ObjectCache, ScriptCall
+from cache.store import UPDATED, WRITTEN, ObjectCache, ScriptCall
 from poolboy import kube
 from poolboy.observability import labelled
 
@@ -182,7 +182,7 @@ class CachedKubeClient:
                 self._written[ident] = (obj, created)
             return
         try:
-            self._cache.put(obj, insert=insert)
+            self._cache.put(obj, mode=WRITTEN if insert else UPDATED)
         except Exception as error:
             log.debug("cache write-through failed: %s", error)
 
@@ -231,7 +231,7 @@ class CachedKubeClient:
         calls = []
         for obj, insert in self._written.values():
             try:
-                call = self._cache.put_call(obj, insert=insert)
+                call = self._cache.put_call(obj, mode=WRITTEN if insert else UPDATED)
             except Exception as error:  # e.g. nested deeper than the encoder goes: the cache only costs speed
                 log.debug("cache write-through failed: %s", error)
                 continue

@@ -9,8 +9,9 @@ Correctness never depends on the cache (docs/behaviour.md#design-rules, rules 3 
 
 * every write computed from a read keeps its precondition, so a stale read costs one failed write and a fresh read
   (:class:`cache.reader.CachedKubeClient` switches to API reads for the rest of the run);
-* a version only replaces an older one (resourceVersions compared as integers, :func:`cache.model.newer`),
-  and a DELETED leaves a short tombstone so a late write-through cannot resurrect the object;
+* a version only replaces an older one, without comparing resourceVersions (opaque strings): the watch stream's order
+  decides, and a worker's write-through waits for the stream to reach it (``_PUT``); a DELETED leaves a short
+  tombstone so a late write-through cannot resurrect the object;
 * readers use the cache only while the watcher's ``alive`` key exists (renewed by the active watcher, gone when it
   dies, when Redis restarts empty or on FLUSHALL) and lists only for scopes whose informer has listed since the
   watcher took over (``synced``); otherwise they read from the API.
@@ -44,6 +45,9 @@ ScriptCall = tuple[Any, builtins.list[str], builtins.list[Any]]
 PREFIX = "poolboy:cache:"
 ALIVE = PREFIX + "alive"
 SYNCED = PREFIX + "synced"
+#: where a put comes from (``_PUT``): a watch event, a list, a worker's write that may create the entry, or one that
+#: only updates it
+WATCHED, LISTED, WRITTEN, UPDATED = "w", "l", "t", "u"
 #: how long a DELETED is remembered against late writes of older versions
 TOMBSTONE_TTL_S = 120
 #: how long a reader trusts the ``alive`` key it saw for single-object reads (a miss still goes to the API, so only a
@@ -73,15 +77,41 @@ local function unindex(prefix, entry, member)
 end
 """
 
-# KEYS[1] object hash. ARGV: rv, doc, insert ("1": may create the entry), object id, index prefix, indexes...
-# Most puts are a MODIFIED whose index memberships did not change: then the script costs one HMGET and one HSET
-# (index writes only for the entries that changed; the tombstone cleared only when there is one).
+# Versions are ordered without comparing resourceVersions, which are opaque strings: the watch stream delivers an
+# object's versions in order, and the ``hist`` field keeps the last few it delivered ('\n'-joined). A worker's
+# write-through of its own write (mode 't' may create the entry, 'u' only updates it) is taken unless the stream
+# already delivered that version (a late write-through), and marks it ``pend``ing; until the stream reaches the
+# pending version, its events are older than it and leave the cached document alone. A list (mode 'l') is the
+# state now and always applies; a watch event (mode 'w') applies unless a write-through is pending.
+_ORDERING_FUNCTIONS = """
+local HISTORY = 8
+local function delivered(hist, rv)
+  return string.find('\\n' .. (hist or '') .. '\\n', '\\n' .. rv .. '\\n', 1, true) ~= nil
+end
+local function remember(hist, rv)
+  local kept = {}
+  for entry in string.gmatch(hist or '', '[^\\n]+') do kept[#kept + 1] = entry end
+  kept[#kept + 1] = rv
+  return table.concat(kept, '\\n', math.max(1, #kept - HISTORY + 1))
+end
+"""
+
+# KEYS[1] object hash. ARGV: rv, doc, mode ('w' watch event, 'l' list, 't' write-through that may create, 'u'
+# write-through of an update), object id, index prefix, indexes... Most puts are a MODIFIED whose index memberships
+# did not change: then the script costs one HMGET and one HSET (index writes only for the entries that changed).
 _PUT = """
-local cur = redis.call('HMGET', KEYS[1], 'rv', 'idx', 'tomb')
-if cur[1] then
-  local a, b = tonumber(ARGV[1]), tonumber(cur[1])
-  if a and b and a <= b then return 0 end
-elseif ARGV[3] ~= '1' then
+local cur = redis.call('HMGET', KEYS[1], 'rv', 'idx', 'tomb', 'pend', 'hist')
+local rv, mode = ARGV[1], ARGV[3]
+local watched = mode == 'w' or mode == 'l'
+if watched then
+  if mode == 'w' and cur[4] and cur[4] ~= rv then
+    redis.call('HSET', KEYS[1], 'hist', remember(cur[5], rv))
+    return 0
+  end
+elseif cur[1] then
+  if cur[1] == rv or delivered(cur[5], rv) then return 0 end
+  if cur[3] and mode ~= 't' then return 0 end
+elseif mode ~= 't' then
   return 0
 end
 local idx = table.concat(ARGV, '\\n', 6)
@@ -97,7 +127,12 @@ if idx ~= old then
     if not had[ARGV[i]] then index(ARGV[5], ARGV[i], ARGV[4]) end
   end
 end
-redis.call('HSET', KEYS[1], 'rv', ARGV[1], 'doc', ARGV[2], 'idx', idx)
+if watched then
+  redis.call('HSET', KEYS[1], 'rv', rv, 'doc', ARGV[2], 'idx', idx, 'hist', remember(cur[5], rv))
+  if cur[4] then redis.call('HDEL', KEYS[1], 'pend') end
+else
+  redis.call('HSET', KEYS[1], 'rv', rv, 'doc', ARGV[2], 'idx', idx, 'pend', rv)
+end
 if cur[3] then
   redis.call('HDEL', KEYS[1], 'tomb')
   redis.call('PERSIST', KEYS[1])
@@ -105,12 +140,13 @@ end
 return 1
 """
 
-# KEYS[1] object hash. ARGV: rv ('' = unconditional), object id, index prefix, tombstone ttl
+# KEYS[1] object hash. ARGV: rv ('' = unconditional: a list no longer has it), object id, index prefix, tombstone ttl.
+# A DELETED event older than a pending write-through (the object deleted and created again) leaves it alone.
 _DELETE = """
-local cur = redis.call('HGET', KEYS[1], 'rv')
-if cur and ARGV[1] ~= '' then
-  local a, b = tonumber(ARGV[1]), tonumber(cur)
-  if a and b and b > a then return 0 end
+local cur = redis.call('HMGET', KEYS[1], 'pend', 'hist')
+if ARGV[1] ~= '' and cur[1] and cur[1] ~= ARGV[1] then
+  redis.call('HSET', KEYS[1], 'hist', remember(cur[2], ARGV[1]))
+  return 0
 end
 local old = redis.call('HGET', KEYS[1], 'idx')
 if old and old ~= '' then
@@ -118,7 +154,7 @@ if old and old ~= '' then
 end
 redis.call('DEL', KEYS[1])
 if ARGV[1] ~= '' then
-  redis.call('HSET', KEYS[1], 'rv', ARGV[1], 'tomb', '1')
+  redis.call('HSET', KEYS[1], 'rv', ARGV[1], 'tomb', '1', 'hist', remember(cur[2], ARGV[1]))
   redis.call('EXPIRE', KEYS[1], tonumber(ARGV[4]))
 end
 return 1
@@ -161,20 +197,22 @@ class ObjectCache:
         self.domain = domain
         self.extra_indexes = candidates.cache_entries  # the domain's binding indexes
         self.presence_labels = candidates.PRESENCE_LABELS  # the labels the domain selects on by presence
-        self._put = client.register_script(_INDEX_FUNCTIONS + _PUT)
-        self._delete = client.register_script(_INDEX_FUNCTIONS + _DELETE)
+        self._put = client.register_script(_INDEX_FUNCTIONS + _ORDERING_FUNCTIONS + _PUT)
+        self._delete = client.register_script(_INDEX_FUNCTIONS + _ORDERING_FUNCTIONS + _DELETE)
         self._alive_until = 0.0  # monotonic time until which the alive key seen last is trusted (gets only)
 
     # --- writes (watcher, and write-through from workers) ------------------------------------------------------
 
-    def put(self, obj: dict, *, insert: bool = True, pipe: Any = None) -> None:
-        """Store ``obj`` if it is newer than the cached version; ``insert=False`` only updates an existing entry."""
-        call = self.put_call(obj, insert=insert)
+    def put(self, obj: dict, *, mode: str = WATCHED, pipe: Any = None) -> None:
+        """Store ``obj`` unless the cache knows a later version (see ``_PUT``); ``mode`` says where it comes from:
+        :data:`WATCHED` (a watch event), :data:`LISTED`, :data:`WRITTEN` (a worker's write that may create the entry)
+        or :data:`UPDATED` (one that only updates an existing entry)."""
+        call = self.put_call(obj, mode=mode)
         if call is not None:
             script, keys, args = call
             script(keys=keys, args=args, client=pipe)
 
-    def put_call(self, obj: dict, *, insert: bool = True) -> ScriptCall | None:
+    def put_call(self, obj: dict, *, mode: str = WATCHED) -> ScriptCall | None:
         """:meth:`put` as (script, keys, args), for a caller that pipelines it with other scripts (None: not
         cacheable)."""
         metadata = obj.get("metadata") or {}
@@ -183,7 +221,7 @@ class ObjectCache:
             return None
         ident = cache_model.identity(obj)
         every_namespace = cache_model.kind_index(obj.get("apiVersion") or "", obj["kind"], "*")
-        args = [rv, orjson.dumps(obj), "1" if insert else "0", ident, PREFIX + "i:",
+        args = [rv, orjson.dumps(obj), mode, ident, PREFIX + "i:",
                 *cache_model.indexes(obj, self.domain, self.extra_indexes, self.presence_labels), every_namespace]
         return self._put, [object_key(ident)], args
 
@@ -207,7 +245,7 @@ class ObjectCache:
         pipeline of every document at once (the watcher's peak memory)."""
         pipe = self.redis.pipeline(transaction=False)
         for count, obj in enumerate(objects, 1):
-            self.put(obj, pipe=pipe)
+            self.put(obj, mode=LISTED, pipe=pipe)
             if count % chunk == 0:
                 pipe.execute()
         pipe.execute()

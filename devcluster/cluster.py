@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from devcluster import errors, meta, scale
+from devcluster import errors, meta, scale, versions
 from devcluster.registry import Registry, ResourceType
 from devcluster.schema import Cause, apply_defaults, prune, structural_causes, validate
 from devcluster.store import Obj, Store
@@ -68,7 +68,7 @@ class Cluster:
                         if predicate is None or predicate(obj)]
         items = matching[offset:offset + limit] if limit else matching[offset:]
         remaining = len(matching) - offset - len(items)
-        list_meta: dict[str, Any] = {"resourceVersion": str(rv)}
+        list_meta: dict[str, Any] = {"resourceVersion": versions.text(rv)}
         if remaining > 0:
             if not snapshot_id:
                 snapshot_id = meta.new_uid()

@@ -12,7 +12,7 @@ import orjson
 import yaml
 from aiohttp import web
 
-from devcluster import errors, openapi, protobuf, scale
+from devcluster import errors, openapi, protobuf, scale, versions
 from devcluster.cluster import Cluster, present
 from devcluster.counters import Counters
 from devcluster.errors import ApiError, NotServed, not_served
@@ -241,7 +241,7 @@ class Server:
         if not rtype.returns_object_on_delete:
             return json_response({**errors.success("", rtype.group, rtype.plural), "details": {}})
         return json_response({"kind": f"{rtype.kind}List", "apiVersion": rtype.api_version,
-                              "metadata": {"resourceVersion": str(cluster.store.rv)},
+                              "metadata": {"resourceVersion": versions.text(cluster.store.rv)},
                               "items": [present(rtype, o) for o in deleted]})
 
     def check_namespace_exists(self, rtype: ResourceType, namespace: str | None) -> None:

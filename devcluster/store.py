@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from devcluster import versions
 from devcluster.errors import gone
 
 StoreKey = tuple[str, str]  # (group, plural)
@@ -69,7 +70,7 @@ class Watcher:
             return ("ADDED", event.obj)
         if before and event.old is not None:
             old = dict(event.old)
-            old["metadata"] = {**event.old["metadata"], "resourceVersion": str(event.rv)}
+            old["metadata"] = {**event.old["metadata"], "resourceVersion": versions.text(event.rv)}
             return ("DELETED", old)
         return None
 
@@ -121,7 +122,7 @@ class Store:
     def commit(self, key: StoreKey, event_type: str, obj: Obj, old: Obj | None) -> Obj:
         """Store (or remove, for DELETED) ``obj`` under a new resourceVersion and fan the event out."""
         rv = self.next_rv()
-        obj["metadata"]["resourceVersion"] = str(rv)
+        obj["metadata"]["resourceVersion"] = versions.text(rv)
         meta = obj["metadata"]
         namespace, name = meta.get("namespace", ""), meta["name"]
         bucket = self.objects.setdefault(key, {})

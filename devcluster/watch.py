@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from devcluster import errors
+from devcluster import errors, versions
 from devcluster.cluster import Cluster, present
 from devcluster.errors import ApiError
 from devcluster.meta import dumps
@@ -69,7 +69,7 @@ class WatchStream:
         return dumps({"type": kind, "object": self._object(obj)}) + b"\n"
 
     def _bookmark(self, initial_end: bool = False) -> bytes:
-        metadata: dict[str, Any] = {"resourceVersion": str(self.cluster.store.rv)}
+        metadata: dict[str, Any] = {"resourceVersion": versions.text(self.cluster.store.rv)}
         if initial_end:
             metadata["annotations"] = {INITIAL_EVENTS_END: "true"}
         return orjson.dumps({"type": "BOOKMARK", "object": {
@@ -81,7 +81,7 @@ class WatchStream:
         rv_text = self.query.get("resourceVersion", "")
         send_initial = _truthy(self.query.get("sendInitialEvents"))
         try:
-            rv = int(rv_text) if rv_text not in ("", None) else 0
+            rv = versions.number(rv_text) if rv_text not in ("", None, "0") else 0
         except ValueError:
             raise errors.bad_request(f"invalid resourceVersion: {rv_text}") from None
         first: list[bytes] = []

