@@ -28,7 +28,8 @@ import yaml
 
 from controlplane import audit, pki
 from controlplane.binaries import Binaries, find_binaries
-from procutil import ChildProcess, free_port
+from devcluster.faults import Faults
+from procutil import ChildProcess, InTemporaryDirectory, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 LOOPBACK = "127.0.0.1"
@@ -66,7 +67,7 @@ def api_client(kubeconfig: Path) -> Any:
     return client.ApiClient(configuration)
 
 
-class ControlPlane:
+class ControlPlane(InTemporaryDirectory):
     """etcd, kube-apiserver and kube-controller-manager as child processes; see the module docstring."""
 
     def __init__(self, crds: list[str | Path] | None = None, kubeconfig: str | Path | None = None,
@@ -128,17 +129,6 @@ class ControlPlane:
             if child is not None:
                 child.stop()
         self.proxy = self.controller_manager = self.apiserver = self.etcd = None
-
-    def __enter__(self) -> ControlPlane:
-        try:
-            return self.start()
-        except BaseException:
-            self._tmp.cleanup()
-            raise
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-        self._tmp.cleanup()
 
     # --- certificates and kubeconfigs ------------------------------------------------------------------------
 
@@ -264,13 +254,9 @@ class ControlPlane:
                    latency_ms: float = 0.0, verbs: list[str] | None = None, kinds: list[str] | None = None,
                    include_watch: bool = False) -> dict[str, Any]:
         """Inject faults into the requests that go through the fault proxy (devcluster's ``set_faults``)."""
-        body: dict[str, Any] = {"error_rate": error_rate, "codes": codes or [500], "retry_after": retry_after,
-                                "latency_ms": latency_ms, "include_watch": include_watch}
-        if verbs:
-            body["verbs"] = verbs
-        if kinds:
-            body["kinds"] = kinds
-        return dict(self._proxy_admin(body))
+        faults = Faults(error_rate, codes or [500], retry_after, latency_ms, verbs or None, kinds or None,
+                        include_watch)
+        return dict(self._proxy_admin(faults.to_json()))
 
     def clear_faults(self) -> None:
         self._proxy_admin({})

@@ -15,6 +15,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from devcluster.faults import Faults
 from procutil import ChildProcess, die_with_parent
 
 READY_PATTERN = re.compile(r"devcluster ready at (http://127\.0\.0\.1:\d+)")
@@ -107,13 +108,9 @@ class DevCluster(ChildProcess):
                    latency_ms: float = 0.0, verbs: list[str] | None = None, kinds: list[str] | None = None,
                    include_watch: bool = False) -> dict[str, Any]:
         """Inject faults into API requests (never into ``/_devcluster/*`` or discovery)."""
-        body: dict[str, Any] = {"error_rate": error_rate, "codes": codes or [500], "retry_after": retry_after,
-                                "latency_ms": latency_ms, "include_watch": include_watch}
-        if verbs:
-            body["verbs"] = verbs
-        if kinds:
-            body["kinds"] = kinds
-        return self.request("PUT", "/_devcluster/faults", body)
+        faults = Faults(error_rate, codes or [500], retry_after, latency_ms, verbs or None, kinds or None,
+                        include_watch)
+        return dict(self.request("PUT", "/_devcluster/faults", faults.to_json()))
 
     def clear_faults(self) -> None:
         self.request("PUT", "/_devcluster/faults", {})

@@ -15,11 +15,12 @@ import random
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, Self
 
 PR_SET_PDEATHSIG = 1
 PR_SET_NAME = 15
@@ -199,3 +200,27 @@ class ChildProcess:
     def last_lines(self, count: int = 20) -> list[str]:
         """The last ``count`` lines of the child's output (its traceback, when it died of one)."""
         return self.tail(200 * count).splitlines()[-count:]
+
+
+class InTemporaryDirectory:
+    """A ``with`` block around ``start()`` and ``stop()`` of something that keeps its files in ``self._tmp`` (a
+    :class:`tempfile.TemporaryDirectory`): removed when the block ends, or when the start fails."""
+
+    _tmp: tempfile.TemporaryDirectory[str]
+
+    def start(self) -> Self:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        try:
+            return self.start()
+        except BaseException:
+            self._tmp.cleanup()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+        self._tmp.cleanup()

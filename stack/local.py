@@ -17,6 +17,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from procutil import InTemporaryDirectory
 from stack import forked, ports
 from stack.processes import Child, ComponentExited, rotate_logs
 from stack.worker import DEFAULT_POOL, local_concurrency
@@ -55,7 +56,7 @@ class StackOptions:
     api_faults: bool = False
 
 
-class LocalStack:
+class LocalStack(InTemporaryDirectory):
     """``with LocalStack(StackOptions(workers=2)) as stack: stack.kubeconfig, stack.redis_url``."""
 
     def __init__(self, options: StackOptions | None = None) -> None:
@@ -111,17 +112,6 @@ class LocalStack:
         if self.cluster is not None:
             self.cluster.stop()
             self.cluster = None
-
-    def __enter__(self) -> LocalStack:
-        try:
-            return self.start()
-        except BaseException:
-            self._tmp.cleanup()
-            raise
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-        self._tmp.cleanup()
 
     # --- parts ---------------------------------------------------------------------------------------------
 

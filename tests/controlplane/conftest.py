@@ -11,7 +11,7 @@ from controlplane.testing import ControlPlane
 from devcluster.testing import DEFAULT_CRDS
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def control_plane() -> Iterator[ControlPlane]:
     with ControlPlane(crds=[DEFAULT_CRDS], fault_proxy=True) as cluster:
         yield cluster
