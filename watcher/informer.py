@@ -2,8 +2,9 @@
 
 The loop lists (so objects that existed before the watch are not missed), hands every listed object to the
 callback, then watches from the list's resourceVersion with bookmarks. A stream that ends normally (the server's
-``timeoutSeconds``) is resumed from the last seen resourceVersion; 410 Gone, a network error or any other failure
-leads to a fresh list, after a jittered exponential backoff for errors. A callback that fails on one event is logged
+``timeoutSeconds``), or broken by a transient error (network, 5xx, 429), is resumed from the last seen
+resourceVersion, as client-go's reflector does; 410 Gone or any other failure leads to a fresh list, after a jittered
+exponential backoff for errors. A callback that fails on one event is logged
 and the loop goes on: one bad object must never blind the watcher to all the others.
 
 The informer keeps only the *metadata* of the objects it has seen (not a full cache), so that an object deleted
@@ -119,9 +120,14 @@ class Informer:
                 if self._stop.is_set():
                     return
                 delay = self.backoff.next_delay()
-                log.warning("%s: %s; re-listing in %.1fs", self.name, error, delay)
+                # as client-go's reflector: a watch broken by a transient error (the API server restarting, a
+                # dropped connection, a 5xx) resumes from the last resourceVersion, so a blip costs no re-list of
+                # every object; the server answers 410 when that version is gone, and only then is it a re-list
+                resume = error.transient and not need_list and bool(self.resource_version)
+                log.warning("%s: %s; %s in %.1fs", self.name, error,
+                            f"watching again from {self.resource_version}" if resume else "re-listing", delay)
                 metrics.WATCH_RESTARTS.labels(self.kind, "error").inc()
-                need_list = True
+                need_list = not resume
                 self._stop.wait(delay)
             except Exception:
                 if self._stop.is_set():
