@@ -20,6 +20,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -113,10 +114,10 @@ class ControlPlane(InTemporaryDirectory):
         try:
             self.start_etcd()
             self.start_apiserver()
-            self._start_controller_manager()
+            self.start_controller_manager()
             self._wait_for_controllers()
             if self.fault_proxy:
-                self._start_proxy()
+                self.start_proxy()
             if self.crds:
                 self.install_crds(self.crds)
         except BaseException:
@@ -226,7 +227,7 @@ class ControlPlane(InTemporaryDirectory):
         ])
         self.apiserver.wait_until(self._apiserver_ready, self.startup_timeout, "kube-apiserver")
 
-    def _start_controller_manager(self) -> None:
+    def start_controller_manager(self) -> None:
         assert self._binaries is not None
         if self._binaries.kube_controller_manager is None:
             return
@@ -242,7 +243,7 @@ class ControlPlane(InTemporaryDirectory):
             "--leader-elect=false", f"--bind-address={LOOPBACK}", "--secure-port=0",
         ])
 
-    def _start_proxy(self) -> None:
+    def start_proxy(self) -> None:
         self.proxy = ChildProcess(
             [sys.executable, "-m", "controlplane.proxy", "--target", self.apiserver_url,
              "--port", str(self.proxy_port), "--pki", str(self.dir / "pki")],
@@ -265,6 +266,17 @@ class ControlPlane(InTemporaryDirectory):
         if self.proxy is None:
             raise RuntimeError("faults need the fault proxy: ControlPlane(fault_proxy=True)")
         return self.request("PUT", "/_proxy/faults", body, base=self.url)
+
+    def processes(self) -> list[tuple[str, Callable[[], ChildProcess | None], Callable[[], None]]]:
+        """(name, the process now, start it again) of each component this control plane runs, for a supervisor
+        (``poolboy dev`` restarts one that dies; etcd keeps its data)."""
+        parts: list[tuple[str, Callable[[], ChildProcess | None], Callable[[], None]]] = [
+            ("etcd", lambda: self.etcd, self.start_etcd),
+            ("kube-apiserver", lambda: self.apiserver, self.start_apiserver),
+            ("kube-controller-manager", lambda: self.controller_manager, self.start_controller_manager),
+            ("fault-proxy", lambda: self.proxy, self.start_proxy),
+        ]
+        return [part for part in parts if part[1]() is not None]
 
     def restart_apiserver(self) -> None:
         """Stop kube-apiserver (SIGTERM) and start it again on the same port; returns once it is ready."""

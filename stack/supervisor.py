@@ -6,11 +6,14 @@ silently halves the capacity of a two-worker stack. The supervisor is polled fro
 loop's shutdown. The delay before restart *n* doubles from 1 s to 30 s (:func:`poolboy.utils.backoff.doubling`), so a
 component that cannot start (a bad setting, a port in use) does not restart in a hot loop; a component that stayed up
 for ``stable`` seconds starts again from 1 s. Redis, when ``poolboy dev`` started it, is supervised too: it comes
-back on the same port (empty: it runs without persistence, as in the tests).
+back on the same port (empty: it runs without persistence, as in the tests). So are the processes of the real control
+plane (``--cluster real``): etcd, kube-apiserver and kube-controller-manager come back on their ports, etcd with its
+data.
 """
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import time
 from collections.abc import Callable
@@ -21,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from poolboy.utils.backoff import doubling
 
 if TYPE_CHECKING:
+    from procutil import ChildProcess
     from stack.local import LocalStack
 
 
@@ -81,10 +85,14 @@ class Supervisor:
 
     @classmethod
     def for_stack(cls, stack: LocalStack, **kwargs: Any) -> Supervisor:
-        """Every child of the stack and, when the stack started it, its redis-server."""
+        """Every child of the stack and, when the stack started them, its redis-server and the processes of its real
+        control plane."""
         components = [_child(stack, child.name) for child in stack.children]
         if stack.redis is not None:
             components.insert(0, _redis(stack))
+        processes = getattr(stack.cluster, "processes", None)  # the real control plane's (devcluster has none)
+        if processes is not None:
+            components[:0] = [_process(name, now, start) for name, now, start in processes()]
         return cls(components, **kwargs)
 
 
@@ -120,3 +128,28 @@ def _redis(stack: LocalStack) -> Supervised:
         return f"status {status}, last log line: {last_line(log.read_text(errors='replace') if log.exists() else '')}"
 
     return Supervised("redis-server", alive, why, server.start)
+
+
+def _process(name: str, now: Callable[[], ChildProcess | None], start: Callable[[], Any]) -> Supervised:
+    """A process of the real control plane, looked up on every check: a restart replaces it."""
+
+    def alive() -> bool:
+        child = now()
+        return child is not None and child.alive
+
+    def why() -> str:
+        child = now()
+        status = child.process.returncode if child is not None and child.process is not None else None
+        return f"status {status}, last log line: {last_line(child.tail() if child is not None else '')}"
+
+    def last_words() -> list[str]:
+        child = now()
+        return child.last_lines(20) if child is not None else []
+
+    def restart() -> None:
+        # returns once the process is ready again; if it died again while starting, the next check announces it
+        # and waits longer
+        with contextlib.suppress(RuntimeError):
+            start()
+
+    return Supervised(name, alive, why, restart, last_words=last_words)

@@ -1,13 +1,16 @@
 """The README's walk-through, as a newcomer types it, on both clusters ``poolboy dev`` starts: ``./run dev --demo``
 (devcluster) and ``./run dev --cluster real --demo``. The demo's claim becomes Ready, nothing warns, every kind's
-SYNCED column says so, and each command of the walk-through does what its comment says."""
+SYNCED column says so, and each command of the walk-through does what its comment says. On the real control plane,
+``poolboy dev`` restarts a process of it that dies, as it does its own components."""
 
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.clusters import E2E_CLUSTER
@@ -71,5 +74,29 @@ def test_the_readme_walk_through_on_poolboy_dev(tmp_path: Path, cluster: str) ->
                  and "hello-" + handle.removeprefix("guid-") not in kubectl("get", "configmaps", "-n", "demo",
                                                                             "-o", "name").stdout,
                  timeout=60, interval=0.5, message="the claim's handle and ConfigMap deleted")
+    finally:
+        assert dev.stop() == 0
+
+
+@pytest.mark.skipif(E2E_CLUSTER != "real", reason="the real control plane's processes")
+def test_poolboy_dev_restarts_a_control_plane_process_that_dies(tmp_path: Path) -> None:
+    dev = Dev(tmp_path, "--cluster", "real", "--flower-port", "0")
+    try:
+        dev.wait_line("poolboy dev ready", timeout=180)
+
+        def apiservers() -> list[psutil.Process]:
+            return [p for p in psutil.Process(dev.process.pid).children(recursive=True)
+                    if p.name() == "kube-apiserver" and p.status() != psutil.STATUS_ZOMBIE]
+
+        first = apiservers()
+        assert len(first) == 1
+        first[0].send_signal(signal.SIGKILL)
+        dev.wait_line("kube-apiserver exited (status -9", timeout=30)
+        wait_for(lambda: [p.pid for p in apiservers()] not in ([], [first[0].pid]), timeout=60, interval=0.5,
+                 message="kube-apiserver started again")
+        wait_for(lambda: subprocess.run(["kubectl", "--kubeconfig", str(tmp_path / "kubeconfig"), "get", "rpool",
+                                         "-A"], capture_output=True, timeout=30).returncode == 0,
+                 timeout=60, interval=0.5, message="the API answering again, Poolboy's kinds served")
+        assert dev.process.poll() is None
     finally:
         assert dev.stop() == 0
