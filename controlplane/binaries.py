@@ -5,6 +5,7 @@ machine into a cache directory keyed by the versions."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +42,10 @@ def find_binaries() -> Binaries:
 
 def _build() -> Path:
     """Run the pinned build (a no-op once built) and return the directory it printed."""
-    result = subprocess.run([str(BUILD_SCRIPT)], stdout=subprocess.PIPE, text=True, check=False)
+    # without Go the script can only find an earlier build; its own complaint would repeat the one raised below
+    quiet = shutil.which("go") is None
+    result = subprocess.run([str(BUILD_SCRIPT)], stdout=subprocess.PIPE, text=True, check=False,
+                            stderr=subprocess.DEVNULL if quiet else None)
     if result.returncode == NO_GO:
         raise ControlPlaneUnavailable("the real control plane needs Go 1.26 or newer to build kube-apiserver, etcd "
                                       "and kube-controller-manager (https://go.dev/doc/install), or "

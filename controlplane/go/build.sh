@@ -15,14 +15,17 @@ if [ -n "${KUBEBUILDER_ASSETS:-}" ]; then
   say "using the binaries in KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS"
   echo "$KUBEBUILDER_ASSETS"; exit 0
 fi
-command -v go >/dev/null 2>&1 || { say "Go is not installed: install Go 1.26 or newer (https://go.dev/doc/install), or set KUBEBUILDER_ASSETS"; exit 2; }
-
 version_of() { awk -v m="$1" '$1 == m { print $2 }' go.mod; }
 kubernetes="$(version_of k8s.io/kubernetes)"
 etcd="$(version_of go.etcd.io/etcd/server/v3)"
 key="kubernetes-$kubernetes-etcd-$etcd-$(cat go.mod go.sum | sha256sum | cut -c1-12)"
 root="${POOLBOY_CONTROL_PLANE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/poolboy/control-plane}"
 out="$root/$key"
+
+if [ -x "$out/kube-apiserver" ] && [ -x "$out/etcd" ] && [ -x "$out/kube-controller-manager" ]; then
+  echo "$out"; exit 0  # built before: nothing to do, with or without Go
+fi
+command -v go >/dev/null 2>&1 || { say "Go is not installed: install Go 1.26 or newer (https://go.dev/doc/install), or set KUBEBUILDER_ASSETS"; exit 2; }
 
 declare -A package=(
   [kube-apiserver]=k8s.io/kubernetes/cmd/kube-apiserver
