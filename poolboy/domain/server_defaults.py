@@ -6,8 +6,9 @@ allocates some (``clusterIP``). A diff from the live object to the definition se
 provider whose ``updateFilters`` let them through would patch a converged resource on every reconcile. Two questions
 put to the server itself, each answered once and remembered per process, tell them apart:
 
-* the definition as it would be stored (a dry-run create, once per definition): removing a field the server fills
-  in anyway, or setting one to the value it stores as the live value already, changes nothing;
+* the definition as it would be stored (a dry-run create, once per definition and namespace, whatever the names and
+  annotations of each handle's copy): removing a field the server fills in anyway, or setting one to the value it
+  stores as the live value already, changes nothing;
 * what is left, applied as a dry-run patch (once per live version and ops): when the result is the live object, the
   ops change nothing either.
 """
@@ -67,7 +68,10 @@ def _digest(value: Any) -> str:
 def effective_ops(ctx: Context, desired: Mapping[str, Any], live: Mapping[str, Any],
                   ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``ops`` (filtered, from ``live`` to ``desired``) without those that change nothing the server stores;
-    empty when none does."""
+    empty when none does. Ops on metadata only (Poolboy's annotations after a bind, labels) are sent as they are:
+    the server defaults none of it, so they cost no question."""
+    if all(op["path"].startswith("/metadata/") for op in ops):
+        return ops
     ops = without_stored_noise(ops, live, stored_view(ctx, desired))
     if ops and not changes_anything(ctx, live, ops):
         return []
@@ -76,8 +80,9 @@ def effective_ops(ctx: Context, desired: Mapping[str, Any], live: Mapping[str, A
 
 def stored_view(ctx: Context, desired: Mapping[str, Any]) -> dict[str, Any] | None:
     """``desired`` as the API server would store it (a dry-run create under a generated name), or None when the
-    server refuses the dry run (the real write then says why)."""
-    key = _digest(desired)
+    server refuses the dry run (the real write then says why). Asked once per definition and namespace: names,
+    labels and annotations (each handle's own) change none of the defaults, and only the rest is compared."""
+    key = _digest({**desired, "metadata": {"namespace": (desired.get("metadata") or {}).get("namespace")}})
     known, remembered = _STORED_VIEWS.get(key)
     if known:
         return dict(remembered) if remembered is not None else None

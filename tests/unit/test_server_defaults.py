@@ -68,3 +68,10 @@ def test_each_question_is_put_to_the_server_once_per_definition_and_live_version
     for _ in range(3):
         assert server_defaults.effective_ops(ctx, template, LIVE, ops) == []
     assert server.dry_runs == ["create", "patch"]
+
+
+def test_ops_on_metadata_alone_are_sent_without_a_question() -> None:
+    server = _Server()
+    ops = [{"op": "add", "path": "/metadata/annotations/poolboy.gpte.redhat.com~1resource-claim-name", "value": "c"}]
+    assert server_defaults.effective_ops(SimpleNamespace(kube=server), TEMPLATE, LIVE, ops) == ops
+    assert server.dry_runs == []
