@@ -10,7 +10,7 @@ from poolboy.settings import Settings
 
 if TYPE_CHECKING:  # the wrapper imports the kubernetes client; the domain only needs its type
     from poolboy.domain.candidates import HandleIndex
-    from poolboy.kube.interfaces import Client
+    from poolboy.kube.interfaces import Client, Reader
 
 
 def utcnow() -> datetime:
@@ -32,6 +32,13 @@ class Context:
     now: datetime = field(default_factory=utcnow)
     #: unbound handles by binding scope, kept by the engine (None: binding lists candidates from the API)
     index: HandleIndex | None = None
+    #: reads that go to the API server, never to a cache (controller-runtime's APIReader), for the few questions a
+    #: cache that lags may answer wrongly; None: :attr:`kube` reads from the API already
+    api: Reader | None = None
+
+    @property
+    def api_reader(self) -> Reader:
+        return self.api if self.api is not None else self.kube
 
     def label(self, suffix: str) -> str:
         return self.settings.label(suffix)

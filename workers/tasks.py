@@ -117,8 +117,8 @@ def reconcile_once(rt: Runtime, kind: str, key: str, kube: CachedKubeClient | No
         reconciler = reconcilers().lookup(kind)
         # only the domain reconciler: never a gate or due-index call
         with shutdown.interruptible(rt.settings.reconcile_soft_time_limit):
-            result = reconciler(Context(kube=cast(Client, kube), settings=rt.settings, index=rt.handle_index),
-                                namespace, name)
+            result = reconciler(Context(kube=cast(Client, kube), settings=rt.settings, index=rt.handle_index,
+                                        api=rt.kube), namespace, name)
     except PermanentError as error:
         return _on_permanent(rt, kind, key, error)
     except TransientError as error:

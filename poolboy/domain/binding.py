@@ -65,13 +65,15 @@ def bound_to(ctx: Context, handle: Mapping[str, Any], claim: Mapping[str, Any]) 
     return not recorded or not metadata.get("uid") or recorded == metadata["uid"]
 
 
-def find_bound_handle(ctx: Context, claim: Mapping[str, Any],
-                      recorded: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+def find_bound_handle(ctx: Context, claim: Mapping[str, Any], recorded: Mapping[str, Any] | None = None,
+                      fresh: bool = False) -> dict[str, Any] | None:
     """A live handle already bound to this claim (adopted instead of binding or creating another).
 
     The handle named in ``status.resourceHandle`` is read first (``recorded`` is that handle when this run has
     already read it: one read per run is enough); otherwise the label query finds a handle whose
-    bind or create succeeded but whose claim status write did not. Deleting handles are never reused.
+    bind or create succeeded but whose claim status write did not. Deleting handles are never reused. ``fresh``
+    asks the API server rather than the cache: a bind whose answer was lost (the API server went away mid-request)
+    reaches the cache only with the watch, and a run that looked there first would bind a second handle.
     """
     api_version = ctx.settings.api_version
     namespace = ctx.settings.operator_namespace
@@ -84,7 +86,8 @@ def find_bound_handle(ctx: Context, claim: Mapping[str, Any],
     metadata = claim["metadata"]
     selector = (f"{ctx.label('resource-claim-name')}={metadata['name']},"
                 f"{ctx.label('resource-claim-namespace')}={metadata['namespace']}")
-    live = [h for h in ctx.kube.list(api_version, HANDLE_KIND, namespace, label_selector=selector)
+    reader = ctx.api_reader if fresh else ctx.kube
+    live = [h for h in reader.list(api_version, HANDLE_KIND, namespace, label_selector=selector)
             if bound_to(ctx, h, claim) and not is_deleting(h)]
     live.sort(key=lambda h: (h["metadata"].get("creationTimestamp") or "", h["metadata"]["name"]))
     return live[0] if live else None

@@ -75,7 +75,7 @@ def process(run: ClaimRun) -> Result:
         run.write_status()
         return run.result(mode.providers)
 
-    handle = binding.find_bound_handle(run.ctx, run.claim, recorded=run.known_handle())
+    handle = binding.find_bound_handle(run.ctx, run.claim, recorded=run.known_handle(), fresh=run.may_have_bound)
     recorded = (run.status.get("resourceHandle") or {}).get("name")
     if handle is None and recorded:
         # The bound handle is gone or deleting: its deletion cascades to this claim; never rebind.

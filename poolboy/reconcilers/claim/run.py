@@ -56,6 +56,10 @@ class ClaimRun:
         self.staged: dict[str, Any] = {}  # metadata/spec changes not yet written (one merge patch per run)
         self.decided: set[str] = set()  # condition types this run set: stamped with the written generation
         self.read_version: str = claim["metadata"]["resourceVersion"]  # precondition of that patch
+        #: an earlier run got as far as the finalizer, which goes on before any bind: it may have bound a handle and
+        #: lost the answer, so whether one is bound is asked of the API server, not of a cache that may lag
+        self.may_have_bound = ctx.settings.finalizer in (claim["metadata"].get("finalizers") or []) and \
+            not (claim.get("status") or {}).get("resourceHandle")
 
     @property
     def meta(self) -> dict[str, Any]:
