@@ -415,3 +415,37 @@ def test_two_claims_never_share_one_handle(env: ClaimEnv) -> None:
     env.converge("b")
     names = {env.get_claim(n)["status"]["resourceHandle"]["name"] for n in ("a", "b")}
     assert len(names) == 2
+
+
+def test_a_bind_whose_answer_was_lost_is_adopted_though_the_cache_lags(env: ClaimEnv, redis_server) -> None:
+    """docs/behaviour.md#hard-cases: an earlier run bound a handle, but the API server went away before its answer
+    (and the claim's status) came back, and the read cache has not seen the bind yet. The next run asks the API
+    server whether a handle is bound to the claim, and adopts it instead of binding a second one."""
+    import redis
+
+    from cache.reader import CachedKubeClient
+    from cache.store import ObjectCache
+    from poolboy.reconcilers import RECONCILERS
+
+    env.configmap_provider("p")
+    _pool_handle(env, "guid-pool1")
+    _pool_handle(env, "guid-pool2")
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushall()
+    cache = ObjectCache(client, env.d)
+    cache.heartbeat(60)
+    for handle in env.handles():  # the cache as it was before the bind: both handles unbound
+        cache.put(handle)
+    cache.mark_synced(env.api, "ResourceHandle", env.op)
+    _resources_claim(env)
+    env.converge("c")
+    bound = env.get_claim("c")["status"]["resourceHandle"]["name"]
+    env.kube.patch_merge(env.api, "ResourceClaim", "c", env.ns, {"status": {"resourceHandle": None}}, status=True)
+
+    ctx = Context(kube=CachedKubeClient(env.kube, cache), settings=env.settings, api=env.kube)
+    RECONCILERS[keys.CLAIM](ctx, env.ns, "c")
+
+    assert env.get_claim("c")["status"]["resourceHandle"]["name"] == bound
+    claimed = [h["metadata"]["name"] for h in env.handles() if h["spec"].get("resourceClaim")]
+    assert claimed == [bound], f"a second handle was bound: {claimed}"
+    client.close()
