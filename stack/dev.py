@@ -56,7 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         default=os.environ.get("POOLBOY_DEV_CLUSTER", "devcluster"),
                         help="the API server to start: devcluster (in memory, starts in under a second) or real "
                              "(etcd, kube-apiserver and kube-controller-manager, built once from their Go modules; "
-                             "about 10 s to start); default $POOLBOY_DEV_CLUSTER or devcluster")
+                             "ready in 5-10 s); default $POOLBOY_DEV_CLUSTER or devcluster")
     parser.add_argument("--api-port", type=int, default=0,
                         help="the API server's port on 127.0.0.1 (default 0: a free one)")
     parser.add_argument("--log-dir", default=".poolboy-dev/logs", help="component logs (default .poolboy-dev/logs)")
