@@ -41,6 +41,10 @@ ISSUER = "https://kubernetes.default.svc.cluster.local"
 #: aggregated ClusterRoles (``view``, ``edit``, ``admin``: empty until this controller fills them)
 CONTROLLERS = ("garbage-collector-controller", "namespace-controller", "serviceaccount-controller",
                "serviceaccount-token-controller", "clusterrole-aggregation-controller")
+#: what turns a Deployment into Pod objects (its ReplicaSets, and their Pods, which admission judges, PodSecurity
+#: included); nothing schedules or runs them. Left out of :data:`CONTROLLERS`: a Deployment that Poolboy manages
+#: would get a status and Pods the end-to-end tests do not expect
+WORKLOAD_CONTROLLERS = ("deployment-controller", "replicaset-controller")
 #: the Common Name of the fault proxy's certificate, the one name the API server takes identity headers from
 FRONT_PROXY_NAME = "front-proxy-client"
 #: admission plugins beyond the API server's defaults: OpenShift's owner-reference check, where upstream runs
@@ -74,7 +78,8 @@ class ControlPlane(InTemporaryDirectory):
     def __init__(self, crds: list[str | Path] | None = None, kubeconfig: str | Path | None = None,
                  log_dir: str | Path | None = None, binaries: Binaries | None = None,
                  startup_timeout: float = 120.0, apiserver_args: list[str] | None = None, port: int = 0,
-                 audit_log: bool = True, fault_proxy: bool = False) -> None:
+                 audit_log: bool = True, fault_proxy: bool = False,
+                 controllers: tuple[str, ...] = CONTROLLERS) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="control-plane-")
         self.dir = Path(self._tmp.name)
         self.kubeconfig = Path(kubeconfig) if kubeconfig else self.dir / "kubeconfig"
@@ -85,6 +90,7 @@ class ControlPlane(InTemporaryDirectory):
         self.apiserver_args = list(apiserver_args or [])
         self.audit_log = audit_log
         self.fault_proxy = fault_proxy
+        self.controllers = controllers
         self.proxy: ChildProcess | None = None
         self.apiserver_url = ""
         self.proxy_port = 0
@@ -235,7 +241,7 @@ class ControlPlane(InTemporaryDirectory):
         self.controller_manager = self._child("kube-controller-manager", [
             str(self._binaries.kube_controller_manager),
             f"--kubeconfig={self.dir / 'controller-manager.kubeconfig'}",
-            f"--controllers={','.join(CONTROLLERS)}",
+            f"--controllers={','.join(self.controllers)}",
             # each controller acts as its own service account, with the bootstrap roles made for it
             "--use-service-account-credentials=true",
             f"--service-account-private-key-file={pki_dir / 'sa.key'}",
