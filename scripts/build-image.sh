@@ -30,7 +30,8 @@ require_tools() {  # require_tools <binary>=<package> ...: exit 2 naming the pac
   for pair in "$@"; do
     command -v "${pair%%=*}" >/dev/null 2>&1 || missing+=("${pair#*=}")
   done
-  [ "${#missing[@]}" -eq 0 ] || unavailable "missing: ${missing[*]} (apt-get install ${missing[*]}; scripts/bootstrap.sh does)"
+  [ "${#missing[@]}" -eq 0 ] \
+    || unavailable "missing: ${missing[*]} (apt-get install ${missing[*]}; scripts/bootstrap.sh does)"
   [ "$(id -u)" -eq 0 ] || unavailable "building the image needs root (buildah and mmdebstrap without subordinate uids)"
 }
 
@@ -81,7 +82,10 @@ timed() {  # timed <what> <command ...>: run it, then say how long it took
 }
 
 logged() {  # logged <command ...>: its output into $ROOT_DIR/build.log, whose end is shown when it fails
-  "$@" >>"$ROOT_DIR/build.log" 2>&1 || { tail -n 30 "$ROOT_DIR/build.log" >&2; say "failed: $1 (log: $ROOT_DIR/build.log)"; return 1; }
+  "$@" >>"$ROOT_DIR/build.log" 2>&1 && return 0
+  tail -n 30 "$ROOT_DIR/build.log" >&2
+  say "failed: $1 (the whole log: $ROOT_DIR/build.log)"
+  return 1
 }
 
 build_base() {  # build_base <tag>: the base into buildah's storage, from Debian's packages
@@ -96,8 +100,8 @@ build_base() {  # build_base <tag>: the base into buildah's storage, from Debian
   buildah "${STORAGE[@]}" add --quiet "$ctr" "$work/rootfs.tar" / >/dev/null
   rm -rf "$work"
   # the environment python:3.11-slim gives its derived images: its interpreter first on PATH, a UTF-8 locale
-  buildah "${STORAGE[@]}" config --env PATH=/opt/poolboy/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    --env LANG=C.UTF-8 --cmd python3 "$ctr"
+  buildah "${STORAGE[@]}" config --cmd python3 --env LANG=C.UTF-8 \
+    --env PATH=/opt/poolboy/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$ctr"
   buildah "${STORAGE[@]}" commit --quiet --rm "$ctr" "$tag" >/dev/null
 }
 
@@ -107,7 +111,7 @@ build_image() {  # build_image <base tag> <image tag>: the Dockerfile, as it is,
   # read-only over the base's own for the build only: the image keeps Debian's
   [ -f /etc/ssl/certs/ca-certificates.crt ] \
     && trust=(--volume /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:ro)
-  logged buildah "${STORAGE[@]}" bud --isolation chroot --layers --pull-never "${trust[@]}" \
+  logged buildah "${STORAGE[@]}" bud --isolation chroot --layers --force-rm --pull-never "${trust[@]}" \
     --build-arg BASE_IMAGE="$1" --tag "$2" --file Dockerfile .
 }
 
@@ -149,9 +153,10 @@ main() {
   timed "built the image" build_image "$base" "$image"
   rm -rf "$out.partial"
   mkdir -p "$out.partial"
-  timed "wrote the OCI layout" buildah "${STORAGE[@]}" push --quiet --format oci "$image" "oci:$out.partial/oci:$NAME"
+  timed "wrote the OCI layout" \
+    buildah "${STORAGE[@]}" push --quiet --format oci "$image" "oci:$out.partial/oci:$NAME"
   mv "$out.partial" "$out"
-  prune "$base" "$image"
+  prune "$base" "$image" || say "pruning the cache failed; the image is built"
   say "$out: $(du -sm "$out" | cut -f1) MB, in $((SECONDS - started)) s"
   echo "$ref"
 }
