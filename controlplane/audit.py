@@ -10,6 +10,7 @@ built-in collectors make no requests either.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,12 +62,13 @@ class AuditCounters:
                     return
                 self._offset -= len(block)
 
-    def events(self) -> list[dict[str, Any]]:
-        """The audit events since the last reset (a last line still being written is left for the next read)."""
+    def events(self, since_reset: bool = True) -> list[dict[str, Any]]:
+        """The audit events since the last reset, or since the API server started (a last line still being written
+        is left for the next read)."""
         if not self.log.exists():
             return []
         with open(self.log, "rb") as log:
-            log.seek(self._offset)
+            log.seek(self._offset if since_reset else 0)
             lines = log.read().split(b"\n")
         return [orjson.loads(line) for line in lines[:-1] if line.strip()]
 
@@ -85,6 +87,39 @@ class AuditCounters:
                 verb += " (dry run)"  # answered, nothing stored: not a write
             counts.add(verb, resource, ref.get("namespace") or "", ref.get("name") or "")
         return counts.to_json()
+
+
+    def denied(self) -> list[Request]:
+        """Every request refused with 403 since the API server started, whoever made it: by the authorizer (RBAC)
+        or by an admission plugin that checks permissions (OwnerReferencesPermissionEnforcement)."""
+        return [Request.of(event) for event in self.events(since_reset=False)
+                if event.get("stage") == "ResponseComplete" and (event.get("responseStatus") or {}).get("code") == 403]
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request as the audit log names it: who, which verb, on what."""
+
+    user: str
+    verb: str
+    resource: str
+    namespace: str
+    name: str
+
+    @classmethod
+    def of(cls, event: dict[str, Any]) -> Request:
+        ref = event.get("objectRef") or {}
+        resource = ref.get("resource") or str(event.get("requestURI"))
+        if ref.get("subresource"):
+            resource += "/" + ref["subresource"]
+        if ref.get("apiGroup"):
+            resource += "." + ref["apiGroup"]
+        return cls(str((event.get("user") or {}).get("username")), str(event.get("verb")), resource,
+                   ref.get("namespace") or "", ref.get("name") or "")
+
+    def __str__(self) -> str:
+        where = f" in {self.namespace}" if self.namespace else ""
+        return f"{self.user}: {self.verb} {self.resource} {self.name}{where}".replace("  ", " ")
 
 
 def _control_plane(event: dict[str, Any]) -> bool:

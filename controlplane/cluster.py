@@ -298,8 +298,13 @@ class ControlPlane(InTemporaryDirectory):
 
     # --- probes and admin requests ---------------------------------------------------------------------------
 
+    @property
+    def ca_file(self) -> Path:
+        """The cluster CA's certificate: what a pod finds in its mounted ``ca.crt``."""
+        return self.dir / "pki" / "ca.crt"
+
     def _ssl_context(self) -> ssl.SSLContext:
-        context = ssl.create_default_context(cafile=str(self.dir / "pki" / "ca.crt"))
+        context = ssl.create_default_context(cafile=str(self.ca_file))
         context.load_cert_chain(str(self.dir / "pki" / "admin.crt"), str(self.dir / "pki" / "admin.key"))
         return context
 
@@ -349,6 +354,11 @@ class ControlPlane(InTemporaryDirectory):
         if not self.audit_log:
             raise RuntimeError("this control plane keeps no audit log (audit_log=False)")
         return self._audit.counters()
+
+    def denied(self) -> list[audit.Request]:
+        """Every request the API server refused for want of a grant (403: RBAC, or an admission plugin that checks
+        permissions), from its audit log."""
+        return self._audit.denied()
 
     def reset_counters(self) -> None:
         self._audit.reset()

@@ -88,6 +88,9 @@ class Settings:
     #: they have, every object that met one should run again within seconds, not minutes (a Retry-After is honoured
     #: up to ``retry_backoff_max``)
     retry_backoff_api_max: float = 5.0
+    #: the service account token and CA a process uses when it is given no kubeconfig: where the kubelet mounts
+    #: them in a pod; ``poolboy dev --service-accounts`` writes them elsewhere
+    service_account_dir: str = "/var/run/secrets/kubernetes.io/serviceaccount"
     #: timeout of every Kubernetes API call
     api_timeout: float = 30.0
     #: Kubernetes Lease used to elect the active watcher

@@ -16,12 +16,19 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from procutil import InTemporaryDirectory
 from stack import forked, ports
 from stack.processes import Child, ComponentExited, rotate_logs
 from stack.worker import DEFAULT_POOL, local_concurrency
 from workers.names import DEFAULT_QUEUES
+
+if TYPE_CHECKING:
+    from stack.service_accounts import ServiceAccountIdentities
+
+#: what the examples' providers create
+CONFIGMAPS = {"apiGroups": [""], "resources": ["configmaps"]}
 
 
 @dataclass
@@ -54,6 +61,11 @@ class StackOptions:
     #: the real cluster only: every client goes through its fault proxy, so that ``stack.cluster.set_faults``
     #: works there as on devcluster (devcluster injects faults itself)
     api_faults: bool = False
+    #: the real cluster only: the chart's RBAC is installed and every component runs as its own ServiceAccount,
+    #: with a mounted token as in a pod (:mod:`stack.service_accounts`); the admin kubeconfig is the user's
+    service_accounts: bool = False
+    #: with ``service_accounts``: the chart's ``managedResources``, the kinds the stack's providers may create
+    managed_resources: list[dict[str, Any]] = field(default_factory=lambda: [dict(CONFIGMAPS)])
 
 
 class LocalStack(InTemporaryDirectory):
@@ -65,6 +77,7 @@ class LocalStack(InTemporaryDirectory):
         self.log_dir = Path(self.options.log_dir or self._tmp.name)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.cluster = None
+        self.identities: ServiceAccountIdentities | None = None
         self.redis = None
         self.children: list[Child] = []
         self.kubeconfig: Path = Path(self.options.kubeconfig or Path(self._tmp.name) / "kubeconfig")
@@ -93,6 +106,7 @@ class LocalStack(InTemporaryDirectory):
             self._start_redis()
             self.env = self._component_env()
             self._ensure_namespace()
+            self._start_identities()
             self._start_components()
             forked.release()  # every component is forked: an idle fork server only holds memory
             self._wait_ready()
@@ -106,6 +120,9 @@ class LocalStack(InTemporaryDirectory):
         for child in reversed(self.children):
             child.stop()
         self.children.clear()
+        if self.identities is not None:
+            self.identities.stop()
+            self.identities = None
         if self.redis is not None:
             self.redis.stop()
             self.redis = None
@@ -156,6 +173,24 @@ class LocalStack(InTemporaryDirectory):
         self.api_url = self.cluster.url
         if self.options.api_latency_ms:
             self.cluster.set_faults(latency_ms=self.options.api_latency_ms)
+
+    def _start_identities(self) -> None:
+        if not self.options.service_accounts:
+            return
+        if self.options.cluster != "real" or self.options.use_current_context:
+            raise ValueError("service_accounts needs the real control plane (cluster='real'): devcluster has no "
+                             "authorization")
+        from stack.service_accounts import ServiceAccountIdentities
+
+        self.identities = ServiceAccountIdentities(
+            self.cluster, self.options.namespace, self._domain(), Path(self._tmp.name) / "serviceaccounts",
+            self.options.managed_resources).start()
+
+    def _identity_env(self, name: str) -> dict[str, str]:
+        """A component's own identity (``worker-1`` is a worker), or nothing when the stack runs as the admin."""
+        if self.identities is None:
+            return {}
+        return self.identities.env(name.split("-")[0])
 
     def _apply_crds(self) -> None:
         """Install or update the CRDs in an existing cluster (``--use-current-context``)."""
@@ -253,7 +288,8 @@ class LocalStack(InTemporaryDirectory):
     def add(self, name: str, *argv: str) -> Child:
         """Start one more component (e.g. a second beat): ``poolboy <argv>`` with the stack's environment (and its
         own ports, for the components :meth:`_plan_ports` planned)."""
-        child = Child(name, argv, {**self.env, **self.component_env.get(name, {})}, self.log_dir).start()
+        env = {**self.env, **self.component_env.get(name, {}), **self._identity_env(name)}
+        child = Child(name, argv, env, self.log_dir).start()
         self.children.append(child)
         return child
 
@@ -333,6 +369,19 @@ class LocalStack(InTemporaryDirectory):
             return False
 
     # --- conveniences --------------------------------------------------------------------------------------
+
+    def grant(self, entry: dict[str, Any]) -> None:
+        """Let the components manage more kinds (an entry of the chart's ``managedResources``), as an administrator
+        upgrades the chart; nothing to do when they run as the admin."""
+        if self.identities is not None:
+            self.identities.grant_managed(entry)
+
+    def denied(self) -> list[str]:
+        """The requests of the stack's components that the API server refused for want of a grant."""
+        if self.identities is None:
+            return []
+        prefix = f"system:serviceaccount:{self.options.namespace}:"
+        return [str(request) for request in self.cluster.denied() if request.user.startswith(prefix)]
 
     def child(self, name: str) -> Child:
         return next(c for c in self.children if c.name == name)

@@ -9,10 +9,32 @@ from __future__ import annotations
 
 import functools
 import os
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from stack.local import StackOptions
 
 #: ``real`` or ``devcluster``: the ``cluster`` of every end-to-end stack (``StackOptions.cluster``)
 E2E_CLUSTER = os.environ.get("POOLBOY_TEST_CLUSTER", "real")
 REQUIRED = os.environ.get("POOLBOY_REQUIRE_CONTROL_PLANE") == "1"
+
+#: the chart's ``managedResources`` of the end-to-end stacks: every kind their providers create (a test that makes a
+#: kind of its own grants it with ``LocalStack.grant``, as an administrator upgrades the chart)
+E2E_MANAGED = [
+    {"apiGroups": [""], "resources": ["configmaps", "secrets", "services"]},
+    {"apiGroups": ["apps"], "resources": ["deployments"]},
+    {"apiGroups": ["kinds.example.test"], "resources": ["widgets"]},
+]
+
+
+def e2e_options(**options: Any) -> StackOptions:
+    """``StackOptions`` of an end-to-end stack: on the real control plane every component runs as its chart
+    ServiceAccount with the chart's RBAC (``service_accounts``), so the API server judges every call it makes."""
+    from stack.local import StackOptions
+
+    cluster = options.pop("cluster", E2E_CLUSTER)
+    return StackOptions(cluster=cluster, service_accounts=cluster == "real", managed_resources=list(E2E_MANAGED),
+                        **options)
 
 
 @functools.cache

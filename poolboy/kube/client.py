@@ -47,7 +47,8 @@ class KubeClient:
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None, kubeconfig: str | None = None) -> KubeClient:
-        configuration = load_configuration(kubeconfig)
+        settings = settings or Settings.from_env()
+        configuration = load_configuration(kubeconfig, settings.service_account_dir)
         # Watches hold a connection each; a larger pool avoids urllib3 discarding connections under load.
         configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, 64)
         return cls(k8s_client.ApiClient(configuration), settings)

@@ -23,16 +23,21 @@ MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 
 
-def load_configuration(kubeconfig: str | None = None) -> k8s_client.Configuration:
+def load_configuration(kubeconfig: str | None, service_account_dir: str) -> k8s_client.Configuration:
     """In-cluster service account first, then a kubeconfig (explicit argument, ``KUBECONFIG``, ``~/.kube/config``).
 
-    An explicit ``kubeconfig`` argument wins over the in-cluster config: it is how tests and ``poolboy dev`` point
-    a process at a devcluster.
+    The in-cluster identity is the token file and CA in ``service_account_dir`` with the API server at
+    ``KUBERNETES_SERVICE_HOST``/``_PORT``; the client re-reads the token file every minute, so a token the kubelet
+    (or ``poolboy dev --service-accounts``) rotates is picked up. An explicit ``kubeconfig`` argument wins over the
+    in-cluster config: it is how tests and ``poolboy dev`` point a process at a devcluster.
     """
     configuration = k8s_client.Configuration()
     if not kubeconfig:
+        loader = k8s_config.incluster_config.InClusterConfigLoader(
+            token_filename=os.path.join(service_account_dir, "token"),
+            cert_filename=os.path.join(service_account_dir, "ca.crt"))
         try:
-            k8s_config.load_incluster_config(client_configuration=configuration)
+            loader.load_and_set(configuration)
             return configuration
         except k8s_config.ConfigException:
             pass

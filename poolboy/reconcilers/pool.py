@@ -18,7 +18,7 @@ from typing import Any
 
 from poolboy import keys, kube
 from poolboy.context import Context
-from poolboy.domain import binding, conditions, pool_handles
+from poolboy.domain import binding, conditions, pool_handles, refusals
 from poolboy.domain.provider import Provider
 from poolboy.reconcilers import pool_autoscaling, pool_members, pool_rollout, preamble
 from poolboy.result import PermanentError, Result
@@ -162,17 +162,18 @@ def _live(ctx: Context, pool: dict[str, Any]) -> Result:
     scalings = pool_scalings(ctx, name)
     scaling, remaining, next_at = _active_scaling(ctx, pool, scalings)
     try:
-        providers = pool_handles.pool_providers(ctx, pool)  # a missing or broken provider shows without a deficit
-        chosen = pool_rollout.strategy(pool)
-        revision = pool_handles.revision(pool, providers)
-        pool, handles, replaced_keys, surge = pool_rollout.replace_outdated(ctx, pool, handles, revision, chosen)
-        enqueue += replaced_keys
-        sized = pool_autoscaling.plan(ctx, pool, handles)
-        if not surge:  # never shrink during a rollout: its surge handles are not surplus
-            pool, handles, surplus_keys = pool_autoscaling.scale_down(ctx, pool, handles, sized)
-            enqueue += surplus_keys
-        created = _create_handles(ctx, pool, providers, handles, scaling, remaining,
-                                  surge + pool_autoscaling.extra(sized, pool))
+        with refusals.as_permanent():
+            providers = pool_handles.pool_providers(ctx, pool)  # a missing or broken provider shows without a deficit
+            chosen = pool_rollout.strategy(pool)
+            revision = pool_handles.revision(pool, providers)
+            pool, handles, replaced_keys, surge = pool_rollout.replace_outdated(ctx, pool, handles, revision, chosen)
+            enqueue += replaced_keys
+            sized = pool_autoscaling.plan(ctx, pool, handles)
+            if not surge:  # never shrink during a rollout: its surge handles are not surplus
+                pool, handles, surplus_keys = pool_autoscaling.scale_down(ctx, pool, handles, sized)
+                enqueue += surplus_keys
+            created = _create_handles(ctx, pool, providers, handles, scaling, remaining,
+                                      surge + pool_autoscaling.extra(sized, pool))
     except PermanentError as error:
         _fail(ctx, pool, error)
         raise

@@ -29,8 +29,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from stack.local import LocalStack, StackOptions
-from tests.clusters import E2E_CLUSTER
+from stack.local import LocalStack
+from tests.clusters import e2e_options
 from tests.e2e.burst import Burst, Watchdog, custom_api, wait_settled
 from tests.e2e.conftest import FAST_INTERVALS
 from tests.waiting import wait_for
@@ -55,7 +55,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 @pytest.fixture(scope="module")
 def chaos_stack() -> Iterator[LocalStack]:
-    options = StackOptions(cluster=E2E_CLUSTER, api_faults=True, workers=WORKERS, concurrency=1, env=dict(CHAOS_ENV))
+    options = e2e_options(api_faults=True, workers=WORKERS, concurrency=1, env=dict(CHAOS_ENV))
     with LocalStack(options) as stack:
         yield stack
 

@@ -15,8 +15,8 @@ import urllib3
 from kubernetes import client
 
 from controlplane.testing import ControlPlane
-from stack.local import LocalStack, StackOptions
-from tests.clusters import E2E_CLUSTER
+from stack.local import LocalStack
+from tests.clusters import E2E_CLUSTER, e2e_options
 from tests.e2e.burst import Burst, Watchdog, custom_api, wait_settled
 from tests.e2e.conftest import FAST_INTERVALS
 from tests.waiting import wait_for
@@ -32,7 +32,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300),
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[LocalStack]:
-    with LocalStack(StackOptions(cluster="real", workers=2, concurrency=2, env=dict(FAST_INTERVALS))) as running:
+    with LocalStack(e2e_options(cluster="real", workers=2, concurrency=2, env=dict(FAST_INTERVALS))) as running:
         yield running
 
 

@@ -15,9 +15,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from stack.local import LocalStack, StackOptions
+from stack.local import LocalStack
 from tests.chaos.test_chaos import CHAOS_ENV, seeded_burst
-from tests.clusters import E2E_CLUSTER
+from tests.clusters import e2e_options
 from tests.e2e.burst import Watchdog, wait_settled
 from tests.waiting import wait_for
 
@@ -31,7 +31,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[LocalStack]:
-    with LocalStack(StackOptions(cluster=E2E_CLUSTER, workers=WORKERS, concurrency=2, env=dict(CHAOS_ENV))) as running:
+    with LocalStack(e2e_options(workers=WORKERS, concurrency=2, env=dict(CHAOS_ENV))) as running:
         yield running
 
 

@@ -23,8 +23,8 @@ import pytest
 from kubernetes import client, config, dynamic
 from kubernetes.client.rest import ApiException
 
-from stack.local import LocalStack, StackOptions
-from tests.clusters import E2E_CLUSTER
+from stack.local import LocalStack
+from tests.clusters import e2e_options
 from tests.corpus.cases import OPERATOR_NAMESPACE, Case, load_all
 from tests.e2e.provider_support import condition, config_map_provider
 from tests.waiting import wait_for
@@ -159,7 +159,7 @@ def corpus() -> Iterator[CorpusRun]:
     # deeply nested cases: the kubernetes client serialises recursively, as kubectl (Go) would not mind
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
     log_dir = os.environ.get("POOLBOY_CORPUS_LOG_DIR")  # keep the components' logs for a post-mortem
-    options = StackOptions(cluster=E2E_CLUSTER, workers=1, concurrency=2, log_dir=Path(log_dir) if log_dir else None)
+    options = e2e_options(workers=1, concurrency=2, log_dir=Path(log_dir) if log_dir else None)
     with LocalStack(options) as stack:
         cluster = Cluster(stack)
         outcomes = {case.id: Outcome() for case in CASES}

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from stack.local import LocalStack, StackOptions
-from tests.clusters import E2E_CLUSTER
+from stack.local import LocalStack
+from tests.clusters import e2e_options
 
 #: short periodic intervals so deadline- and sweep-driven behaviour shows within a test's patience
 FAST_INTERVALS = {
@@ -24,5 +24,5 @@ FAST_INTERVALS = {
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[LocalStack]:
-    with LocalStack(StackOptions(cluster=E2E_CLUSTER, workers=1, concurrency=2, env=dict(FAST_INTERVALS))) as running:
+    with LocalStack(e2e_options(workers=1, concurrency=2, env=dict(FAST_INTERVALS))) as running:
         yield running

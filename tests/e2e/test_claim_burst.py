@@ -15,8 +15,8 @@ from collections.abc import Iterator
 import pytest
 from kubernetes import client, config
 
-from stack.local import LocalStack, StackOptions
-from tests.clusters import E2E_CLUSTER
+from stack.local import LocalStack
+from tests.clusters import e2e_options
 from tests.e2e.conftest import FAST_INTERVALS
 from tests.waiting import wait_for
 
@@ -29,7 +29,7 @@ CLAIMS = 200
 
 @pytest.fixture(scope="module")
 def burst_stack() -> Iterator[LocalStack]:
-    with LocalStack(StackOptions(cluster=E2E_CLUSTER, workers=2, concurrency=2, env=dict(FAST_INTERVALS))) as running:
+    with LocalStack(e2e_options(workers=2, concurrency=2, env=dict(FAST_INTERVALS))) as running:
         yield running
 
 

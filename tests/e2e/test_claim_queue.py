@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from stack.local import LocalStack, StackOptions
-from tests.clusters import E2E_CLUSTER
+from stack.local import LocalStack
+from tests.clusters import e2e_options
 from tests.e2e.conftest import FAST_INTERVALS
 from tests.e2e.provider_support import NS, V1, D, User, condition, config_map_provider, status
 from tests.waiting import wait_for
@@ -20,7 +20,7 @@ INTERVAL = 10  # POOLBOY_QUEUE_STATUS_INTERVAL here, so the test sees a refresh 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[LocalStack]:
     env = {**FAST_INTERVALS, "POOLBOY_QUEUE_STATUS_INTERVAL": str(INTERVAL)}
-    with LocalStack(StackOptions(cluster=E2E_CLUSTER, workers=1, concurrency=2, env=env)) as running:
+    with LocalStack(e2e_options(workers=1, concurrency=2, env=env)) as running:
         yield running
 
 

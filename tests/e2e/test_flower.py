@@ -20,8 +20,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from poolboy.kube import AlreadyExists, KubeClient
 from procutil import free_port
-from stack.local import LocalStack, StackOptions
-from tests.clusters import E2E_CLUSTER
+from stack.local import LocalStack
+from tests.clusters import e2e_options
 from tests.e2e.conftest import FAST_INTERVALS
 from tests.waiting import wait_for
 
@@ -32,7 +32,7 @@ CLAIMS = [f"flower-{i}" for i in range(4)]
 
 @pytest.fixture(scope="module")
 def flower_stack() -> Iterator[LocalStack]:
-    options = StackOptions(cluster=E2E_CLUSTER, workers=1, concurrency=2, flower_port=free_port(),
+    options = e2e_options(workers=1, concurrency=2, flower_port=free_port(),
                            env=dict(FAST_INTERVALS))
     with LocalStack(options) as running:
         yield running

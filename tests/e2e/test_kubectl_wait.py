@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from stack.local import LocalStack, StackOptions
-from tests.clusters import E2E_CLUSTER
+from stack.local import LocalStack
+from tests.clusters import e2e_options
 from tests.e2e.provider_support import NS, D, User, condition, config_map_provider, kubectl, parse, timestamp
 from tests.waiting import wait_for
 
@@ -42,7 +42,7 @@ PROVIDER = "p-wait"
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[LocalStack]:
-    options = StackOptions(cluster=E2E_CLUSTER, workers=1, concurrency=2, env=dict(PRODUCTION_INTERVALS))
+    options = e2e_options(workers=1, concurrency=2, env=dict(PRODUCTION_INTERVALS))
     with LocalStack(options) as running:
         yield running
 

@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from stack.local import LocalStack, StackOptions
-from tests.clusters import E2E_CLUSTER
+from stack.local import LocalStack
+from tests.clusters import e2e_options
 from tests.e2e.conftest import FAST_INTERVALS
 from tests.e2e.provider_support import User, condition, config_map_provider, parse, status, timestamp
 from tests.waiting import wait_for
@@ -23,7 +23,7 @@ SLACK = timedelta(seconds=3)
 @pytest.fixture(scope="module")
 def stack() -> Iterator[LocalStack]:
     env = {**FAST_INTERVALS, "POOLBOY_LIFESPAN_WARNINGS": "30s,15s"}
-    with LocalStack(StackOptions(cluster=E2E_CLUSTER, workers=1, concurrency=2, env=env)) as running:
+    with LocalStack(e2e_options(workers=1, concurrency=2, env=env)) as running:
         yield running
 
 

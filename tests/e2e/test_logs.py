@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from stack.local import LocalStack, StackOptions
-from tests.clusters import E2E_CLUSTER
+from stack.local import LocalStack
+from tests.clusters import e2e_options
 from tests.e2e.conftest import FAST_INTERVALS
 from tests.waiting import wait_for
 
@@ -35,7 +35,7 @@ spec:
 def json_stack() -> Iterator[LocalStack]:
     env = {**FAST_INTERVALS, "POOLBOY_LOG_FORMAT": "json", "POOLBOY_LOG_LEVEL": "DEBUG",
            "POOLBOY_PERMANENT_ERROR_RECHECK": "300"}
-    with LocalStack(StackOptions(cluster=E2E_CLUSTER, workers=1, concurrency=2, env=env)) as running:
+    with LocalStack(e2e_options(workers=1, concurrency=2, env=env)) as running:
         yield running
 
 

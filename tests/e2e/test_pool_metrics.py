@@ -13,8 +13,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
 from procutil import free_port
-from stack.local import LocalStack, StackOptions
-from tests.clusters import E2E_CLUSTER
+from stack.local import LocalStack
+from tests.clusters import e2e_options
 from tests.e2e.conftest import FAST_INTERVALS
 from tests.e2e.provider_support import NS, D, User, config_map_provider, status
 from tests.waiting import wait_for
@@ -35,7 +35,7 @@ def free_port_pair() -> int:
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[LocalStack]:
-    with LocalStack(StackOptions(cluster=E2E_CLUSTER, workers=1, concurrency=2, env=dict(FAST_INTERVALS),
+    with LocalStack(e2e_options(workers=1, concurrency=2, env=dict(FAST_INTERVALS),
                                  metrics_port=free_port_pair())) as running:
         yield running
 

@@ -360,6 +360,7 @@ def test_missing_api_is_reported_then_a_crd_created_at_runtime_is_used(stack: Lo
     event = user.wait_event(ns, "c", "ApiMissing")
     assert event["message"] == message
 
+    stack.grant({"apiGroups": [group], "resources": ["gadgets"]})  # the administrator lets Poolboy manage them
     user.extensions.create_custom_resource_definition({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": f"gadgets.{group}"},

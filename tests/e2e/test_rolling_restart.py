@@ -14,8 +14,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from stack.local import LocalStack, StackOptions
-from tests.clusters import E2E_CLUSTER
+from stack.local import LocalStack
+from tests.clusters import e2e_options
 from tests.e2e.burst import Burst, Watchdog, custom_api, wait_settled
 from tests.e2e.conftest import FAST_INTERVALS
 from tests.waiting import wait_for
@@ -28,7 +28,7 @@ WORKERS = 2
 @pytest.fixture(scope="module")
 def rolling_stack() -> Iterator[LocalStack]:
     env = {**FAST_INTERVALS, "POOLBOY_WORKER_SHUTDOWN_GRACE": "3"}
-    with LocalStack(StackOptions(cluster=E2E_CLUSTER, workers=WORKERS, concurrency=2, env=env)) as stack:
+    with LocalStack(e2e_options(workers=WORKERS, concurrency=2, env=env)) as stack:
         yield stack
 
 

@@ -15,9 +15,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from stack.local import LocalStack, StackOptions
+from stack.local import LocalStack
 from stack.testing import SentinelCluster
-from tests.clusters import E2E_CLUSTER
+from tests.clusters import e2e_options
 from tests.e2e.burst import Burst, Watchdog, custom_api, wait_settled
 from tests.e2e.conftest import FAST_INTERVALS
 from tests.waiting import wait_for
@@ -36,7 +36,7 @@ def ha() -> Iterator[SentinelCluster]:
 @pytest.fixture(scope="module")
 def sentinel_stack(ha: SentinelCluster) -> Iterator[LocalStack]:
     env = {**FAST_INTERVALS, "POOLBOY_REDIS_SENTINEL_MASTER": ha.master, "POOLBOY_BEAT_LOCK_TIMEOUT": "10"}
-    with LocalStack(StackOptions(cluster=E2E_CLUSTER, workers=2, concurrency=2, redis_url=ha.url, env=env)) as stack:
+    with LocalStack(e2e_options(workers=2, concurrency=2, redis_url=ha.url, env=env)) as stack:
         yield stack
 
 

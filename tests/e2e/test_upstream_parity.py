@@ -28,8 +28,10 @@ def provider_ref(name: str) -> dict[str, str]:
 
 
 def widget_api(user: User, ns: str) -> str:
-    """A namespaced ``Widget`` CRD in a group of the scenario's own (schema-less); returns its apiVersion."""
+    """A namespaced ``Widget`` CRD in a group of the scenario's own (schema-less), which Poolboy may manage; returns
+    its apiVersion."""
     group = f"{ns}.example.com"
+    user.stack.grant({"apiGroups": [group], "resources": ["widgets"]})
     client.ApiextensionsV1Api(user.custom.api_client).create_custom_resource_definition({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": f"widgets.{group}"},

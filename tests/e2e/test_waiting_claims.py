@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import pytest
 from kubernetes import client, watch
 
-from stack.local import LocalStack, StackOptions
-from tests.clusters import E2E_CLUSTER
+from stack.local import LocalStack
+from tests.clusters import e2e_options
 from tests.e2e.conftest import FAST_INTERVALS
 from tests.e2e.test_claim_burst import NS, D, create, custom_api
 from tests.waiting import wait_for
@@ -23,7 +23,7 @@ USER_NS = "waiting"
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[LocalStack]:
-    with LocalStack(StackOptions(cluster=E2E_CLUSTER, workers=2, concurrency=2, env=dict(FAST_INTERVALS))) as running:
+    with LocalStack(e2e_options(workers=2, concurrency=2, env=dict(FAST_INTERVALS))) as running:
         api = custom_api(running)
         client.CoreV1Api(api.api_client).create_namespace({"metadata": {"name": USER_NS}})
         yield running

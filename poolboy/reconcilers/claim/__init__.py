@@ -22,7 +22,7 @@ from typing import Any
 
 from poolboy import keys
 from poolboy.context import Context
-from poolboy.domain import binding, claim_lifespan, reads
+from poolboy.domain import binding, claim_lifespan, reads, refusals
 from poolboy.domain.object_meta import is_ignored
 from poolboy.domain.provider import ProviderNotFound
 from poolboy.reconcilers import preamble
@@ -49,7 +49,8 @@ def _live(ctx: Context, claim: dict[str, Any]) -> Result:
         return lifecycle.detached(ctx, run.claim)
 
     try:
-        return process(run)
+        with refusals.as_permanent():
+            return process(run)
     except PermanentError as error:
         run.fail(error)
         raise

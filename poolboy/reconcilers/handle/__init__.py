@@ -18,7 +18,7 @@ from typing import Any
 
 from poolboy import keys
 from poolboy.context import Context
-from poolboy.domain import binding, conditions, reads
+from poolboy.domain import binding, conditions, reads, refusals
 from poolboy.domain.object_meta import is_ignored
 from poolboy.domain.provider import clock_rerun
 from poolboy.reconcilers import preamble
@@ -65,10 +65,11 @@ def _live(ctx: Context, handle: dict[str, Any]) -> Result:
     old_status = handle.get("status") or {}
     run: HandleRun | None = None
     try:
-        handle = regenerate(ctx, handle, claim, providers)
-        run = HandleRun(ctx, handle, claim, providers)
-        run.manage_all()
-        run.compute_health()
+        with refusals.as_permanent():
+            handle = regenerate(ctx, handle, claim, providers)
+            run = HandleRun(ctx, handle, claim, providers)
+            run.manage_all()
+            run.compute_health()
     except PermanentError as error:
         run = run or HandleRun(ctx, handle, claim, providers)
         _record_error(ctx, run, error)
