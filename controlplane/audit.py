@@ -89,11 +89,19 @@ class AuditCounters:
         return counts.to_json()
 
 
+    def requests(self) -> list[Request]:
+        """Every request answered since the API server started, whoever made it, in order: a watch from its start
+        (its ``ResponseComplete`` comes only when it ends)."""
+        answered: dict[str, dict[str, Any]] = {}
+        for event in self.events(since_reset=False):
+            if event.get("stage") in ("ResponseStarted", "ResponseComplete"):
+                answered.setdefault(str(event.get("auditID")), event)
+        return [Request.of(event) for event in answered.values()]
+
     def denied(self) -> list[Request]:
-        """Every request refused with 403 since the API server started, whoever made it: by the authorizer (RBAC)
-        or by an admission plugin that checks permissions (OwnerReferencesPermissionEnforcement)."""
-        return [Request.of(event) for event in self.events(since_reset=False)
-                if event.get("stage") == "ResponseComplete" and (event.get("responseStatus") or {}).get("code") == 403]
+        """Every request refused with 403 since the API server started: by the authorizer (RBAC) or by an admission
+        plugin that checks permissions (OwnerReferencesPermissionEnforcement)."""
+        return [request for request in self.requests() if request.code == 403]
 
 
 @dataclass(frozen=True)
@@ -102,9 +110,11 @@ class Request:
 
     user: str
     verb: str
+    #: ``<resource>[/<subresource>][.<group>]``, or the path of a request about no resource (discovery)
     resource: str
     namespace: str
     name: str
+    code: int = 0
 
     @classmethod
     def of(cls, event: dict[str, Any]) -> Request:
@@ -115,7 +125,8 @@ class Request:
         if ref.get("apiGroup"):
             resource += "." + ref["apiGroup"]
         return cls(str((event.get("user") or {}).get("username")), str(event.get("verb")), resource,
-                   ref.get("namespace") or "", ref.get("name") or "")
+                   ref.get("namespace") or "", ref.get("name") or "",
+                   int((event.get("responseStatus") or {}).get("code") or 0))
 
     def __str__(self) -> str:
         where = f" in {self.namespace}" if self.namespace else ""

@@ -355,6 +355,10 @@ class ControlPlane(InTemporaryDirectory):
             raise RuntimeError("this control plane keeps no audit log (audit_log=False)")
         return self._audit.counters()
 
+    def requests(self) -> list[audit.Request]:
+        """Every request the API server answered, with who made it and its status code, from its audit log."""
+        return self._audit.requests()
+
     def denied(self) -> list[audit.Request]:
         """Every request the API server refused for want of a grant (403: RBAC, or an admission plugin that checks
         permissions), from its audit log."""

@@ -57,6 +57,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the API server to start: devcluster (in memory, starts in under a second) or real "
                              "(etcd, kube-apiserver and kube-controller-manager, built once from their Go modules; "
                              "ready in 5-10 s); default $POOLBOY_DEV_CLUSTER or devcluster")
+    parser.add_argument("--service-accounts", action="store_true",
+                        default=os.environ.get("POOLBOY_DEV_SERVICE_ACCOUNTS") == "1",
+                        help="with --cluster real: install the chart's RBAC and run each component as its own "
+                             "ServiceAccount with a mounted token, as in a pod (default: "
+                             "$POOLBOY_DEV_SERVICE_ACCOUNTS=1); the kubeconfig written for you stays the admin's")
+    parser.add_argument("--grant", action="append", default=[], metavar="RESOURCE[.GROUP]",
+                        help="with --service-accounts: a kind Poolboy may manage besides ConfigMaps (the examples'), "
+                             "e.g. secrets or deployments.apps; repeatable (the chart's managedResources)")
     parser.add_argument("--api-port", type=int, default=0,
                         help="the API server's port on 127.0.0.1 (default 0: a free one)")
     parser.add_argument("--log-dir", default=".poolboy-dev/logs", help="component logs (default .poolboy-dev/logs)")
@@ -65,19 +73,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="apply examples/ (provider, pool, claim) and show the claim become Ready")
 
 
+def managed_entry(grant: str) -> dict[str, list[str]]:
+    """``deployments.apps`` -> the chart's ``{"apiGroups": ["apps"], "resources": ["deployments"]}``."""
+    resource, _, group = grant.partition(".")
+    return {"apiGroups": [group], "resources": [resource]}
+
+
 def run(args: argparse.Namespace) -> int:
     from controlplane import ControlPlaneUnavailable
-    from stack.local import LocalStack, StackOptions
+    from stack.local import CONFIGMAPS, LocalStack, StackOptions
     from stack.ports import PortTaken
     from stack.processes import ComponentExited
     from stack.supervisor import Supervisor
 
+    if args.service_accounts and (args.cluster != "real" or args.use_current_context):
+        print("poolboy dev: --service-accounts needs --cluster real (devcluster has no authorization)",
+              file=sys.stderr, flush=True)
+        return 2
     options = StackOptions(
         workers=args.workers, concurrency=args.concurrency, pool=args.pool, namespace=args.namespace,
         kubeconfig=None if args.use_current_context else Path(args.kubeconfig).resolve(),
         redis_url=args.redis_url, use_current_context=args.use_current_context,
         flower_port=args.flower_port or None, metrics_port=args.metrics_port, api_port=args.api_port,
-        cluster=args.cluster,
+        cluster=args.cluster, service_accounts=args.service_accounts,
+        managed_resources=[dict(CONFIGMAPS), *(managed_entry(grant) for grant in args.grant)],
         log_dir=Path(args.log_dir).resolve(),
     )
     stop = threading.Event()
@@ -107,6 +126,9 @@ def _announce(stack: LocalStack, args: argparse.Namespace) -> None:
     print(f"poolboy dev ready: API {stack.api_url or 'current context'}, Redis {stack.redis_url}, "
           f"{args.workers} worker(s), logs in {stack.log_dir}", flush=True)
     print(f"  export KUBECONFIG={stack.kubeconfig}", flush=True)
+    if stack.identities is not None:
+        print(f"  components run as ServiceAccounts {', '.join(stack.identities.accounts())} of namespace "
+              f"{args.namespace} (the chart's RBAC); that kubeconfig is the admin's", flush=True)
     if args.flower_port:
         print(f"  Flower: http://127.0.0.1:{args.flower_port}/ (its /api/* open on loopback unless "
               f"FLOWER_BASIC_AUTH=user:password is set)", flush=True)

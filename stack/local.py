@@ -293,8 +293,9 @@ class LocalStack(InTemporaryDirectory):
         self.children.append(child)
         return child
 
-    def restart(self, name: str, sig: int | None = None) -> Child:
-        """Stop a component (SIGTERM and its grace, or ``sig`` such as SIGKILL at once) and start it again."""
+    def restart(self, name: str, sig: int | None = None, env: dict[str, str] | None = None) -> Child:
+        """Stop a component (SIGTERM and its grace, or ``sig`` such as SIGKILL at once) and start it again, with
+        ``env`` added to its environment from then on."""
         old = self.child(name)
         if sig is None:
             old.stop(timeout=30.0)
@@ -302,7 +303,7 @@ class LocalStack(InTemporaryDirectory):
             old.signal(sig)
             if old.process is not None:
                 old.process.wait(10)
-        new = Child(name, old.argv, old.env, self.log_dir).start()
+        new = Child(name, old.argv, {**old.env, **(env or {})}, self.log_dir).start()
         forked.release()
         self.children[self.children.index(old)] = new
         return new

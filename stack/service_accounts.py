@@ -131,6 +131,10 @@ class ServiceAccountIdentities:
     def account(component: str) -> str:
         return f"{RELEASE}-{component}"
 
+    def accounts(self) -> list[str]:
+        """The ServiceAccounts the components with a token run as."""
+        return [self.account(component) for component in WITH_TOKEN]
+
     # --- the mounted tokens ----------------------------------------------------------------------------------
 
     def mount(self, component: str) -> Path:

@@ -32,9 +32,9 @@ def e2e_options(**options: Any) -> StackOptions:
     ServiceAccount with the chart's RBAC (``service_accounts``), so the API server judges every call it makes."""
     from stack.local import StackOptions
 
+    options.setdefault("managed_resources", list(E2E_MANAGED))
     cluster = options.pop("cluster", E2E_CLUSTER)
-    return StackOptions(cluster=cluster, service_accounts=cluster == "real", managed_resources=list(E2E_MANAGED),
-                        **options)
+    return StackOptions(cluster=cluster, service_accounts=cluster == "real", **options)
 
 
 @functools.cache

@@ -6,7 +6,8 @@ the run). DONE also settles the run's own writes (:mod:`workers.own_writes`): th
 again, while any other change that arrived during the run does. Outcomes:
 
 * ``Result`` -> done; ``requeue_at`` goes to the due-index, ``enqueue`` keys go through the gate.
-* ``PermanentError`` -> re-check at now + ``recheck_after`` via the due-index (never a hot loop).
+* ``PermanentError`` -> re-check at now + ``recheck_after`` via the due-index (never a hot loop); so is a 403
+  (:mod:`poolboy.domain.refusals`): a missing grant is the installer's to fix, not a passing fault.
 * :class:`workers.shutdown.HandBack` (the worker is stopping and its grace period is over) -> the key is marked
   pending before DONE, so DONE re-publishes it for another worker and releases the lease at once.
 * ``TransientError``, a transient ``ApiError``, or any other exception (logged with traceback) -> per-key backoff
@@ -30,8 +31,9 @@ from celery import Task, shared_task
 
 from cache.reader import CachedKubeClient
 from poolboy.context import Context
+from poolboy.domain import refusals
 from poolboy.keys import KINDS, parse
-from poolboy.kube import event_recorder
+from poolboy.kube import Forbidden, event_recorder
 from poolboy.kube.interfaces import Client
 from poolboy.observability import labelled
 from poolboy.result import PermanentError, Result, TransientError
@@ -123,6 +125,8 @@ def reconcile_once(rt: Runtime, kind: str, key: str, kube: CachedKubeClient | No
         return _on_permanent(rt, kind, key, error)
     except TransientError as error:
         return _on_transient(rt, kind, key, error)
+    except Forbidden as error:  # a refusal the kind did not report on its object: still the installer's to fix
+        return _on_permanent(rt, kind, key, refusals.permanent(error))
     except Exception as error:
         if not _transient_api_error(error):
             log.exception("%s: reconcile failed; retrying with backoff", key)

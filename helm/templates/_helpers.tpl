@@ -47,6 +47,11 @@ app.kubernetes.io/component: {{ .component }}
 {{- printf "%s-%s" (include "poolboy.fullname" .root) .component | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
+{{/* The Lease that elects the active watcher. */}}
+{{- define "poolboy.watcherLeaseName" -}}
+{{- .Values.watcher.leaseName | default (printf "%s-watcher" (include "poolboy.fullname" .)) -}}
+{{- end -}}
+
 {{- define "poolboy.image" -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
@@ -137,7 +142,7 @@ Call with (dict "root" $ "name" secretName "key" key "length" 32). */}}
 - name: POOLBOY_PERMANENT_ERROR_RECHECK
   value: {{ .Values.intervals.permanentErrorRecheck | quote }}
 - name: POOLBOY_WATCHER_LEASE_NAME
-  value: {{ .Values.watcher.leaseName | default (printf "%s-watcher" (include "poolboy.fullname" .)) | quote }}
+  value: {{ include "poolboy.watcherLeaseName" . | quote }}
 - name: POOLBOY_WATCHER_LEASE_SECONDS
   value: {{ .Values.watcher.leaseSeconds | quote }}
 - name: POOLBOY_HEALTH_PORT

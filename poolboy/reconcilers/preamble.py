@@ -23,7 +23,6 @@ from typing import Any
 
 from poolboy import kube
 from poolboy.context import Context
-from poolboy.domain import refusals
 from poolboy.domain.object_meta import is_ignored, our_finalizers, remove_finalizers
 from poolboy.result import Result
 
@@ -68,8 +67,7 @@ class ObjectReconciler:
     finalizer: Finalizer = Finalizer.WRITE
 
     def __call__(self, ctx: Context, namespace: str, name: str) -> Result:
-        with refusals.as_permanent():  # a refusal the kind's step did not report is still not a retry loop
-            return kube.conflict_policy()(self._once, ctx, namespace, name)
+        return kube.conflict_policy()(self._once, ctx, namespace, name)
 
     def _once(self, ctx: Context, namespace: str, name: str) -> Result:
         obj = ctx.kube.get_or_none(ctx.settings.api_version, self.kind, name, namespace)
