@@ -11,6 +11,8 @@ from typing import Any
 
 from kubernetes import client
 
+from tests.waiting import wait_for
+
 GROUP, VERSION = "user.openshift.io", "v1"
 REQUESTER = "openshift.io/requester"
 
@@ -56,11 +58,15 @@ def install_api(cluster: Any) -> None:
 
 
 def stamp_requesters(api: client.ApiClient) -> None:
-    """From now on every Namespace created names its creator in ``openshift.io/requester``."""
+    """From now on every Namespace created names its creator in ``openshift.io/requester`` (once the API server
+    applies the policy: a dry-run create shows it)."""
     custom = client.CustomObjectsApi(api)
     for body, plural in ((REQUESTER_POLICY, "mutatingadmissionpolicies"),
                          (REQUESTER_BINDING, "mutatingadmissionpolicybindings")):
         custom.create_cluster_custom_object("admissionregistration.k8s.io", "v1", plural, body)
+    core = client.CoreV1Api(api)
+    wait_for(lambda: (core.create_namespace({"metadata": {"generateName": "probe-"}}, dry_run="All").metadata
+                      .annotations or {}).get(REQUESTER), timeout=15, interval=0.2, message="the requester policy")
 
 
 def create_user(api: client.ApiClient, name: str, email: str, full_name: str = "") -> None:
