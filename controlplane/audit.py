@@ -115,6 +115,9 @@ class Request:
     namespace: str
     name: str
     code: int = 0
+    #: which credential authenticated it (``JTI=<id>`` for a service-account token, the API server's
+    #: ``authentication.kubernetes.io/credential-id``)
+    credential: str = ""
 
     @classmethod
     def of(cls, event: dict[str, Any]) -> Request:
@@ -124,9 +127,10 @@ class Request:
             resource += "/" + ref["subresource"]
         if ref.get("apiGroup"):
             resource += "." + ref["apiGroup"]
-        return cls(str((event.get("user") or {}).get("username")), str(event.get("verb")), resource,
-                   ref.get("namespace") or "", ref.get("name") or "",
-                   int((event.get("responseStatus") or {}).get("code") or 0))
+        user = event.get("user") or {}
+        credential = ((user.get("extra") or {}).get("authentication.kubernetes.io/credential-id") or [""])[0]
+        return cls(str(user.get("username")), str(event.get("verb")), resource, ref.get("namespace") or "",
+                   ref.get("name") or "", int((event.get("responseStatus") or {}).get("code") or 0), credential)
 
     def __str__(self) -> str:
         where = f" in {self.namespace}" if self.namespace else ""

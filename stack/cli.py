@@ -35,12 +35,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from stack import api_audit, log_options
+    from stack import log_options
 
     if hasattr(args, "log_format"):  # this process, its children and Celery's hooks log the same way
         log_options.apply(args)
 
-    api_audit.install_from_env(args.command)
     module = importlib.import_module(args._module)
     return int(module.run(args) or 0)
 

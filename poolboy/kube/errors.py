@@ -27,6 +27,13 @@ class BadRequest(ApiError):
     pass
 
 
+class Unauthorized(ApiError):
+    """401: the credentials were refused. A rotated service-account token is read again from its file (at most a
+    minute later), so a retry can succeed: transient."""
+
+    transient = True
+
+
 class Forbidden(ApiError):
     pass
 
@@ -72,7 +79,7 @@ class ApiMissing(ApiError):
 
 
 _BY_STATUS: dict[int, type[ApiError]] = {
-    400: BadRequest, 403: Forbidden, 404: NotFound, 410: Gone, 422: Invalid, 429: Throttled,
+    400: BadRequest, 401: Unauthorized, 403: Forbidden, 404: NotFound, 410: Gone, 422: Invalid, 429: Throttled,
 }
 
 

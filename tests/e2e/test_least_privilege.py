@@ -11,8 +11,11 @@ goes to the API server and each read grant is put to the test.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import itertools
+import json
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -236,6 +239,55 @@ def test_every_verb_of_every_rule_is_requested(stack: LocalStack) -> None:
             if not requested(requests, rule.component, verb, group, resource, rule.rule.get("resourceNames") or []):
                 unused.append(f"{rule.component}: {verb} {resource}.{group or 'core'}")
     assert unused == [], unused
+
+
+def token_id(token: str) -> str:
+    """The ``jti`` of a service-account token, as the API server's audit log names the credential."""
+    payload = token.split(".")[1]
+    return "JTI=" + json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))["jti"]
+
+
+def test_a_rotated_token_is_read_again_and_the_old_one_can_be_revoked(stack: LocalStack) -> None:
+    """As the kubelet rotates a pod's token: the new one is written over the file, the worker's client reads it
+    again (at most a minute later) and authenticates with it, and the old one revoked then changes nothing."""
+    ids = identities(stack)
+    old = ids.tokens["worker"].binding
+    new = token_id(ids.project("worker"))
+    worker = f"system:serviceaccount:{NS}:poolboy-worker"
+    # the worker's periodic runs read from the API every few seconds (its cache is off)
+    wait_for(lambda: any(r.user == worker and r.credential == new for r in stack.cluster.requests()),  # type: ignore[union-attr]
+             timeout=90, interval=2, message="the worker to authenticate with the rotated token")
+    ids.revoke(old)
+    scenario = Scenario(stack).start()
+    wait_for(scenario.converged, timeout=60, interval=0.3, message="the scenario to converge on the new token")
+    assert stack.denied() == []
+
+
+def test_a_kind_the_chart_does_not_grant_is_a_clear_error_on_the_claim(stack: LocalStack) -> None:
+    """A provider that creates Secrets, which ``managedResources`` does not list: the claim says so (condition and
+    Event, in the API server's words), and the refusal is not retried in a loop."""
+    user = User(stack)
+    ns = user.namespace("lp-secret")
+    user.provider(f"{ns}-secret", {"override": {"apiVersion": "v1", "kind": "Secret",
+                                                "metadata": {"name": "s-{{ guid }}", "namespace": ns}},
+                                   "template": {"enable": True}})
+    user.claim(ns, "c", {"provider": {"name": f"{ns}-secret", "parameterValues": {}}})
+    claim = user.wait_claim(ns, "c", lambda c: condition(c, "Synced").get("reason") == "Forbidden", timeout=30)
+    message = condition(claim, "Synced")["message"]
+    assert 'resource "secrets"' in message and "managedResources" in message, message
+    wait_for(lambda: any(e.reason == "Forbidden" for e in user.events(ns, "c")), timeout=15, interval=0.3,
+             message="a Forbidden Event on the claim")
+
+    def refusals() -> int:
+        return len([r for r in stack.denied() if " secrets " in r and ns in r])
+
+    first = refusals()
+    wait_for(lambda: refusals() > first, timeout=30, interval=0.5, message="the re-check of the refused claim")
+    # a measured window of five re-check intervals: a few refused reads each (the handle's run and the claim's),
+    # where a retry loop would make hundreds
+    before, window = refusals(), 5 * float(RECHECK)
+    time.sleep(window)
+    assert refusals() - before <= 5 * 4, refusals() - before
 
 
 def test_beat_runs_without_credentials(stack: LocalStack) -> None:
