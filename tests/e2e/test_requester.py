@@ -73,7 +73,8 @@ def wait_for_the_user_api(stack: LocalStack, user: str) -> None:
 
 def requester_annotations(config_map: client.V1ConfigMap) -> dict[str, Any]:
     prefix = f"{D}/resource-requester-"
-    return {k.removeprefix(prefix): v for k, v in (config_map.metadata.annotations or {}).items() if k.startswith(prefix)}
+    annotations = config_map.metadata.annotations or {}
+    return {k.removeprefix(prefix): v for k, v in annotations.items() if k.startswith(prefix)}
 
 
 def test_without_the_user_api_a_named_requester_is_the_placeholder_user(stack: LocalStack) -> None:
