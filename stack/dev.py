@@ -2,7 +2,8 @@
 
 Starts devcluster (or, with ``--cluster real``, etcd, kube-apiserver and kube-controller-manager built from their Go
 modules; or uses the current kubeconfig context), its own ``redis-server`` (or ``--redis-url``), the
-watcher, ``--workers`` worker processes, beat and Flower; installs the CRDs; creates the operator namespace;
+watcher, ``--workers`` worker processes, beat and Flower (with ``--service-accounts``, each as its chart
+ServiceAccount: :mod:`stack.service_accounts`); installs the CRDs; creates the operator namespace;
 writes ``--kubeconfig``; prints one line containing ``ready`` when every component is up; stops every child
 cleanly on SIGINT/SIGTERM; restarts a component that exits, with backoff (:mod:`stack.supervisor`).
 ``--demo`` applies ``examples/`` and shows the claim become Ready.

@@ -128,14 +128,6 @@ class Scenario:
                 and status(scaling).get("state") == "done"
                 and self.user.get_claim(self.ns, "expired") is None)
 
-    def forbidden_conditions(self) -> list[str]:
-        """The scenario's objects that show a ``Forbidden`` condition."""
-        objects = [("claim", self.user.get_claim(self.ns, "c")), ("pool", self.user.get_pool(self.pool)),
-                   ("scaling", self.user._get(NS, "resourcepoolscalings", self.pool)),
-                   *(("handle", handle) for handle in self.user.pool_handles(self.pool, unbound_only=False))]
-        return [kind for kind, obj in objects
-                if any(c.get("reason") == "Forbidden" for c in status(obj).get("conditions") or [])]
-
 
 # --- fixtures -------------------------------------------------------------------------------------------------
 
@@ -263,33 +255,6 @@ def test_a_rotated_token_is_read_again_and_the_old_one_can_be_revoked(stack: Loc
     assert stack.denied() == []
 
 
-def test_a_kind_the_chart_does_not_grant_is_a_clear_error_on_the_claim(stack: LocalStack) -> None:
-    """A provider that creates Secrets, which ``managedResources`` does not list: the claim says so (condition and
-    Event, in the API server's words), and the refusal is not retried in a loop."""
-    user = User(stack)
-    ns = user.namespace("lp-secret")
-    user.provider(f"{ns}-secret", {"override": {"apiVersion": "v1", "kind": "Secret",
-                                                "metadata": {"name": "s-{{ guid }}", "namespace": ns}},
-                                   "template": {"enable": True}})
-    user.claim(ns, "c", {"provider": {"name": f"{ns}-secret", "parameterValues": {}}})
-    claim = user.wait_claim(ns, "c", lambda c: condition(c, "Synced").get("reason") == "Forbidden", timeout=30)
-    message = condition(claim, "Synced")["message"]
-    assert 'resource "secrets"' in message and "managedResources" in message, message
-    wait_for(lambda: any(e.reason == "Forbidden" for e in user.events(ns, "c")), timeout=15, interval=0.3,
-             message="a Forbidden Event on the claim")
-
-    def refusals() -> int:
-        return len([r for r in stack.denied() if " secrets " in r and ns in r])
-
-    first = refusals()
-    wait_for(lambda: refusals() > first, timeout=30, interval=0.5, message="the re-check of the refused claim")
-    # a measured window of five re-check intervals: a few refused reads each (the handle's run and the claim's),
-    # where a retry loop would make hundreds
-    before, window = refusals(), 5 * float(RECHECK)
-    time.sleep(window)
-    assert refusals() - before <= 5 * 4, refusals() - before
-
-
 def test_beat_runs_without_credentials(stack: LocalStack) -> None:
     """beat makes no API call: its ServiceAccount mounts no token and no role binds it, and it runs without one."""
     beat = stack.child("beat").env
@@ -328,8 +293,6 @@ def test_each_rule_is_needed(stack: LocalStack, rule: Rule) -> None:
         wait_for(log.refusals, timeout=60, interval=0.3, message=f"{rule.component} to report the refusal")
         refused = stack.denied()[denied_before:]
         assert refused and all(f":poolboy-{rule.component}:" in r for r in refused), refused
-        shown = scenario.forbidden_conditions() if scenario is not None else []
-        print(f"{rule}: {len(refused)} refused ({refused[0]}); log: {log.refusals()[0][:300]}; conditions {shown}")
         lines = log.lines()
         assert not [line for line in lines if line.startswith("Traceback")], "\n".join(lines[-80:])
     if rule.component == "watcher":
@@ -337,3 +300,33 @@ def test_each_rule_is_needed(stack: LocalStack, rule: Rule) -> None:
     else:
         assert scenario is not None
         wait_for(scenario.converged, timeout=60, interval=0.3, message="the scenario to converge once granted")
+
+
+def test_a_kind_the_chart_does_not_grant_is_a_clear_error_on_the_claim(stack: LocalStack) -> None:
+    """A provider that creates Secrets, which ``managedResources`` does not list: the claim says so (condition and
+    Event, in the API server's words), and the refusal is not retried in a loop. Last in the module: the other tests
+    count refusals, and this one makes some on purpose."""
+    user = User(stack)
+    ns = user.namespace("lp-secret")
+    user.provider(f"{ns}-secret", {"override": {"apiVersion": "v1", "kind": "Secret",
+                                                "metadata": {"name": "s-{{ guid }}", "namespace": ns}},
+                                   "template": {"enable": True}})
+    user.claim(ns, "c", {"provider": {"name": f"{ns}-secret", "parameterValues": {}}})
+    claim = user.wait_claim(ns, "c", lambda c: condition(c, "Synced").get("reason") == "Forbidden", timeout=30)
+    message = condition(claim, "Synced")["message"]
+    assert 'resource "secrets"' in message and "managedResources" in message, message
+    wait_for(lambda: any(e.reason == "Forbidden" for e in user.events(ns, "c")), timeout=15, interval=0.3,
+             message="a Forbidden Event on the claim")
+
+    def refusals() -> int:
+        return len([r for r in stack.denied() if " secrets " in r and ns in r])
+
+    first = refusals()
+    wait_for(lambda: refusals() > first, timeout=30, interval=0.5, message="the re-check of the refused claim")
+    # a measured window of five re-check intervals: a few refused reads each (the handle's run and the claim's),
+    # where a retry loop would make hundreds
+    before, window = refusals(), 5 * float(RECHECK)
+    time.sleep(window)
+    assert refusals() - before <= 5 * 4, refusals() - before
+    user.delete_claim(ns, "c")  # the refusals end with the claim
+    user.wait_gone(ns, "c", timeout=30)

@@ -1,5 +1,6 @@
 """The README's walk-through, as a newcomer types it, on both clusters ``poolboy dev`` starts: ``./run dev --demo``
-(devcluster) and ``./run dev --cluster real --demo``. The demo's claim becomes Ready, nothing warns, every kind's
+(devcluster) and ``./run dev --cluster real --demo``, there also with the components as the chart's ServiceAccounts
+(``--service-accounts``). The demo's claim becomes Ready, nothing warns, every kind's
 SYNCED column says so, and each command of the walk-through does what its comment says. On the real control plane,
 ``poolboy dev`` restarts a process of it that dies, as it does its own components."""
 
@@ -24,12 +25,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.kubectl,
 
 
 def clusters() -> list[str]:
-    return ["devcluster", "real"] if E2E_CLUSTER == "real" else ["devcluster"]
+    return ["devcluster", "real", "real --service-accounts"] if E2E_CLUSTER == "real" else ["devcluster"]
 
 
 @pytest.mark.parametrize("cluster", clusters())
 def test_the_readme_walk_through_on_poolboy_dev(tmp_path: Path, cluster: str) -> None:
-    dev = Dev(tmp_path, "--cluster", cluster, "--demo", "--flower-port", "0")
+    dev = Dev(tmp_path, "--cluster", *cluster.split(), "--demo", "--flower-port", "0")
     kubeconfig = tmp_path / "kubeconfig"
 
     def kubectl(*args: str) -> subprocess.CompletedProcess[str]:
@@ -44,6 +45,8 @@ def test_the_readme_walk_through_on_poolboy_dev(tmp_path: Path, cluster: str) ->
         dev.wait_line("Press Ctrl-C to stop.", timeout=60)
         narrated = "\n".join(dev.output())
         assert "Warning" not in narrated and "warning" not in narrated, narrated
+        if "--service-accounts" in cluster:
+            assert "components run as ServiceAccounts poolboy-watcher, poolboy-worker" in narrated, narrated
 
         applied = kubectl("apply", "-f", "examples/")  # again, as the walk-through does: unchanged, no warning
         assert "Warning" not in applied.stderr, applied.stderr
