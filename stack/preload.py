@@ -1,7 +1,7 @@
 """What the stack's fork server imports once, before it forks each component (:mod:`stack.forked`).
 
-Every component of ``poolboy dev`` used to import the same libraries on its own: about 0.6–0.8 s of CPU each (the
-``kubernetes`` configuration loaders alone 0.35 s), so eight workers, the watcher and beat spent 8 s of CPU on two
+Each component imports the same libraries: about 0.6–0.8 s of CPU each (the ``kubernetes`` configuration loaders
+alone 0.35 s), so eight workers, the watcher and beat importing them on their own would spend 8 s of CPU on two
 cores before the first reconcile. Imported once here, the forked components share these pages copy-on-write:
 start-up costs each of them only its own set-up, and their proportional memory (PSS) shrinks by the shared part.
 

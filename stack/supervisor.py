@@ -1,4 +1,4 @@
-"""``poolboy dev`` restarts a component that exited, with backoff, and says which one and why (issue 18 item 2).
+"""``poolboy dev`` restarts a component that exited, with backoff, and says which one and why.
 
 In a cluster, kubelet restarts a container that exits; on one machine nothing would, and a worker gone for good
 silently halves the capacity of a two-worker stack. The supervisor is polled from ``poolboy dev``'s main loop

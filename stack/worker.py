@@ -39,13 +39,10 @@ def local_concurrency(workers: int, cores: int | None = None, pool: str = DEFAUL
     core in all, at most :data:`DEFAULT_CONCURRENCY` each.
 
     A reconcile mostly waits (on the API server, on Redis, on its worker's event loop acking a message and fetching
-    the next), and a thread slot costs next to nothing, so threads overlap those waits. Measured on 2 cores
-    (benchmarks/README.md round 14), W6 (1 ms of Redis, 10 ms of API latency), 3 interleaved runs each: 8 workers
-    bound p50 1.02-1.11 s with two threads each, 0.82-0.87 s with three, 0.78-0.86 s with four, with less operator
-    CPU per claim at four (27.6-28.2 ms against 29.4-29.8 ms); 4 workers 1.61 s with two, 0.95 s with four. (Until
-    round 13 fewer threads per worker won when many workers shared the cores, and the count fell from four to two as
-    workers were added: 8 x 4 bound at p50 6.5 s in round 6.) Prefork children are processes: more of them than
-    cores only queue for the same cores."""
+    the next), and a thread slot costs next to nothing, so threads overlap those waits: on 2 cores, with 1 ms of
+    Redis and 10 ms of API latency, 8 workers bind faster and with less CPU per claim at four threads each than at
+    two (benchmarks/README.md has the figures). Prefork children are processes: more of them than cores only queue
+    for the same cores."""
     cores = cores or os.cpu_count() or 1
     if pool == "prefork":
         return max(1, min(DEFAULT_CONCURRENCY, (2 * cores) // max(1, workers)))

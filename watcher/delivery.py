@@ -14,12 +14,12 @@ quiet watcher still delivers each event alone and at once; a busy one delivers i
 queue per watched source (the watcher's routes), so that a busy stream (handles while a pool refills) does not hold
 up another (claims).
 
-What stays as it was:
+What batching keeps:
 
 - **Order.** A FIFO per source, delivered in order (each script on the pipeline is still atomic on its
   own, and runs in queue order).
 - **Nothing lost.** The deliverer retries a failed batch whole (every step is idempotent), and a full queue blocks
-  the informers: the back-pressure a blocked delivery used to be, which the health probe reports as before.
+  the informers: back-pressure, which the health probe reports.
 - **Relists.** A relist prunes the cache only after what was queued before it is delivered (:meth:`drain`), so an
   older event cannot put back an object the list no longer has.
 """

@@ -1,4 +1,4 @@
-"""Per-pool demand metrics derived from handle events (issue 20, "metrics and a picture").
+"""Per-pool demand metrics derived from handle events.
 
 Like :mod:`watcher.observed`, these come from what the active watcher sees, not from the reconcilers: every handle
 change passes through it exactly once.

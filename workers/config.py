@@ -13,7 +13,7 @@ relies on.
   On Redis an event is one ``PUBLISH``: nothing queues up when no monitor listens. A busy worker sends its events in
   batches of up to a quarter of a second (:mod:`workers.task_events`).
 * the broker connection is retried forever, on kombu's Redis transport with the guard of
-  :mod:`workers.redis_transport` (issue 18: a Redis restart must never end a worker).
+  :mod:`workers.redis_transport` (a Redis restart must never end a worker).
 * beat runs celery-redbeat: its lock in Redis lets a standby replica take over (:mod:`workers.beat_scheduler`).
 """
 

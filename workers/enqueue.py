@@ -5,9 +5,9 @@ The gate decides whether a message is needed at all (most events of a burst coal
 ``poolboy.reconcile.<kind>`` message published on the kind's queue, with the gate's message id as task id and the
 priority class mapped to a Redis message priority (events before resync).
 
-**The watcher's intake: one Redis round trip per watch event, or per batch of them.** An event used to cost the
-watcher three round trips before its key's message was published: the cache write, the own-write check, the gate's
-ADD. :class:`GateIntake` sends them as parts of one script (:func:`workers.scripting.evalsha_combined`: one
+**The watcher's intake: one Redis round trip per watch event, or per batch of them.** An event needs three steps
+before its key's message is published: the cache write, the own-write check, the gate's ADD. :class:`GateIntake`
+sends them as parts of one script (:func:`workers.scripting.evalsha_combined`: one
 EVALSHA, not one per part), in that order: the object goes into the shared cache (:mod:`cache.store`) before any
 key it wakes is marked, so the run it causes reads at least this version; then, per woken key, the gate's OBSERVE
 (:mod:`workers.own_writes` and :mod:`workers.gate`): the key's own write is skipped, an event during a run of the key

@@ -2,8 +2,8 @@
 
 Why: every task message is decoded with it (Celery reads the body ``[[key], {}, embed]``) and every batch of task
 events is encoded with it. kombu's codec is the standard library's, with a Python ``object_hook`` called for every
-object and a Python ``default`` for every value JSON lacks; in a W2 ``--gil`` profile it was about 4 % of a worker's
-CPU. orjson writes and reads the same JSON for what these messages carry (strings, numbers, lists, maps).
+object and a Python ``default`` for every value JSON lacks, a visible share of a busy worker's CPU. orjson writes
+and reads the same JSON for what these messages carry (strings, numbers, lists, maps).
 
 What stays kombu's, so the wire format and what a reader gets back do not change:
 

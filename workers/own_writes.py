@@ -23,8 +23,8 @@ What a run *got* counts the same way: a run that read an object at version V (by
 has acted on V, so V's watch event, arriving during the run or after it, brings it nothing (``workers/tasks.py``
 passes the reader's :meth:`~cache.reader.CachedKubeClient.seen` versions to DONE with the write ids). And a WAKE that
 finds a run of the woken key going on defers its write ids to that run like watch events: the run goes again only
-if it did not get those versions itself (a claim run started by its resource's ADDED event, while the handle run that
-created the resource was still writing the handle's status, used to run a third time to find nothing to do).
+if it did not get those versions itself (so a claim run started by its resource's ADDED event, while the handle run
+that created the resource is still writing the handle's status, does not run a third time to find nothing to do).
 
 Two Redis keys per work key K, hash-tagged ``{K}`` like the gate's own keys:
 

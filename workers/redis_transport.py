@@ -2,7 +2,7 @@
 still reach Redis, a channel shares one Redis client per pool (:class:`_SharesItsClient`), and the bookkeeping of
 unacked messages costs one command per delivery and one per ack (:class:`QoS`).
 
-Why (issue 18): when Redis goes away and comes back, Celery's consumer tears its broker connection down in two steps
+Why: when Redis goes away and comes back, Celery's consumer tears its broker connection down in two steps
 (``Connection.collect()``, then ``Connection.close()``). ``collect()`` ends by clearing the transport's
 ``client`` (the ``kombu.Connection`` holding the host, port, password and TLS settings). If a channel could not be
 closed inside ``collect()`` (its close raised a connection error midway), the second step closes it again, and
@@ -88,8 +88,8 @@ class _SharesItsClient:
     """Mixin for kombu's Redis channels: one synchronous client per connection pool, not one per call.
 
     kombu builds a new redis-py client for every publish, ack and fanout event it sends without a client at hand
-    (``conn_or_acquire``); building one costs more than the command it sends (measured with py-spy: the task events'
-    fanout publishes alone spent 7.5 % of a worker's CPU creating clients). A redis-py client is thread-safe and holds
+    (``conn_or_acquire``); building one costs more than the command it sends, which task events' fanout publishes
+    make many times a second. A redis-py client is thread-safe and holds
     no connection of its own (it takes one from the pool per command), so one per pool serves every call; a new pool
     (after a reconnection) gets a new client.
     """
@@ -142,8 +142,8 @@ class QoS(kombu_redis.QoS):
             return pipe.hdel(self.unacked_key, delivery_tag, delivery_tag + STAMP)
 
     def restore_by_tag(self, tag: Any, client: Any = None, leftmost: bool = False) -> None:
-        """kombu's restore in one transaction: the record read, erased (with an older release's index entry) and its
-        message put back on its queue."""
+        """kombu's restore in one transaction: the record read, erased (with kombu's own index entry, which a worker
+        of kombu's layout may have written) and its message put back on its queue."""
         tag = bytes_to_str(tag)
 
         def restore(pipe: Any) -> None:

@@ -1,4 +1,4 @@
-"""Demand-driven pool sizes (issue 20, ``spec.autoscaling``), pure: the model, the measurements, the decision.
+"""Demand-driven pool sizes (``spec.autoscaling``), pure: the model, the measurements, the decision.
 
 The model is a base-stock policy. Claims arrive at rate λ; each handle bound is replaced, and a replacement takes
 the pool's measured time to ready T. By Little's law about λ·T replacements are provisioning at any moment, and

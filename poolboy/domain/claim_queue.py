@@ -1,4 +1,4 @@
-"""A waiting claim's place in its queue (issue 20): what it waits for, its position, and an expected wait.
+"""A waiting claim's place in its queue: what it waits for, its position, and an expected wait.
 
 Claims that may not create a handle (``disableCreation``) wait, per binding scope, in creation order
 (:mod:`poolboy.domain.candidates`, ``waiting|<scope>``). The claim shows its place in ``status.queue`` and in its

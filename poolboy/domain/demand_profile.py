@@ -1,4 +1,4 @@
-"""A pool's learned demand over a recurring period (``spec.autoscaling.period``, issue 20), pure: learn, forecast.
+"""A pool's learned demand over a recurring period (``spec.autoscaling.period``), pure: learn, forecast.
 
 Why: the measured rate (:mod:`poolboy.domain.autoscaling`) sees a burst only once it has begun, so the claims of
 its first time-to-ready T find the pool sized for the hour before. Demand that recurs — a class that starts at

@@ -1,4 +1,4 @@
-"""Warnings before a claim's lifespan ends (issue 20): when they are due, what they say, what status records.
+"""Warnings before a claim's lifespan ends: when they are due, what they say, what status records.
 
 The lead times come from ``POOLBOY_LIFESPAN_WARNINGS`` (default ``24h,1h,10m``). A claim's status keeps, next to
 its end, which lead times were already warned for *that* end (``status.lifespan.warnings``): each lead time warns

@@ -1,4 +1,4 @@
-"""The revision of a pool's handles: which pool and provider spec a handle was built from (issue 20, rollover).
+"""The revision of a pool's handles: which pool and provider spec a handle was built from (rollover).
 
 A pool handle is a snapshot: the pool's resources or provider and parameter values, its vars, and the providers'
 specs as they were when the handle was made. The revision is a short hash of exactly those inputs, written on every

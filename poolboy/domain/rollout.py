@@ -1,4 +1,4 @@
-"""Rolling replacement of a pool's outdated unbound handles (issue 20, ``spec.updateStrategy``), pure.
+"""Rolling replacement of a pool's outdated unbound handles (``spec.updateStrategy``), pure.
 
 A pool's handles record the revision they were built from (:mod:`poolboy.domain.pool_revision`). With
 ``updateStrategy.type: Replace`` the pool replaces the unbound handles of older revisions the way a Deployment

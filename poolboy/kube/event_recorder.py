@@ -145,7 +145,7 @@ class Recorder:
             self._start_senders()
             if not self._timed or self._held_for() == 0.0:
                 # a sender must send it, or learn when it falls due; one that waits for an earlier head already
-                # will (waking a sender per Event while runs go on was 2 % of a worker's CPU in a burst)
+                # will (waking a sender per Event in a burst costs CPU for nothing)
                 self._work.notify()
         return None
 

@@ -37,7 +37,7 @@ _MODULES = {
 
 class _LazyReconcilers(Mapping[str, Reconciler]):
     """Each kind's module imported on its first lookup, then remembered: every run looks its reconciler up, and an
-    ``import_module`` of a loaded module still costs a few microseconds of import machinery (1 % of a worker)."""
+    ``import_module`` of a loaded module still costs a few microseconds of import machinery."""
 
     def __init__(self) -> None:
         self._loaded: dict[str, Reconciler] = {}

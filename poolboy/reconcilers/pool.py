@@ -186,8 +186,8 @@ def _live(ctx: Context, pool: dict[str, Any]) -> Result:
                                                     "Pool is in sync.", ctx.now, pool["metadata"].get("generation"))
     pool_members.write_status(ctx, pool, status)
     # created handles are not enqueued: the watcher's ADDED event of each wakes it (this run's writes count as own
-    # writes of the pool's key only). Enqueued here too, every handle whose first run ended before this run did ran
-    # again to find nothing to do: 259 of 1 159 handle runs of a W1-300 (benchmarks/README.md, round 8).
+    # writes of the pool's key only); enqueued here too, a handle whose first run ended before this run did would
+    # run again to find nothing to do
     enqueue += [keys.make(keys.SCALING, s["metadata"]["namespace"], s["metadata"]["name"]) for s in scalings]
     deadlines = [t for t in (next_at, scale_down_at) if t is not None]
     return Result(requeue_at=min(deadlines) if deadlines else None, enqueue=tuple(dict.fromkeys(enqueue)))

@@ -1,4 +1,4 @@
-"""The pool's autoscaling step (``spec.autoscaling``, issue 20): measure, decide, scale down, report.
+"""The pool's autoscaling step (``spec.autoscaling``): measure, decide, scale down, report.
 
 :mod:`poolboy.domain.autoscaling` holds the model. The pool measures its demand: a handle its last status listed
 as unbound that is now bound to a claim is one bind (read from the shared cache, one read per vanished handle), and

@@ -1,4 +1,4 @@
-"""The pool's rollover step and what its status says about it (``spec.updateStrategy``, issue 20).
+"""The pool's rollover step and what its status says about it (``spec.updateStrategy``).
 
 :mod:`poolboy.domain.rollout` decides; this module reads, deletes and reports. The plan is made twice: first from
 the cheap view the pool run already has (index summaries), only to see whether anything is to be done, then — when

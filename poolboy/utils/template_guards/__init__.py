@@ -1,10 +1,11 @@
 """Resource limits of the template sandbox: one render may never hold a worker longer or larger than its limit.
 
 Why guards *before* the operation: a filter, a method or an operator runs as one C-level or library call that no
-deadline can interrupt, so checking its result afterwards is too late — ``('a\\n' * 200000) | indent(10000)`` used to
-run 11 s and allocate 3.8 GB before the size check saw it. So every operation whose output can grow with an
-*argument* (output ≈ input × argument) estimates its output from its inputs first and refuses when the estimate is
-over the limit. Operations whose output is at most a small constant times their input are only checked afterwards.
+deadline can interrupt, so checking its result afterwards is too late: unguarded,
+``('a\\n' * 200000) | indent(10000)`` runs 11 s and allocates 3.8 GB before a size check could see it. So every
+operation whose output can grow with an *argument* (output ≈ input × argument) estimates its output from its inputs
+first and refuses when the estimate is over the limit. Operations whose output is at most a small constant times
+their input are only checked afterwards.
 
 The audit, by family (Jinja2 3.1 built-ins plus Poolboy's filters and the methods reachable in the sandbox):
 
