@@ -1,7 +1,8 @@
 """Garbage collection by ownerReferences: Background, Foreground and Orphan propagation.
 
-Poolboy sets owner references from claims to handles' resources; the real cluster's garbage collector deletes
-(or orphans) dependents, and tests against devcluster must see the same outcome.
+Poolboy sets one owner reference (a scaling's, to its pool), and a provider's templates may set others on the
+resources they create; the real cluster's garbage collector deletes (or orphans) dependents, and devcluster must
+reach the same outcome.
 """
 
 from __future__ import annotations

@@ -149,8 +149,9 @@ def test_deleting_a_pool_deletes_unbound_handles_and_keeps_bound_ones(stack: Loc
     user.custom.delete_namespaced_custom_object(D, "v1", NS, "resourcepools", "pool-del")
     wait_for(lambda: not user.pool_handles("pool-del"), timeout=10, message="unbound pool handles deleted")
     wait_for(lambda: user.get_pool("pool-del") is None, timeout=10, message="pool gone")
-    assert user.get_handle(bound) is not None
-    assert user.get_claim(ns, "c") is not None
+    handle, claim = user.get_handle(bound), user.get_claim(ns, "c")
+    assert handle is not None and not handle["metadata"].get("deletionTimestamp")  # kept, not being deleted
+    assert claim is not None and condition(claim, "Bound").get("status") == "True"
 
 
 # --- docs/behaviour.md#scalings scalings

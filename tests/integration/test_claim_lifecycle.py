@@ -7,8 +7,11 @@ Most tests write the handle's status by hand and run single claim reconciles, so
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 from typing import Any
+
+import pytest
 
 from tests.integration.test_claim_support import ClaimEnv, env_fixture, parse_ts, ts  # noqa: F401 - env_fixture provides "env"
 
@@ -62,6 +65,8 @@ def test_aggregates_removed_when_absent_on_handle(env: ClaimEnv) -> None:
     handle = _bound(env)
     _set_handle_status(env, handle["metadata"]["name"], {"healthy": True, "ready": True, "summary": {"a": 1}})
     env.reconcile_claim("c")
+    status = env.get_claim("c")["status"]
+    assert (status["healthy"], status["ready"], status["summary"]) == (True, True, {"a": 1})
     _set_handle_status(env, handle["metadata"]["name"], {})
     env.reconcile_claim("c")
     status = env.get_claim("c")["status"]
@@ -215,13 +220,17 @@ def test_auto_detach_detaches_deletes_handle_and_keeps_claim(env: ClaimEnv) -> N
     assert gone is None or gone["metadata"].get("deletionTimestamp")
 
 
-def test_auto_delete_error_is_a_warning_and_false(env: ClaimEnv) -> None:
+def test_auto_delete_error_is_a_warning_and_false(env: ClaimEnv, caplog: pytest.LogCaptureFixture) -> None:
     env.configmap_provider("p")
     env.claim("c", {"resources": [{"provider": {"name": "p"}, "template": {}}],
                     "autoDelete": {"when": "1 / 0"}})
-    env.reconcile_claim("c")
-    env.reconcile_claim("c")
-    assert env.get_claim("c") is not None
+    with caplog.at_level(logging.WARNING, logger="poolboy.reconcilers.claim.lifecycle"):
+        env.reconcile_claim("c")
+        env.reconcile_claim("c")
+    claim = env.get_claim("c")
+    assert claim is not None and not claim["metadata"].get("deletionTimestamp")  # false: not deleted
+    assert env.claim_handle("c") is not None  # and its handle stays
+    assert any("autoDelete.when failed" in record.getMessage() for record in caplog.records), caplog.text
 
 
 # --- docs/behaviour.md#lifespans
