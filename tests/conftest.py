@@ -1,10 +1,12 @@
 """Shared fixtures: a real devcluster subprocess and a real redis-server, each on a free loopback port; the tests
 that need the real control plane (marked ``control_plane``: ``tests/controlplane``, and every test of ``tests/e2e``,
 ``tests/chaos`` and ``tests/corpus`` when they run on it, see :mod:`tests.clusters`) and those that build and run the
-container image (marked ``image``, :mod:`tests.deploy.image`) skipped or failed at once where they cannot run."""
+container image (marked ``image``, :mod:`tests.deploy.image`) and those that run ``kubectl`` (marked ``kubectl``)
+skipped with one summary line, or failed at once in CI, where they cannot run."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -36,6 +38,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                   clusters.REQUIRED, clusters.unavailable)
     _skip_or_fail(config, items, "image", "container image build", "POOLBOY_REQUIRE_IMAGE", image.REQUIRED,
                   image.unavailable)
+    _skip_or_fail(config, items, "kubectl", "kubectl binary", "POOLBOY_REQUIRE_CONTROL_PLANE", clusters.REQUIRED,
+                  _kubectl_unavailable)
+
+
+def _kubectl_unavailable() -> str | None:
+    if shutil.which("kubectl"):
+        return None
+    return "kubectl is not on PATH (scripts/bootstrap.sh installs it into .venv/bin; ./run puts that on PATH)"
 
 
 def _skip_or_fail(config: pytest.Config, items: list[pytest.Item], marker: str, what: str, variable: str,

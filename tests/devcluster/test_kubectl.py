@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import threading
 from pathlib import Path
@@ -16,8 +15,7 @@ from kubernetes import client
 from devcluster.testing import DevCluster
 from tests.devcluster.kube import Crd, Objects, expect_error
 
-pytestmark = [pytest.mark.kubectl,
-              pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")]
+pytestmark = [pytest.mark.kubectl]
 
 
 @pytest.fixture()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import shutil
 import subprocess
 import urllib.error
 from collections.abc import Iterator
@@ -98,7 +97,7 @@ def test_counters_faults_and_history_helpers(cluster: DevCluster) -> None:
     assert event["object"]["reason"] == "Expired"
 
 
-@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
+@pytest.mark.kubectl
 def test_kubectl_create_uses_protobuf_and_get_prints_tables(cluster: DevCluster) -> None:
     def kubectl(*args: str) -> str:
         result = subprocess.run(["kubectl", "--kubeconfig", str(cluster.kubeconfig), *args],

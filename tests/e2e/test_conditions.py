@@ -7,16 +7,13 @@ README: "Handles carry ``Ready``, ``Healthy`` and ``Synced``; pools carry ``Read
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 from stack.local import LocalStack
 from tests.e2e.provider_support import NS, D, User, condition, config_map_provider, kubectl
 from tests.waiting import wait_for
 
-pytestmark = [pytest.mark.kubectl,
-              pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")]
+pytestmark = [pytest.mark.kubectl]
 
 
 def wait_condition(stack: LocalStack, resource: str, type_: str = "Ready", timeout: int = 20) -> None:

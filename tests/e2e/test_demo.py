@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,6 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 @pytest.mark.kubectl
-@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
 def test_examples_claim_becomes_ready_with_kubectl_wait(stack: LocalStack) -> None:
     applied = kubectl(stack, "apply", "-f", str(EXAMPLES))
     assert applied.returncode == 0, applied.stderr
@@ -27,7 +25,6 @@ def test_examples_claim_becomes_ready_with_kubectl_wait(stack: LocalStack) -> No
 
 
 @pytest.mark.kubectl
-@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
 def test_pool_keeps_min_available_after_the_claim_binds(stack: LocalStack) -> None:
     kubectl(stack, "apply", "-f", str(EXAMPLES))
 

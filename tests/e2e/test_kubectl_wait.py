@@ -13,7 +13,6 @@ explained by ``Synced`` (reason ``LifespanClamped``) and one Warning Event per c
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -25,8 +24,7 @@ from tests.clusters import e2e_options
 from tests.e2e.provider_support import NS, D, User, condition, config_map_provider, kubectl, parse, timestamp
 from tests.waiting import wait_for
 
-pytestmark = [pytest.mark.kubectl,
-              pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")]
+pytestmark = [pytest.mark.kubectl]
 
 #: production sweep intervals: nothing but the watch and the reconcilers themselves may make a wait return
 PRODUCTION_INTERVALS = {

@@ -6,7 +6,6 @@ stay as they were, and ``kubectl wait --for=condition=UpToDate`` returns when th
 
 from __future__ import annotations
 
-import shutil
 import threading
 from typing import Any
 
@@ -17,8 +16,7 @@ from stack.local import LocalStack
 from tests.e2e.provider_support import NS, D, User, condition, config_map_provider, kubectl, status
 from tests.waiting import wait_for
 
-pytestmark = [pytest.mark.kubectl,
-              pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")]
+pytestmark = [pytest.mark.kubectl]
 
 REVISION = f"{D}/resource-pool-revision"
 

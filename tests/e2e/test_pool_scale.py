@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 
 import pytest
@@ -14,8 +13,7 @@ from stack.local import LocalStack
 from tests.e2e.provider_support import NS, D, User, config_map_provider, status
 from tests.waiting import wait_for
 
-pytestmark = [pytest.mark.kubectl,
-              pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")]
+pytestmark = [pytest.mark.kubectl]
 
 
 def kubectl(stack: LocalStack, *args: str) -> str:

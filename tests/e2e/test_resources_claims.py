@@ -10,7 +10,6 @@ providers, so the tests stay independent while sharing one module-scoped stack.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import time
 from typing import Any
@@ -27,7 +26,7 @@ D = "poolboy.gpte.redhat.com"
 V1 = f"{D}/v1"
 NS = "poolboy"
 
-needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
+needs_kubectl = pytest.mark.kubectl
 
 
 # --- a user with the official client -------------------------------------------------------------------------------

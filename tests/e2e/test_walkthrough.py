@@ -6,7 +6,6 @@ SYNCED column says so, and each command of the walk-through does what its commen
 
 from __future__ import annotations
 
-import shutil
 import signal
 import subprocess
 from pathlib import Path
@@ -20,8 +19,7 @@ from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = [pytest.mark.slow, pytest.mark.kubectl,
-              pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")]
+pytestmark = [pytest.mark.slow, pytest.mark.kubectl]
 
 
 def clusters() -> list[str]:
