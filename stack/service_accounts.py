@@ -38,6 +38,8 @@ WITH_TOKEN = ("watcher", "worker")
 #: a kubelet asks for about an hour and renews at 80% of the lifetime
 TOKEN_SECONDS = 3600
 RENEW_AT = 0.8
+#: how often the renewer looks at the tokens' ages
+RENEW_TICK = 5.0
 
 
 def helm_binary() -> str:
@@ -188,12 +190,19 @@ class ServiceAccountIdentities:
             os.replace(staged, mount / name)
 
     def _renew_forever(self) -> None:
-        """Renew each token at 80% of its lifetime; an API server that is away is asked again on the next tick."""
-        while not self._stop.wait(5.0):
-            now = time.monotonic()
-            for component, token in list(self.tokens.items()):
-                if now >= token.renew_at:
-                    try:
-                        self.project(component)
-                    except OSError as error:
-                        log.warning("renewing the token of %s failed (%s); trying again", component, error)
+        while not self._stop.wait(RENEW_TICK):
+            self.renew_due(time.monotonic())
+
+    def renew_due(self, now: float) -> list[str]:
+        """Renew each token past 80% of its lifetime (the components renewed); an API server that is away is asked
+        again on the next tick."""
+        renewed = []
+        for component, token in list(self.tokens.items()):
+            if now < token.renew_at:
+                continue
+            try:
+                self.project(component)
+                renewed.append(component)
+            except OSError as error:
+                log.warning("renewing the token of %s failed (%s); trying again", component, error)
+        return renewed
