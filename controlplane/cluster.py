@@ -389,9 +389,13 @@ class ControlPlane(InTemporaryDirectory):
         return int(self._etcd("/v3/maintenance/status", {})["header"]["revision"])
 
     def compact_etcd(self) -> int:
-        """Compact etcd's history up to its current revision, physically; returns that revision. A watch that then
-        resumes from an older resourceVersion past the API server's watch cache meets a real 410 Gone."""
-        revision = self.etcd_revision()
+        """Compact etcd's history past every resourceVersion a client may hold, physically; returns the revision. A
+        client's resourceVersion can equal the current revision (its watch saw the last write, or a bookmark brought
+        it there), so a write outside the API server's keys first moves the revision beyond it: a watch that then
+        resumes from any resourceVersion it holds, past the API server's watch cache, meets a real 410 Gone."""
+        key = base64.b64encode(b"/controlplane/compaction-mark").decode()
+        put = self._etcd("/v3/kv/put", {"key": key, "value": base64.b64encode(b"mark").decode()})
+        revision = int(put["header"]["revision"])
         self._etcd("/v3/kv/compaction", {"revision": revision, "physical": True}, timeout=30)
         return revision
 

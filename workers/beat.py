@@ -16,6 +16,7 @@ import logging
 from celery import shared_task
 
 from poolboy import keys
+from poolboy.kube import ApiError
 from workers import metrics, sweeps
 from workers.names import PERIODIC_PREFIX
 from workers.runtime import runtime
@@ -69,7 +70,11 @@ def enqueue_kind(kind: str, priority: str = "resync", *, from_cache: bool = True
 
 def _manage_task(plural: str, kind: str) -> None:
     def manage() -> int:
-        return enqueue_kind(kind)
+        try:
+            return enqueue_kind(kind)
+        except ApiError as error:  # refused (403) or the API away: one line, and the next sweep tries again
+            log.warning("periodic sweep of %s: %s; the next sweep tries again", keys.KINDS[kind], error)
+            return 0
 
     manage.__name__ = manage.__qualname__ = f"manage_{plural}"
     manage.__doc__ = f"Periodic re-reconcile of every {keys.KINDS[kind]} (resync priority)."
@@ -87,6 +92,8 @@ def resync() -> dict[str, int]:
     for kind in keys.KINDS:
         try:
             counts[kind] = enqueue_kind(kind, from_cache=False)  # the safety net reads the source of truth
+        except ApiError as error:  # refused, or the API away: the next resync tries again
+            log.warning("resync of %s: %s; the next resync tries again", keys.KINDS[kind], error)
         except Exception:  # one missing kind (CRD not installed) must not stop the others
             log.exception("resync of %s failed", kind)
     return counts
