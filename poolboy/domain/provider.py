@@ -87,8 +87,10 @@ class Provider(ProviderSpec):
 
     @classmethod
     def list_all(cls, ctx: Context) -> list[Provider]:
-        """Every provider, from the API (matching must consider all providers, docs/behaviour.md#provider-selection)."""
-        items = ctx.kube.list(ctx.settings.api_version, KIND, ctx.settings.operator_namespace)
+        """Every provider, from the API server itself: matching must consider every provider that exists
+        (docs/behaviour.md#provider-selection), and one created just before the claim may not be in the read cache
+        yet, which would make an ambiguous template look like a match."""
+        items = ctx.api_reader.list(ctx.settings.api_version, KIND, ctx.settings.operator_namespace)
         return sorted((cls(item) for item in items), key=lambda p: p.name)
 
     # --- validity ------------------------------------------------------------------------------------------
