@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import functools
 import json
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+
+from stack import service_accounts
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "helm"
@@ -20,11 +21,11 @@ RELEASE = "pb"
 
 
 def helm_binary() -> str:
-    local = ROOT / ".venv" / "bin" / "helm"
-    found = str(local) if local.exists() else shutil.which("helm")
-    if not found:
-        pytest.fail("helm is missing: scripts/bootstrap.sh installs it (scripts/deploy-tools.sh)")
-    return found
+    """:func:`stack.service_accounts.helm_binary`, failing the test where helm is missing."""
+    try:
+        return service_accounts.helm_binary()
+    except FileNotFoundError as error:
+        pytest.fail(str(error))
 
 
 def helm(*args: str) -> subprocess.CompletedProcess[str]:
