@@ -22,6 +22,8 @@ RUN pip install -r requirements.txt
 COPY pyproject.toml README.md ./
 COPY poolboy ./poolboy
 COPY cache ./cache
+COPY workqueue ./workqueue
+COPY engine ./engine
 COPY workers ./workers
 COPY watcher ./watcher
 COPY devcluster ./devcluster

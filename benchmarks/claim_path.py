@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: its stack starts in (a worker publishes claims' messages too: those are not the watcher's way)
 POINTS = {
     ("submit", "watcher/delivery.py"): ("watcher: event queued", "watcher/"),
-    ("publish_many", "workers/enqueue.py"): ("watcher: task published", "watcher/"),
+    ("publish_many", "engine/enqueue.py"): ("watcher: task published", "watcher/"),
     ("patch_json", "poolboy/kube/client.py"): ("worker: bind patch", "workers/"),
 }
 

@@ -15,13 +15,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import redis
 from celery import Celery
 
+from engine.enqueue import Enqueuer
 from poolboy.settings import Settings
 from stack.testing import RedisServer, WorkerProcess
 from tests.integration import engine_reconcilers as er
 from tests.integration.test_engine import ENV, LEASE
 from tests.waiting import wait_for
-from workers.enqueue import Enqueuer
-from workers.gate import Gate
+from workqueue.queue import Gate
 
 
 def add_cost(client: redis.Redis, n: int = 20000) -> dict[str, float]:

@@ -70,7 +70,8 @@ def key_shape(key: str) -> str:
 def script_names() -> dict[str, str]:
     """SHA1 -> name of every Lua script the stack registers, so ``EVALSHA`` lines say which script ran."""
     from cache import handle_index, store
-    from workers import due, gate
+    from workqueue import delaying as due
+    from workqueue import queue as gate
 
     sources = {f"gate {name}": gate._source(name) for name in ("add", "wake", "observe", "start", "done", "renew",
                                                                   "reap")}

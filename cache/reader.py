@@ -6,7 +6,7 @@ answered from :class:`cache.store.ObjectCache` when it can answer, the :class:`~
 methods go to the real client (and their results into the cache). Every method is written out, so the interface is
 the list below, not whatever the real client happens to have.
 
-One instance per run (:meth:`workers.runtime.Runtime.reader` makes a new one each time), because a run that met a
+One instance per run (:meth:`engine.runtime.Runtime.reader` makes a new one each time), because a run that met a
 failed precondition (409, or a JSON-patch ``test`` that failed with 422) read something stale and reads from the
 API for the rest of the run: "a stale read costs one conflict and a fresh read".
 
@@ -131,7 +131,7 @@ class CachedKubeClient:
 
     def seen(self) -> builtins.list[str]:
         """``"<uid>/<resourceVersion>"`` of every object version this run got by name: a watch event of one of them
-        brings the run nothing it has not acted on (:mod:`workers.own_writes`). Lists are left out: a pool run lists
+        brings the run nothing it has not acted on (:mod:`engine.own_writes`). Lists are left out: a pool run lists
         every handle of its pool, and their events are few."""
         return builtins.list(self._seen)[:MAX_SEEN]
 

@@ -36,13 +36,15 @@ import redis
 from cache import model as cache_model
 from poolboy.domain import candidates
 from poolboy.kube.interfaces import IndexMatch
+from workqueue import keyspace
+from workqueue.roundtrip import Call, RoundTrip
 
 log = logging.getLogger(__name__)
 
-#: a registered script with its keys and arguments, ready to be sent on a pipeline
-ScriptCall = tuple[Any, builtins.list[str], builtins.list[Any]]
+#: a registered script with its keys and arguments, a step of a round trip (:mod:`workqueue.roundtrip`)
+ScriptCall = Call[Any]
 
-PREFIX = "poolboy:cache:"
+PREFIX = keyspace.CACHE
 ALIVE = PREFIX + "alive"
 SYNCED = PREFIX + "synced"
 #: where a put comes from (``_PUT``): a watch event, a list, a worker's write that may create the entry, or one that
@@ -209,8 +211,7 @@ class ObjectCache:
         or :data:`UPDATED` (one that only updates an existing entry)."""
         call = self.put_call(obj, mode=mode)
         if call is not None:
-            script, keys, args = call
-            script(keys=keys, args=args, client=pipe)
+            call.script(keys=call.keys, args=call.args, client=pipe)
 
     def put_call(self, obj: dict, *, mode: str = WATCHED) -> ScriptCall | None:
         """:meth:`put` as (script, keys, args), for a caller that pipelines it with other scripts (None: not
@@ -223,13 +224,12 @@ class ObjectCache:
         every_namespace = cache_model.kind_index(obj.get("apiVersion") or "", obj["kind"], "*")
         args = [rv, orjson.dumps(obj), mode, ident, PREFIX + "i:",
                 *cache_model.indexes(obj, self.domain, self.extra_indexes, self.presence_labels), every_namespace]
-        return self._put, [object_key(ident)], args
+        return Call(self._put, [object_key(ident)], args)
 
     def delete(self, obj: dict, *, pipe: Any = None) -> None:
         call = self.delete_call(obj)
         if call is not None:
-            script, keys, args = call
-            script(keys=keys, args=args, client=pipe)
+            call.script(keys=call.keys, args=call.args, client=pipe)
 
     def delete_call(self, obj: dict) -> ScriptCall | None:
         """:meth:`delete` (a tombstone) as (script, keys, args), like :meth:`put_call`."""
@@ -237,8 +237,8 @@ class ObjectCache:
         if not metadata.get("name"):
             return None
         ident = cache_model.identity(obj)
-        return (self._delete, [object_key(ident)],
-                [metadata.get("resourceVersion") or "", ident, PREFIX + "i:", TOMBSTONE_TTL_S])
+        return Call(self._delete, [object_key(ident)],
+                    [metadata.get("resourceVersion") or "", ident, PREFIX + "i:", TOMBSTONE_TTL_S])
 
     def put_many(self, objects: Iterable[dict], chunk: int = 200) -> None:
         """Pipelined puts, ``chunk`` objects per round trip: a re-list of 10 000 objects must not build one
@@ -293,6 +293,21 @@ class ObjectCache:
 
     def get_reply(self, replies: builtins.list[Any]) -> dict | None:
         return self._gets_reply(replies, 1)[0]
+
+    def get_step(self, trip: RoundTrip, api_version: str, kind: str, namespace: str | None,
+                 name: str) -> Callable[[], dict | None]:
+        """:meth:`get` as steps of a caller's round trip; what it returns reads the object once the trip is sent
+        (None also when Redis failed the read: the cache only costs speed)."""
+        alive = trip.command("EXISTS", ALIVE) if time.monotonic() >= self._alive_until else None
+        doc = trip.command("HGET", object_key(cache_model.object_id(api_version, kind, namespace, name)), "doc")
+
+        def read() -> dict | None:
+            if doc.error is not None or (alive is not None and (alive.error is not None or not alive.value)):
+                return None
+            if alive is not None:
+                self._alive_until = time.monotonic() + ALIVE_MEMO_S
+            return orjson.loads(doc.value) if doc.value else None
+        return read
 
     def get_many(self, refs: Sequence[tuple[str, str, str | None, str]]) -> builtins.list[dict | None]:
         """:meth:`get` of each ``(apiVersion, kind, namespace, name)``, in one round trip."""

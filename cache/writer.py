@@ -27,10 +27,11 @@ from prometheus_client import Counter
 from cache import model as cache_model
 from cache.store import ObjectCache, ScriptCall
 from poolboy.observability import labelled
+from workqueue import keyspace
 
 log = logging.getLogger(__name__)
 
-EPOCH = "poolboy:epoch"
+EPOCH = keyspace.EPOCH
 
 CACHE_WRITES = Counter("poolboy_cache_writes_total", "Writes of the watcher into the shared cache", ["op"])
 CACHE_ERRORS = Counter("poolboy_cache_write_errors_total", "Failed writes of the watcher into the shared cache")
@@ -85,9 +86,8 @@ class CacheWriter:
         call = self.event_call(event_type, obj)
         if call is None:
             return
-        script, keys, args = call
         try:
-            script(keys=keys, args=args)
+            call.script(keys=call.keys, args=call.args)
         except Exception as error:
             self.event_written(event_type, obj, error)
             return

@@ -99,7 +99,7 @@ class Write:
     ``precondition`` is the resourceVersion the write required (from the body, the ``resource_version`` argument
     or a JSON-patch ``test`` of ``/metadata/resourceVersion``), None for an unconditional write. Only a conditional
     write proves that the object's state after it is exactly "what the writer read, plus its change" — the engine
-    relies on that to drop the watch event of its own write (see :mod:`workers.own_writes`).
+    relies on that to drop the watch event of its own write (see :mod:`engine.own_writes`).
     """
 
     verb: str  # create | replace | patch

@@ -33,7 +33,7 @@ class Settings:
     #: namespace of providers, handles, pools and scalings
     operator_namespace: str = "poolboy"
     #: Redis URL for the Celery broker, the work gate and the due-index: ``redis://``, ``rediss://`` (TLS) or
-    #: ``sentinel://host:port;sentinel://host:port`` (see :mod:`workers.redis_client`)
+    #: ``sentinel://host:port;sentinel://host:port`` (see :mod:`engine.redis_client`)
     redis_url: str = "redis://127.0.0.1:6379/0"
     #: name of the master the sentinels monitor (with a ``sentinel://`` URL)
     redis_sentinel_master: str = "mymaster"
@@ -56,12 +56,13 @@ class Settings:
     manage_pools_interval: float = 10.0
     #: a claim or handle whose provider's templates read the clock (now(), timestamp, datetime) runs again this often
     #: (through the due-index), so time-dependent templates are re-rendered; the periodic sweeps pass over
-    #: unchanged objects (workers/sweeps.py)
+    #: unchanged objects (engine/sweeps.py)
     time_dependent_interval: float = 60.0
     #: full resync from the API: the safety net that rebuilds Redis state
     resync_interval: float = 600.0
-    #: how often beat moves due keys from the due-index into the gate
-    sweep_due_interval: float = 1.0
+    #: how often every worker releases the delaying queue's due keys and expired leases into the work queue (the
+    #: latest a retry, a deadline or a window's end runs after its time)
+    sweep_due_interval: float = 0.25
     #: slow re-check of a permanent (user-fixable) error
     permanent_error_recheck: float = 300.0
     #: gate lease on a running key, renewed every lease/3 by a heartbeat; also how long the key of a run whose
@@ -74,7 +75,7 @@ class Settings:
     #: prefetched, unstarted message (which Redis only restores after the visibility timeout); a duplicate
     #: published during a longer backlog is absorbed by the gate.
     gate_stale_seconds: float = 60.0
-    #: most due keys (and expired leases) moved into the gate per sweep tick
+    #: most due keys (and expired leases) released per tick of a worker's pump
     sweep_due_batch: int = 1000
     #: reconcile task time limits (prefork pool): soft raises inside the task, hard kills the child
     reconcile_soft_time_limit: float = 120.0

@@ -69,16 +69,20 @@ def run(args: argparse.Namespace) -> int:
     if args.record_keys:
         sink = _file_sink(args.record_keys)
     else:
+        from engine.enqueue import Enqueuer, GateIntake
+        from engine.own_writes import OwnWrites
+        from engine.runtime import work_queue
         from workers.app import app
-        from workers.enqueue import Enqueuer, GateIntake
+        from workers.messages import QueuedMessages
 
-        enqueuer = Enqueuer(settings, app)
+        queue = work_queue(settings, QueuedMessages(app).encode)
+        enqueuer = Enqueuer(queue, app)
         if settings.read_cache:
             from cache.writer import CacheWriter
 
-            cache = CacheWriter(enqueuer.gate.redis, settings.domain, alive_seconds=settings.cache_alive_seconds)
-        intake = GateIntake(enqueuer, cache)  # cache, own-write check and gate: one round trip per event
-        sink = enqueuer.add  # the same gate, key by key (not used while the intake delivers)
+            cache = CacheWriter(queue.redis, settings.domain, alive_seconds=settings.cache_alive_seconds)
+        intake = GateIntake(enqueuer, OwnWrites(queue), cache)  # cache, own-write check and ADD: one round trip
+        sink = enqueuer.add  # the same queue, key by key (not used while the intake delivers)
 
     watcher = Watcher(settings, kube, sink, identity=args.identity, leader_election=not args.no_leader_election,
                       watch_timeout=args.watch_timeout, intake=intake, cache=cache)

@@ -27,7 +27,7 @@ from workers.names import DEFAULT_QUEUES
 POOLS = ("prefork", "solo", "threads", "gevent")
 #: the default pool and its size: reconciles mostly wait on the API server and Redis, so one process runs several
 #: in threads (one process per worker instead of a parent and its children: less memory, CPU and start-up time).
-#: Time limits and the shutdown hand-back reach them at their stop points (workers.shutdown); prefork kills a
+#: Time limits and the shutdown hand-back reach them at their stop points (engine.shutdown); prefork kills a
 #: stuck reconcile outright and isolates crashes, for providers whose templates an administrator does not trust.
 DEFAULT_POOL = "threads"
 DEFAULT_CONCURRENCY = 4

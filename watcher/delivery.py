@@ -3,7 +3,7 @@
 :class:`EventDelivery` is the whole path from an informer's callback to the intake: the event's route
 (:data:`watcher.mapping.ROUTES`, the table from watched kind to the keys it wakes) names the keys, the event goes on
 its source's :class:`DeliveryQueue`, and the queue's thread hands whatever queued up to the intake
-(:class:`workers.enqueue.GateIntake`: the cache write, the own-write check and the gate's ADD of every key in one
+(:class:`engine.enqueue.GateIntake`: the cache write, the own-write check and the gate's ADD of every key in one
 round trip), retried while Redis is away.
 
 Why batches: each informer handed its events on one at a time, each one Redis round trip. A stream then carried at
@@ -173,7 +173,7 @@ Event = tuple[str, dict, Wakes]
 class Intake(Protocol):
     def deliver(self, event_type: str, obj: dict, wakes: Wakes) -> list[str]:
         """Write the event into the cache and hand each woken key to the gate; the gate's outcome per key
-        (:data:`workers.gate.ADD_OUTCOMES`). Raises when Redis cannot be reached (the watcher retries the whole
+        (:data:`workqueue.queue.ADD_OUTCOMES`). Raises when Redis cannot be reached (the watcher retries the whole
         delivery, which is idempotent)."""
         ...
 

@@ -5,9 +5,9 @@ Every event — spec, metadata or status-only — goes to the cache and wakes ea
 restarted watcher loses nothing. The watcher holds no domain logic: what a key means is the workers' business.
 
 The informers' callback is :class:`watcher.delivery.EventDelivery`, the event path itself. Where events go is
-pluggable: ``poolboy watcher`` passes an intake (:class:`workers.enqueue.GateIntake`) that writes the cache and hands
+pluggable: ``poolboy watcher`` passes an intake (:class:`engine.enqueue.GateIntake`) that writes the cache and hands
 every key to the gate in one Redis round trip per event (per batch of the events a source queued up meanwhile), and
-leaves out the events of the operator's own writes (:mod:`workers.own_writes`). Without one, the event goes to the
+leaves out the events of the operator's own writes (:mod:`engine.own_writes`). Without one, the event goes to the
 ``cache`` writer and each key to ``sink(key)``, so tests can record keys and ``--record-keys`` works without Redis.
 This module keeps the lifecycle: the lease, which informers run, and the metrics derived from what they see.
 """

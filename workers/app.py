@@ -25,6 +25,7 @@ from celery.signals import (
 from poolboy.settings import Settings
 from workers import config, json_codec
 from workers.health import LoopTicks
+from workers.pump import PumpStep
 
 settings = Settings.from_env()
 json_codec.install()  # task messages and task events through orjson (the same JSON, less CPU)
@@ -32,6 +33,7 @@ json_codec.install()  # task messages and task events through orjson (the same J
 app = Celery("poolboy", set_as_current=True)
 app.config_from_object(config.build(settings))
 app.conf.include = ["workers.tasks", "workers.beat"]  # the worker imports them; publishers send by name
+app.steps["worker"].add(PumpStep)  # every worker releases due keys and expired leases (workers/pump.py)
 
 
 @after_setup_logger.connect
@@ -39,7 +41,7 @@ app.conf.include = ["workers.tasks", "workers.beat"]  # the worker imports them;
 def _operator_logs(logger: logging.Logger | None = None, **_: object) -> None:
     """Logs an operator can use (worker, beat, and every pool child, which sets its logging up again): every
     handler stamps the object a line is about and, with ``POOLBOY_LOG_FORMAT=json``, writes JSON; Celery's
-    per-task lines (which name a task id; :mod:`workers.run_log` writes one line per reconcile instead) and beat's
+    per-task lines (which name a task id; :mod:`engine.run_log` writes one line per reconcile instead) and beat's
     "Sending due task" every second go to DEBUG."""
     from poolboy import logs
 
@@ -69,7 +71,7 @@ def _warm_up() -> None:
     import contextlib
     import threading
 
-    from workers import runtime
+    from engine import runtime
 
     with contextlib.suppress(AttributeError, OSError):
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
@@ -85,9 +87,10 @@ def _preload_reconcilers(sender: object = None, **_: object) -> None:
     ready (:func:`_warm_up_after_ready`), off the path to ready — about 0.7 s of CPU per worker, which on a node
     starting several workers at once is most of their start-up; a task that comes first waits on the import lock.
     First of all, the runtime is told which app and settings its tasks run with."""
-    from workers import runtime
+    from engine import runtime
+    from workers.messages import QueuedMessages
 
-    runtime.configure(app, settings)
+    runtime.configure(app, settings, QueuedMessages(app).encode)
     if not _forks_children(sender):
         _deferred_warm_up.append(True)
         return
@@ -113,7 +116,7 @@ def _warm_up_after_ready(**_: object) -> None:
 
 @worker_init.connect
 def _start_metrics(**_: object) -> None:
-    from workers import metrics
+    from engine import metrics
 
     metrics.install_api_hook()
     if settings.metrics_port:
@@ -122,8 +125,8 @@ def _start_metrics(**_: object) -> None:
 
 @worker_process_init.connect
 def _graceful_child(**_: object) -> None:
-    """Pool child: SIGTERM gives a running reconcile the grace period, then hands its key back (workers.shutdown)."""
-    from workers import shutdown
+    """Pool child: SIGTERM gives a running reconcile the grace period, then hands its key back (engine.shutdown)."""
+    from engine import shutdown
 
     shutdown.mark_pool_child(settings.worker_shutdown_grace)
 
@@ -132,7 +135,7 @@ def _graceful_child(**_: object) -> None:
 def _stop_children(**_: object) -> None:
     """Told to stop (Kubernetes signals PID 1 only): start the grace period of the running reconciles now — in the
     prefork children, and in this process itself under the threads or gevent pool."""
-    from workers import shutdown
+    from engine import shutdown
 
     shutdown.forward_to_busy_children()
     shutdown.stop_in_process_runs(settings.worker_shutdown_grace)
@@ -188,7 +191,7 @@ def _start_beat_health(sender: object = None, **_: object) -> None:
     """/healthz: beat's scheduler loop ticks; /readyz: Redis answers too (beat makes no Kubernetes API call)."""
     from workers import health
 
-    stall = max(settings.health_stall_seconds, 3 * settings.sweep_due_interval)
+    stall = max(settings.health_stall_seconds, 3 * float(app.conf.beat_max_loop_interval))
     health.start_for(settings, {"tick": health.beat_probe(sender, stall)},
                      {"redis": health.redis_probe(settings)})
 
@@ -203,7 +206,7 @@ def _flush_events(**_: object) -> None:
 
 @worker_process_shutdown.connect
 def _metrics_child_exit(pid: int | None = None, **_: object) -> None:
-    from workers import metrics
+    from engine import metrics
 
     metrics.mark_process_dead(pid or os.getpid())
 

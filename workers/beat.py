@@ -1,7 +1,8 @@
-"""Beat's periodic tasks (queue ``periodic``): due-index sweep, per-kind manage sweeps, full resync.
+"""Beat's periodic tasks (queue ``periodic``): per-kind manage sweeps and the full resync. (Deadlines and retries
+are released by every worker's pump, :mod:`workers.pump`, not by beat.)
 
-Every task here only *adds keys to the gate*, so running it twice is harmless: the gate coalesces duplicate
-adds, and ``pop_due`` is atomic, so even two beats ticking at once would cost nothing but duplicate sweeps. Beat runs
+Every task here only *adds keys to the gate*, so running it twice is harmless: the queue coalesces duplicate
+adds, so even two beats ticking at once would cost nothing but duplicate sweeps. Beat runs
 celery-redbeat (:mod:`workers.beat_scheduler`): run two replicas, the holder of the Redis lock ticks and the other
 takes over when it dies.
 
@@ -15,33 +16,17 @@ import logging
 
 from celery import shared_task
 
+from engine import metrics, sweeps
+from engine.runtime import runtime
 from poolboy import keys
 from poolboy.kube import ApiError
-from workers import metrics, sweeps
 from workers.names import PERIODIC_PREFIX
-from workers.runtime import runtime
 
 log = logging.getLogger(__name__)
 
 #: kinds listed in every namespace; all others live in the operator namespace
 CLUSTER_WIDE = {keys.CLAIM}
 MANAGED = {"claims": keys.CLAIM, "handles": keys.HANDLE, "pools": keys.POOL}
-
-
-@shared_task(name=PERIODIC_PREFIX + "sweep_due", ignore_result=True, acks_late=False)
-def sweep_due() -> dict[str, int]:
-    """Re-publish runs whose holder died (expired leases), then move due keys from the due-index into the gate."""
-    rt = runtime()
-    batch = rt.settings.sweep_due_batch
-    reaped = rt.gate.reap(batch)
-    for publish in reaped:
-        log.warning("%s: lease expired without DONE (worker died?); re-publishing", publish.key)
-        rt.enqueuer.publish(publish)
-    metrics.GATE_REAPED.inc(len(reaped))
-    due = rt.due.pop_due(limit=batch)
-    if due:
-        rt.enqueuer.add_many(due, "event")
-    return {"reaped": len(reaped), "due": len(due)}
 
 
 def enqueue_kind(kind: str, priority: str = "resync", *, from_cache: bool = True) -> int:
@@ -55,7 +40,7 @@ def enqueue_kind(kind: str, priority: str = "resync", *, from_cache: bool = True
         if from_cache and rt.cache is not None else None
     if cached is not None:  # the watcher caches only objects without the ignore label
         found = [keys.make(kind, ns, name) for ns, name in cached]
-        if kind in sweeps.FILTERED:  # converged objects are passed over (see workers.sweeps)
+        if kind in sweeps.FILTERED:  # converged objects are passed over (see engine.sweeps)
             found = sweeps.dirty_keys(rt.redis, rt.settings, found)
             metrics.SWEEP_SKIPPED.labels(kind=kind).inc(len(cached) - len(found))
         rt.enqueuer.add_many(found, priority)

@@ -5,8 +5,8 @@ relies on.
   mid-run gives its message back; the gate turns the copy into a pending mark, never a concurrent run.
 * ``worker_prefetch_multiplier=1``: one reserved message per process, so message priorities (events before resync)
   mean something and no object waits behind a slow one.
-* ``visibility_timeout`` above every countdown (countdowns are capped at a few seconds; longer waits go to the
-  due-index), otherwise the Redis transport redelivers ETA messages in a loop.
+* ``visibility_timeout`` above twice the longest run; the engine sends no countdown or ETA message (every wait is in
+  the delaying queue, :mod:`workqueue.delaying`), which the Redis transport would redeliver in a loop.
 * no result backend: nobody reads reconcile results.
 * task events on by default (``POOLBOY_TASK_EVENTS``) so Flower sees every task with its key and runtime; no
   ``task-sent`` events (the watcher publishes most tasks, and ``task-received`` already carries the arguments).
@@ -23,12 +23,10 @@ from typing import Any
 
 from kombu import Queue
 
+from engine import redis_client
 from poolboy.settings import Settings
-from workers import redis_client
 from workers.names import PERIODIC_PREFIX, PERIODIC_QUEUE, QUEUES, RECONCILE_PREFIX
-
-#: the longest Celery countdown the engine ever uses; anything longer goes to the due-index
-MAX_COUNTDOWN = 5.0
+from workqueue import keyspace
 
 
 def _entry(task: str, interval: float) -> dict:
@@ -37,9 +35,8 @@ def _entry(task: str, interval: float) -> dict:
 
 
 def beat_schedule(settings: Settings) -> dict[str, dict]:
-    """Beat's entries (tasks in :mod:`workers.beat`, by name): due-index sweep, manage sweeps, full resync."""
+    """Beat's entries (tasks in :mod:`workers.beat`, by name): manage sweeps, full resync."""
     return {
-        "sweep-due": _entry("sweep_due", settings.sweep_due_interval),
         "manage-claims": _entry("manage_claims", settings.manage_claims_interval),
         "manage-handles": _entry("manage_handles", settings.manage_handles_interval),
         "manage-pools": _entry("manage_pools", settings.manage_pools_interval),
@@ -50,8 +47,8 @@ def beat_schedule(settings: Settings) -> dict[str, dict]:
 def build(settings: Settings) -> dict[str, Any]:
     routes: dict[str, dict[str, str]] = {f"{PERIODIC_PREFIX}*": {"queue": PERIODIC_QUEUE}}
     routes.update({f"{RECONCILE_PREFIX}{q[:-1]}": {"queue": q} for q in QUEUES if q != PERIODIC_QUEUE})
-    if settings.visibility_timeout <= 2 * max(MAX_COUNTDOWN, settings.reconcile_time_limit):
-        raise ValueError("visibility_timeout must exceed twice the longest countdown and reconcile time limit")
+    if settings.visibility_timeout <= 2 * settings.reconcile_time_limit:
+        raise ValueError("visibility_timeout must exceed twice the reconcile time limit")
     broker = redis_client.celery_options(settings)
     broker["broker_transport_options"]["visibility_timeout"] = settings.visibility_timeout
     return {
@@ -86,8 +83,8 @@ def build(settings: Settings) -> dict[str, Any]:
         "beat_scheduler": "workers.beat_scheduler:Scheduler",
         # also how long redbeat sleeps between attempts at its lock: a standby (or a beat whose lock Redis lost)
         # must not wait the default 5 minutes to tick again
-        "beat_max_loop_interval": max(1.0, min(5.0, settings.sweep_due_interval)),
-        "redbeat_key_prefix": "poolboy:beat:",
+        "beat_max_loop_interval": max(1.0, min(5.0, settings.beat_lock_timeout / 3)),
+        "redbeat_key_prefix": keyspace.BEAT,
         "redbeat_lock_timeout": max(2, int(settings.beat_lock_timeout)),
         **redis_client.redbeat_options(settings),
         "beat_schedule": beat_schedule(settings),

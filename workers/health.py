@@ -110,7 +110,7 @@ def serve(checks: Checks, port: int, address: str = "127.0.0.1") -> ThreadingHTT
 def redis_probe(settings: Settings, timeout: float = 2.0) -> Probe:
     """PING on a connection of the probe's own (a shared client could be busy or broken in its own way), made by
     the one Redis client factory, so Sentinel, TLS and passwords apply to the probe too."""
-    from workers import redis_client
+    from engine import redis_client
 
     client = redis_client.client(settings, socket_timeout=timeout, socket_connect_timeout=timeout)
 

@@ -22,7 +22,7 @@ the transport lost it, builds the pool from that copy. The messages then go back
 same crash class is reported upstream since 2016 (celery/kombu#582 from a Gossip channel's close, #970 from
 ``restore_unacked``); :mod:`tests.integration.test_redis_transport` reproduces it against stock kombu.
 
-Selected by Celery's ``broker_transport`` setting (:func:`workers.redis_client.celery_options`), which takes precedence
+Selected by Celery's ``broker_transport`` setting (:func:`engine.redis_client.celery_options`), which takes precedence
 over the URL's scheme, so ``redis://``, ``rediss://`` and ``sentinel://`` URLs keep their meaning.
 """
 

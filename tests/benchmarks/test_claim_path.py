@@ -36,7 +36,7 @@ def test_the_way_is_the_shortest_stack_of_the_right_process_each_file_once() -> 
     worker = [["workers/tasks.py", "execute"], ["poolboy/reconcilers/preamble.py", "ObjectReconciler.__call__"],
               ["poolboy/reconcilers/claim/__init__.py", "_live"], ["poolboy/reconcilers/claim/__init__.py", "process"]]
     longer = [["workers/tasks.py", "execute"], ["workers/tasks.py", "retry"], *worker[1:]]
-    watcher = [["watcher/delivery.py", "DeliveryQueue._run"], ["workers/enqueue.py", "Enqueuer.publish_many"]]
+    watcher = [["watcher/delivery.py", "DeliveryQueue._run"], ["engine/enqueue.py", "Enqueuer.publish_many"]]
     stacks = [{"point": "patch_json", "stack": longer}, {"point": "patch_json", "stack": worker},
               {"point": "publish_many", "stack": worker[:1]}, {"point": "publish_many", "stack": watcher}]
     assert claim_path.shortest(stacks, "patch_json", "workers/") == worker

@@ -46,7 +46,7 @@ def test_per_claim_puts_the_total_first() -> None:
 def test_a_script_call_is_named_by_the_script_it_runs() -> None:
     import hashlib
 
-    from workers import gate
+    from workqueue import queue as gate
 
     sha = hashlib.sha1(gate._source("start").encode()).hexdigest()
     tally = redispurpose.Tally()

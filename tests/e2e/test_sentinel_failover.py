@@ -3,7 +3,7 @@ gate, due-index, own-writes records and beat's lock all reach the master through
 primary is SIGKILLed in the middle of a burst of claims.
 
 The sentinels promote the replica; every component finds the new master through the factory in
-``workers/redis_client.py``; no handle is bound twice and no claim gets two handles (checked on every watch event);
+``engine/redis_client.py``; no handle is bound twice and no claim gets two handles (checked on every watch event);
 binding resumes after the failover (the figure is printed, not asserted) and every claim ends bound.
 """
 

@@ -11,9 +11,9 @@ from celery import Celery
 
 from cache.handle_index import RedisHandleIndex
 from cache.store import ALIVE, SYNCED, ObjectCache, scope
+from engine.enqueue import Enqueuer
 from poolboy.settings import Settings
 from tests.integration.engine_settings import LEASE
-from workers.enqueue import Enqueuer
 
 
 @pytest.fixture()

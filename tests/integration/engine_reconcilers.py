@@ -37,8 +37,8 @@ from poolboy.utils import cancellation
 
 @cache
 def _redis() -> redis.Redis:
+    from engine.redis_client import client
     from poolboy.settings import Settings
-    from workers.redis_client import client
 
     return client(Settings.from_env(), decode_responses=True)  # TLS, password or Sentinel as the worker has it
 

@@ -1,6 +1,6 @@
 """A handle run converges by itself when its own writes change what another of its definitions reads.
 
-With own writes no longer running their key again (:mod:`workers.own_writes`), the handle reconciler must not count
+With own writes no longer running their key again (:mod:`engine.own_writes`), the handle reconciler must not count
 on the watch event of a managed resource it just created or patched. The :class:`tests.converge.Converger` models
 exactly that: it follows only the keys a result enqueues, never a watch event.
 """

@@ -12,6 +12,8 @@ from celery import Celery
 
 from cache.store import ObjectCache, object_key
 from cache.writer import CacheWriter
+from engine import own_writes
+from engine.enqueue import Enqueuer, GateIntake
 from poolboy import observability
 from poolboy.kube import KubeClient
 from poolboy.observability import Write
@@ -19,10 +21,8 @@ from poolboy.settings import Settings
 from stack.testing import free_port
 from watcher import mapping
 from watcher.main import Watcher
-from workers import own_writes
-from workers.enqueue import Enqueuer, GateIntake
-from workers.gate import Gate, Publish
-from workers.scripting import evalsha_pipelined
+from workqueue.queue import Gate, Publish
+from workqueue.scripting import evalsha_pipelined
 
 #: the route of claim events (the table :data:`watcher.mapping.ROUTES`)
 ROUTE_CLAIM = mapping.POOLBOY_ROUTES[0]

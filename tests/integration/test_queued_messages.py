@@ -9,9 +9,9 @@ import json
 
 import redis
 
-from workers.enqueue import Enqueuer
-from workers.gate import MESSAGE_PRIORITY
-from workers.scripting import evalsha_pipelined
+from engine.enqueue import Enqueuer
+from workqueue.queue import MESSAGE_PRIORITY
+from workqueue.scripting import evalsha_pipelined
 
 KEY = "claim/ns/a"
 #: set per message, by Celery (the task id and its copies) or kombu (the delivery tag)

@@ -14,6 +14,8 @@ from celery import Celery
 from cache.reader import CachedKubeClient
 from cache.store import ALIVE, UPDATED, WRITTEN, ObjectCache
 from cache.writer import EPOCH, CacheWriter
+from engine.enqueue import Enqueuer
+from engine.runtime import Runtime
 from poolboy import kube as kube_errors
 from poolboy.domain import candidates
 from poolboy.kube import KubeClient
@@ -29,12 +31,10 @@ from tests.integration.test_watcher import (
     unique,
 )
 from tests.waiting import wait_for
-from workers.due import DueIndex
-from workers.enqueue import Enqueuer
-from workers.gate import Gate
-from workers.runtime import Runtime
-from workers.scripting import evalsha_pipelined
 from workers.tasks import begin
+from workqueue.delaying import DueIndex
+from workqueue.queue import Gate
+from workqueue.scripting import evalsha_pipelined
 
 DOMAIN = "poolboy.gpte.redhat.com"
 
@@ -413,7 +413,7 @@ def test_what_a_run_names_ahead_is_read_in_one_round_trip_and_answers_its_gets(r
 
 
 def test_a_run_reports_the_versions_it_got_by_name(rb: redis.Redis) -> None:
-    """What DONE counts as the run's own besides its writes (workers/own_writes.py): every version it got by name,
+    """What DONE counts as the run's own besides its writes (engine/own_writes.py): every version it got by name,
     from the cache or read ahead; not what it listed, and nothing it did not get."""
     cache = ObjectCache(rb, DOMAIN)
     cache.heartbeat(30)

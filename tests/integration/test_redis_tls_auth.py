@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 import redis
 
+from engine import redis_client
+from engine.enqueue import Enqueuer
 from poolboy.settings import Settings
 from stack.testing import RedisServer, WorkerProcess, free_port
 from tests.integration import engine_reconcilers as er
 from tests.integration.engine_settings import ENV
 from tests.waiting import wait_for
-from workers import redis_client
-from workers.enqueue import Enqueuer
 
 PASSWORD = "s3cret pass"
 

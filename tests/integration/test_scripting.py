@@ -1,4 +1,4 @@
-"""Several Lua scripts as one EVALSHA (workers/scripting.py), against a real redis-server: each part answers what it
+"""Several Lua scripts as one EVALSHA (workqueue/scripting.py), against a real redis-server: each part answers what it
 would have answered alone, a failing part answers its error without stopping the others, and a flushed script cache
 is survived."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import redis
 
-from workers import scripting
-from workers.gate import Gate, pending_key
+from workqueue import scripting
+from workqueue.queue import Gate, pending_key
 
 COUNTER = "local v = redis.call('INCRBY', KEYS[1], ARGV[1]) return {v, #ARGV, KEYS[1]}"
 FAILING = "redis.call('INCR', KEYS[1]) return redis.call('HGET', KEYS[1], 'f')"  # WRONGTYPE after the INCR

@@ -6,10 +6,10 @@ from __future__ import annotations
 import redis
 
 from cache.store import ObjectCache
+from engine.sweeps import cached_object_key, dirty_keys
 from poolboy import keys
 from poolboy.settings import Settings
-from workers.gate import Gate
-from workers.sweeps import cached_object_key, dirty_keys
+from workqueue.queue import Gate
 
 SETTINGS = Settings()
 API = SETTINGS.api_version

@@ -28,7 +28,7 @@ def test_loop_backoff_grows_until_reset() -> None:
 
 
 def test_an_api_fault_retries_within_its_own_cap_but_honours_retry_after() -> None:
-    from workers import backoff as key_backoff
+    from workqueue import ratelimit as key_backoff
 
     for failures in range(1, 30):
         assert key_backoff.FLOOR <= key_backoff.delay(failures, None, cap=10.0, retry_after_cap=300.0) <= 10.0

@@ -11,12 +11,14 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from engine import own_writes, run, run_log, runtime
+from engine.outcome import Succeeded
 from poolboy import logs
 from poolboy.result import PermanentError
+from poolboy.settings import Settings
 from stack.cli import COMMANDS, build_parser
 from stack.testing import RedisServer
-from workers import run_log
-from workers.gate import Gate
+from workers.app import app
 
 KEY = "claim/demo/hello"
 
@@ -117,7 +119,7 @@ def test_a_success_forgets_the_announced_error(client: redis.Redis) -> None:
     client.flushall()
     error = PermanentError("ValidationFailed", "spec.x: bad")
     assert run_log.permanent_level(client, KEY, error) == logging.WARNING
-    gate = Gate(client, lease_seconds=5, pending_ttl=60, stale_seconds=1)
-    gate.start(KEY, "t1")
-    gate.done(KEY, "t1", also_delete=(run_log.logged_key(KEY),))
+    rt = runtime.build(app, Settings(read_cache=False), None, client)
+    rt.queue.start(KEY, "t1")
+    run.finish(rt, "claim", KEY, "t1", Succeeded(), own_writes.Collector(), None)
     assert run_log.permanent_level(client, KEY, error) == logging.WARNING, "broken again after a fix is news"

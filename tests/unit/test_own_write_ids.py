@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from engine.own_writes import Collector
 from poolboy.observability import Write
 from watcher.mapping import write_id
-from workers.own_writes import Collector
 
 
 def _obj(**metadata: object) -> dict:

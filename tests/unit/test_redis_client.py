@@ -7,8 +7,8 @@ import ssl
 import pytest
 from redis.sentinel import SentinelConnectionPool
 
+from engine import redis_client
 from poolboy.settings import Settings
-from workers import redis_client
 
 SENTINELS = "sentinel://10.0.0.1:26379;sentinel://10.0.0.2:26380;sentinel://10.0.0.3"
 

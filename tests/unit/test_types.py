@@ -1,5 +1,6 @@
-"""The type annotations are checked: ``mypy`` over ``poolboy/``, ``cache/``, ``workers/``, ``watcher/``,
-``procutil/`` and ``controlplane/`` (the ``[tool.mypy]`` section of pyproject.toml: stricter for ``poolboy/``), so
+"""The type annotations are checked: ``mypy`` over ``poolboy/``, ``cache/``,
+``workqueue/``, ``engine/``, ``workers/``, ``watcher/``, ``procutil/`` and ``controlplane/`` (the ``[tool.mypy]``
+section of pyproject.toml: stricter for ``poolboy/``), so
 ``./run tests`` — and so CI — fails on a type error."""
 
 from __future__ import annotations

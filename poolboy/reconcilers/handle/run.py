@@ -138,7 +138,7 @@ class HandleRun:
 
         A definition can read the live state of another resource (linked ``waitFor``/``templateVars``, a later
         index included) or its own; the watch events of this run's own writes do not run the handle again
-        (:mod:`workers.own_writes`), so the run itself converges. A pass that changes nothing costs no API request
+        (:mod:`engine.own_writes`), so the run itself converges. A pass that changes nothing costs no API request
         (states are in memory). A chain of N linked resources settles in at most N writing passes; still writing
         after N + 1 passes (a definition that keeps changing), ``run_again`` asks for one more run.
         """

@@ -13,8 +13,10 @@ if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then
 end
 local cur = redis.call('GET', KEYS[1])
 if cur then
-  local id, ts, cls = parse(cur)
-  redis.call('SET', KEYS[1], mark(id, ts, cls, '0'), 'KEEPTTL')
+  local id, ts, cls, q = parse(cur)
+  if q ~= '2' then  -- a held mark stays the delaying queue's to publish
+    redis.call('SET', KEYS[1], mark(id, ts, cls, '0'), 'KEEPTTL')
+  end
 else
   redis.call('SET', KEYS[1], mark(ARGV[5], now, 0, '0'), 'EX', ARGV[4])
 end

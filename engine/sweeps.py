@@ -6,11 +6,10 @@ covers it:
 
 * a change the run did not see: every watch event (spec, metadata or status, of the object or of a managed
   resource, a provider's validity) already adds its key; the sweep adds an object whose cached version moved past
-  the version its last successful run recorded (DONE's ``clean`` mark), in case an add was lost;
+  the version its last successful run recorded (its ``clean`` mark, :class:`CleanMarks`), in case an add was lost;
 * a run owed but never started (a worker killed holding its message): the object's pending mark is still there,
-  and the sweep adds it (the gate re-publishes a queued mark older than ``gate_stale_seconds``); a transient
-  failure's retry is a countdown message the gate does not record, so that run drops the object's clean mark
-  instead, and the sweep adds it until a run succeeds;
+  and the sweep adds it (the queue re-publishes a queued mark older than ``gate_stale_seconds``); a failed run's
+  retry is in the delaying queue, and the object has no clean mark until a run succeeds;
 * time: lifespan starts and ends, unclaimed handles and re-checks of permanent errors are in the due-index; an
   object whose provider's templates read the clock (``now()``, ``timestamp``, ``datetime``) re-runs itself every
   ``time_dependent_interval`` through the due-index (:attr:`poolboy.domain.provider_spec.ProviderSpec.reads_clock`).
@@ -30,7 +29,8 @@ from cache import model as cache_model
 from cache.store import object_key
 from poolboy import keys
 from poolboy.settings import Settings
-from workers.gate import pending_key
+from workqueue import keyspace
+from workqueue.roundtrip import Call
 
 #: the kinds whose sweeps skip clean objects (pools are few, and their sweep is the replenishment safety net)
 FILTERED = frozenset({keys.CLAIM, keys.HANDLE})
@@ -54,10 +54,31 @@ def dirty_keys(client: redis.Redis, settings: Settings, candidates: Iterable[str
         pipe = client.pipeline(transaction=False)
         for key in chunk:
             pipe.hmget(cached_object_key(settings, key), "rv", "clean")
-            pipe.exists(pending_key(key))
+            pipe.exists(keyspace.pending(key))
         replies = pipe.execute()
         for index, key in enumerate(chunk):
             (version, clean), pending = replies[2 * index], replies[2 * index + 1]
             if pending or version is None or version != clean:
                 dirty.append(key)
     return dirty
+
+
+# HGET + HSET in one script: the version the cache holds at the run's end is the one recorded
+_MARK_CLEAN = """
+local rv = redis.call('HGET', KEYS[1], 'rv')
+if rv then
+  redis.call('HSET', KEYS[1], 'clean', rv)
+end
+return rv
+"""
+
+
+class CleanMarks:
+    """A successful run's record that the object is reconciled at the version the cache holds."""
+
+    def __init__(self, client: redis.Redis, settings: Settings) -> None:
+        self.settings = settings
+        self._mark = client.register_script(_MARK_CLEAN)
+
+    def mark_call(self, key: str) -> Call[object]:
+        return Call(self._mark, [cached_object_key(self.settings, key)], [])

@@ -25,10 +25,12 @@ from datetime import UTC, datetime
 
 import redis
 
+from engine.outcome import Failed, Outcome, Refused, Succeeded
 from poolboy.keys import parse
 from poolboy.logs import bind_key
 from poolboy.observability import on_api_request
 from poolboy.result import PermanentError
+from workqueue import keyspace
 
 log = logging.getLogger("workers.reconcile")
 
@@ -86,9 +88,9 @@ def report(run: Run, outcome: str, seconds: float, level: int | None = None) -> 
 
 
 def logged_key(key: str) -> str:
-    """Redis key of the last permanent error announced for ``key``; a successful run deletes it (in the gate's DONE),
-    so a later error is news again, even the same one."""
-    return f"gate:{{{key}}}:logged"
+    """Redis key of the last permanent error announced for ``key``; a successful run forgets it, so a later error is
+    news again, even the same one."""
+    return keyspace.logged_error(key)
 
 
 def _fingerprint(error: PermanentError) -> str:
@@ -111,3 +113,18 @@ def permanent_level(client: redis.Redis, key: str, error: PermanentError) -> int
     return logging.WARNING
 
 
+
+
+def describe(outcome: Outcome, client: redis.Redis, key: str) -> tuple[str, int | None]:
+    """What the run's line says happened, and its level (None: INFO if the run wrote, else DEBUG)."""
+    match outcome:
+        case Succeeded(requeue_at=None):
+            return "done", None
+        case Succeeded(requeue_at=at):
+            return requeue_text(at), None
+        case Failed(text=text):
+            return text, logging.INFO
+        case Refused(error=error):
+            return (f"permanent error {error.reason}: {error.message} (re-check in {error.recheck_after:g}s)",
+                    permanent_level(client, key, error))
+    return "handed back (worker stopping)", logging.INFO

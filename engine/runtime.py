@@ -1,4 +1,5 @@
-"""Per-process singletons of a worker: Redis client, gate, due-index, enqueuer, shared cache, Kubernetes client.
+"""Per-process singletons of a worker: Redis client, work queue and its parts, enqueuer, shared cache, Kubernetes
+client.
 
 Created lazily on first use, i.e. inside each prefork child after the fork, so no socket is shared across
 processes.
@@ -18,11 +19,15 @@ import redis
 from cache.handle_index import RedisHandleIndex
 from cache.reader import CachedKubeClient
 from cache.store import ObjectCache
+from engine import redis_client
+from engine.enqueue import Enqueuer
+from engine.own_writes import OwnWrites
+from engine.sweeps import CleanMarks
 from poolboy.settings import Settings
-from workers import redis_client
-from workers.due import DueIndex
-from workers.enqueue import Enqueuer
-from workers.gate import Gate
+from workqueue.delaying import DelayingQueue
+from workqueue.lease import Renewer
+from workqueue.queue import Encoder, WorkQueue
+from workqueue.ratelimit import RateLimiter
 
 if TYPE_CHECKING:
     from celery import Celery
@@ -47,9 +52,13 @@ def reconcilers() -> Registry:
 class Runtime:
     settings: Settings
     redis: redis.Redis
-    gate: Gate
-    due: DueIndex
+    queue: WorkQueue
+    delaying: DelayingQueue
+    limiter: RateLimiter
+    renewer: Renewer
+    own_writes: OwnWrites
     enqueuer: Enqueuer
+    clean_marks: CleanMarks | None = None
     cache: ObjectCache | None = None
     handle_index: RedisHandleIndex | None = None
     _kube: Any = field(default=None, repr=False)
@@ -75,18 +84,19 @@ class Runtime:
 
 
 #: held while the process's :class:`Runtime` is built: under the threads pool the first tasks (and the warm-up,
-#: workers.app) may ask for it at once, and there must be one gate, one lease renewer, one set of hooks
+#: workers.app) may ask for it at once, and there must be one queue, one lease renewer, one set of hooks
 _building = threading.Lock()
-#: the worker's app and settings, given by the app itself (:func:`configure`) rather than imported from it, so that
-#: the runtime depends on no particular app and the app module on nothing of the runtime until its worker starts
-_configured: tuple[Celery, Settings] | None = None
+#: the worker's app, settings and message encoder, given by the app itself (:func:`configure`) rather than imported
+#: from it, so that the runtime depends on no particular app and the app module on nothing of the runtime until its
+#: worker starts
+_configured: tuple[Celery, Settings, Encoder] | None = None
 
 
-def configure(app: Celery, settings: Settings) -> None:
-    """Name the app whose tasks this process runs and its settings; the worker's app does it when the worker starts
-    (``worker_init``: before the pool forks, so pool children inherit it)."""
+def configure(app: Celery, settings: Settings, encoder: Encoder) -> None:
+    """Name the app whose tasks this process runs, its settings and how the queue encodes its messages; the worker's
+    app does it when the worker starts (``worker_init``: before the pool forks, so pool children inherit it)."""
     global _configured
-    _configured = (app, settings)
+    _configured = (app, settings, encoder)
 
 
 def runtime() -> Runtime:
@@ -96,17 +106,29 @@ def runtime() -> Runtime:
 
 @cache
 def _runtime() -> Runtime:
-    from workers import metrics, own_writes, run_log
+    from engine import metrics, own_writes, run_log
 
     if _configured is None:
-        raise RuntimeError("workers.runtime.configure(app, settings) was not called: a worker's app calls it when "
+        raise RuntimeError("engine.runtime.configure(app, settings, encoder) was not called: a worker's app calls it when "
                            "the worker starts (workers.app)")
-    app, settings = _configured
+    app, settings, encoder = _configured
     metrics.install_api_hook()
     own_writes.install_write_hook()
     run_log.install()
-    client = redis_client.client(settings)
-    gate = Gate.from_settings(settings, client)
+    return build(app, settings, encoder, redis_client.client(settings))
+
+
+def build(app: Celery, settings: Settings, encoder: Encoder | None, client: redis.Redis) -> Runtime:
+    """A runtime on ``client``: the worker's (:func:`runtime`), or a test's."""
+    queue = work_queue(settings, encoder, client)
     cache = ObjectCache(client, settings.domain) if settings.read_cache else None
     index = RedisHandleIndex(client, settings.api_version, settings.operator_namespace) if cache else None
-    return Runtime(settings, client, gate, DueIndex(client), Enqueuer(settings, app, gate), cache, index)
+    return Runtime(settings, client, queue, DelayingQueue(queue), RateLimiter(client), Renewer(queue),
+                   OwnWrites(queue), Enqueuer(queue, app), CleanMarks(client, settings) if cache else None, cache,
+                   index)
+
+
+def work_queue(settings: Settings, encoder: Encoder | None, client: redis.Redis | None = None) -> WorkQueue:
+    """The work queue of ``settings``, pushing the reconcile messages ``encoder`` makes itself."""
+    return WorkQueue(client or redis_client.client(settings), settings.gate_lease_seconds, settings.gate_pending_ttl,
+                     settings.gate_stale_seconds, encoder=encoder)

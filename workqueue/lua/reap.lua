@@ -1,6 +1,6 @@
 -- REAP: KEYS leases; ARGV limit, pending_ttl_s, msg_id_prefix, key_prefix
 -- Leases whose deadline passed: the holder died (SIGKILL, node loss) without DONE. Its run never finished, so
--- the key is owed a run: mark pending (queued) and return it for publishing. -> {key, msg_id, key, msg_id, ...}
+-- the key is owed a run: mark pending (queued) and return it for publishing. -> {{key, msg_id, class}, ...}
 local now = now_ms()
 local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
 local out = {}
@@ -20,12 +20,10 @@ for i, key in ipairs(expired) do
       q = qq
       cls = c
     end
-    if q ~= '1' then
+    if q ~= '1' and q ~= '2' then  -- a queued message, or the delaying queue, will run it
       local id = ARGV[3] .. ':' .. i
       redis.call('SET', pending, mark(id, now, cls, '1'), 'EX', ARGV[2])
-      table.insert(out, key)
-      table.insert(out, id)
-      table.insert(out, cls)
+      table.insert(out, {key, id, cls})
     end
   end
 end

@@ -1,8 +1,8 @@
 -- WAKE (a run's last round trip, per key the run wakes): ADD, after recording the run's writes as already seen by
--- the woken key, so that their watch events, which wake that key too, do not run it once more (workers/own_writes.py).
+-- the woken key, so that their watch events, which wake that key too, do not run it once more (engine/own_writes.py).
 -- While a run of the woken key is going on, the writes are deferred to it instead, as their watch events would be:
--- its DONE runs the key once more only if it did not get those versions itself.
--- KEYS pending, active, selfwrites, deferred[, queue list]; ARGV msg_id, class, pending_ttl_s, stale_ms, now_ms,
+-- its SETTLE runs the key once more only if it did not get those versions itself.
+-- KEYS pending, active, ownwrites, deferred[, queue list]; ARGV msg_id, class, pending_ttl_s, stale_ms, now_ms,
 -- record_ttl_ms, deferred_ttl_s, n, n write ids[, message] -> ADD's reply | {4} deferred to the run going on
 local n = tonumber(ARGV[8])
 local state = redis.call('MGET', KEYS[1], KEYS[2], KEYS[3])

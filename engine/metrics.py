@@ -77,15 +77,16 @@ class RedisStateCollector(Collector):
         self.settings = settings
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        from workers import redis_client
-        from workers.due import DueIndex
-        from workers.gate import Gate
+        from engine import redis_client
         from workers.names import QUEUES
+        from workqueue.delaying import DelayingQueue
+        from workqueue.queue import WorkQueue
 
         try:
             client = redis_client.client(self.settings, socket_timeout=2)
-            pending, oldest = Gate(client).pending_stats()
-            due = DueIndex(client)
+            work = WorkQueue(client)
+            pending, oldest = work.pending_stats()
+            due = DelayingQueue(work)
             due_size, due_oldest = due.size(), due.oldest()
             lengths = {q: sum(client.llen(name) for name in _priority_lists(q)) for q in QUEUES}
         except Exception as error:  # a scrape must not fail because Redis is briefly away

@@ -1,5 +1,5 @@
 -- OBSERVE (the watcher, per key a watch event wakes): the own-write check, then ADD.
--- KEYS pending, active, selfwrites, deferred[, queue list]; ARGV msg_id, class, pending_ttl_s, stale_ms, now_ms,
+-- KEYS pending, active, ownwrites, deferred[, queue list]; ARGV msg_id, class, pending_ttl_s, stale_ms, now_ms,
 -- write_id ('' none), deferred_ttl_s[, message] -> ADD's reply | {3} the key's own write (skip) | {4} deferred to the run
 -- going on
 local state = redis.call('MGET', KEYS[1], KEYS[2], KEYS[3])

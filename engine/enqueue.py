@@ -1,0 +1,138 @@
+"""The way into the work queue: :class:`Enqueuer` adds keys and publishes the runs the queue says are owed;
+:class:`GateIntake` is the watcher's way in.
+
+The queue decides whether a message is needed at all (most events of a burst coalesce); only then is a
+``poolboy.reconcile.<kind>`` message published on the kind's queue, with the queue's message id as task id and the
+priority class mapped to a Redis message priority (events before resync). Given the app's encoder
+(:class:`workers.messages.QueuedMessages`), the queue's scripts push the message themselves.
+
+**The watcher's intake: one Redis round trip per watch event, or per batch of them.** An event needs two steps per
+key it wakes, in this order: the object goes into the shared cache (:mod:`cache.store`) first, so the run it causes
+reads at least this version; then the key's OBSERVE (:mod:`engine.own_writes`): the key's own write is skipped, an
+event during a run of the key is deferred to that run, anything else is ADDed. A failed cache write only costs
+speed (it is counted and logged); a failed OBSERVE falls back to a plain ADD, because an extra run is cheap and a
+lost change is not. If Redis cannot be reached, :meth:`GateIntake.deliver_many` raises and the watcher delivers the
+events again (every step is idempotent).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from engine import metrics
+from engine.own_writes import OwnWrites
+from poolboy.observability import labelled
+from workers.names import route
+from workqueue.queue import Added, Publish, WorkQueue
+from workqueue.roundtrip import Call, Reply, RoundTrip
+
+if TYPE_CHECKING:
+    from celery import Celery
+
+    from cache.writer import CacheWriter
+
+log = logging.getLogger(__name__)
+
+
+class Enqueuer:
+    """``Enqueuer(queue, app).add(key, "event")`` -> 'published' | 'coalesced' | 'pending-while-running'.
+
+    ``app`` is the Celery app whose messages it sends, given rather than imported so that the engine's modules do not
+    depend on the app module."""
+
+    def __init__(self, queue: WorkQueue, app: Celery) -> None:
+        self.queue = queue
+        self.app = app
+
+    def add(self, key: str, priority: str = "event") -> str:
+        """Tell the queue ``key`` needs a run; publish a message only when the queue says so."""
+        return self.settle([self.queue.add(key, priority)])[0]
+
+    def add_many(self, keys: Iterable[str], priority: str = "event") -> list[str]:
+        """``add`` for many keys: one round trip to the queue, one producer connection for publishing."""
+        return self.settle(self.queue.add_many(keys, priority))
+
+    def settle(self, results: Sequence[Added]) -> list[str]:
+        """Count what the queue answered to ADDs and publish the runs its scripts did not push themselves."""
+        for added in results:
+            labelled(metrics.GATE_ADDS, added.outcome).inc()
+        self.publish_many([added.unpublished for added in results if added.unpublished])
+        return [added.outcome for added in results]
+
+    def publish_many(self, publishes: Sequence[Publish | None]) -> None:
+        """:meth:`publish` for each, on one producer connection (but those the queue has pushed itself)."""
+        todo = [publish for publish in publishes if publish is not None and not publish.queued]
+        if len(todo) == 1:
+            self.publish(todo[0])
+        elif todo:
+            with self.app.producer_or_acquire() as producer:
+                for publish in todo:
+                    self.publish(publish, producer=producer)
+
+    def publish(self, publish: Publish, producer: object = None) -> None:
+        """Send one reconcile message exactly as the queue asked (task id = the queue's message id)."""
+        task, queue = route(publish.key)
+        self.app.send_task(task, args=[publish.key], task_id=publish.msg_id, queue=queue,
+                           priority=publish.priority, producer=producer)
+
+
+#: the keys one event wakes, each with the event's write id (as :data:`watcher.delivery.Wakes`)
+Wakes = list[tuple[str, "str | None"]]
+
+
+class GateIntake:
+    """``GateIntake(enqueuer, own_writes, cache).deliver_many([(event_type, obj, wakes), ...])`` -> the queue's
+    outcome per woken key (the watcher's :class:`watcher.delivery.Intake`)."""
+
+    def __init__(self, enqueuer: Enqueuer, own_writes: OwnWrites, cache: CacheWriter | None = None) -> None:
+        self.enqueuer = enqueuer
+        self.own_writes = own_writes
+        self.cache = cache
+
+    def deliver(self, event_type: str, obj: dict, wakes: Wakes) -> list[str]:
+        return self.deliver_many([(event_type, obj, wakes)])[0]
+
+    def deliver_many(self, events: Sequence[tuple[str, dict, Wakes]]) -> list[list[str]]:
+        """:meth:`deliver` for several events in one round trip, in event order, so each event's cache write still
+        precedes the keys it wakes."""
+        trip = RoundTrip(self.enqueuer.queue.redis)
+        written: list[tuple[str, dict, Reply | None]] = []
+        observed: list[list[tuple[str, Reply[Added]]]] = []
+        for event_type, obj, wakes in events:
+            cache_call = self._cache_call(event_type, obj)
+            written.append((event_type, obj, trip.call(cache_call) if cache_call is not None else None))
+            observed.append([(key, trip.call(self.own_writes.observe_call(key, write_id))) for key, write_id in wakes])
+        if len(trip):
+            trip.send()  # raises if Redis is away
+        for event_type, obj, reply in written:
+            if reply is not None and self.cache is not None:
+                self.cache.event_written(event_type, obj, reply.error)
+        results = [[self._outcome(key, reply) for key, reply in replies] for replies in observed]
+        self.enqueuer.publish_many([added.unpublished for outcomes in results for added in outcomes])
+        return [[added.outcome for added in outcomes] for outcomes in results]
+
+    def _cache_call(self, event_type: str, obj: dict) -> Call[Any] | None:
+        """The event's cache write, or None: no cache, nothing to write, or an object the cache cannot hold (e.g.
+        nested deeper than its JSON encoder goes), which must not keep the event's keys from the queue."""
+        if self.cache is None:
+            return None
+        try:
+            call = self.cache.event_call(event_type, obj)
+        except Exception as error:
+            self.cache.event_written(event_type, obj, error)
+            return None
+        return call
+
+    def _outcome(self, key: str, reply: Reply[Added]) -> Added:
+        if reply.error is not None:  # the script failed: add the key as if nothing were known (raises if Redis is
+            # away, and the watcher delivers the event again)
+            log.warning("own-write check for %s failed (%s); adding the key", key, reply.error)
+            metrics.OWN_WRITE_CHECK_ERRORS.inc()
+            added = self.enqueuer.queue.add(key)
+        else:
+            added = reply.value
+        labelled(metrics.GATE_ADDS, added.outcome).inc()
+        return added
+

@@ -1,0 +1,187 @@
+"""Own writes: the watch event of a write a reconcile of key K made to K's own objects does not run K again.
+
+Without this, every run that writes (a finalizer, an init patch, a status PUT, a managed resource it patched) is
+followed by one more, mostly no-op run of the same key: the watcher sees the write, the gate marks the key
+"pending while running", and DONE re-publishes it.
+
+A write is identified by ``"<uid>/<resourceVersion>"``: every change the API server makes gets a new
+resourceVersion, so a write by anyone else never has the same id. Only *conditional* writes are recorded (a
+precondition on the resourceVersion the run read, or a create): the state they produce is exactly "what the run
+read, plus its own change" (for a create: what the create returned), so the run has already acted on it. That
+holds for a write of the object's *spec* too: the run writes the status for the spec it wrote, its conditions
+stamped with the generation that write produced (:func:`poolboy.domain.conditions.observe`), so ``kubectl wait``
+never waits for a run that the dropped event would have caused. An unconditional write that changed nothing would
+return the version of somebody else's write, whose event must not be dropped.
+
+The same holds for the keys a run wakes: a handle run that creates its resource and wakes its claim would otherwise
+run the claim twice, once for the WAKE and once more for the resource's watch event (which maps to the claim too)
+when that event arrives after the claim's run began. The run's WAKE (``engine/lua/wake.lua``) records its write
+ids for the woken key before it ADDs it, in one script after the run's cache writes: the run it causes reads those
+writes, so their events are that key's own as well.
+
+What a run *got* counts the same way: a run that read an object at version V (by name, from the cache or the API)
+has acted on V, so V's watch event, arriving during the run or after it, brings it nothing (``workers/tasks.py``
+passes the reader's :meth:`~cache.reader.CachedKubeClient.seen` versions to DONE with the write ids). And a WAKE that
+finds a run of the woken key going on defers its write ids to that run like watch events: the run goes again only
+if it did not get those versions itself (so a claim run started by its resource's ADDED event, while the handle run
+that created the resource is still writing the handle's status, does not run a third time to find nothing to do).
+
+Two Redis keys per work key K, hash-tagged ``{K}`` like the queue's own keys:
+
+* :func:`workqueue.keyspace.own_writes` — the write ids recorded by finished runs of K, and by runs that woke K after
+  writing, space-separated in one string that OBSERVE reads with the queue's marks in one MGET (short TTL: an event
+  comes within seconds; at most its newest 4 KB).
+* :func:`workqueue.keyspace.deferred_events` — the ids of events that arrived while a run of K was going,
+  space-separated in one string. The watch event of a write usually arrives *before* the run ends (often before the
+  next line of the reconciler runs), so the watcher cannot decide then; the run decides at its end, when it knows
+  all its writes.
+
+Both sides compose the queue's scripts (``engine/lua/observe.lua`` and ``settle.lua``), so an event is always
+decided by exactly one of them and costs no round trip of its own:
+
+* the watcher's OBSERVE: id among K's own writes -> skip (a finished run wrote it); else a run of K holds the
+  key's lease -> deferred to that run; else the gate's ADD, as for any event;
+* the run's SETTLE: records the run's write ids, then takes every deferred id that is not one of the key's own
+  writes as a change by someone else and marks the key owed; the queue's DONE, in the same script, then releases
+  the lease and publishes exactly that one more run. A run that dies before DONE leaves its deferred ids
+  behind; the queue's lease reaper re-runs the key and that run's SETTLE judges them (at worst one extra run).
+  Redis is an accelerator:
+  if the watcher's OBSERVE fails, it adds the key.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import Counter
+
+from poolboy.observability import Write, on_write
+from workqueue import keyspace
+from workqueue.queue import LUA_COMMON, Added, WorkQueue, new_id, read_added
+from workqueue.roundtrip import Call
+
+#: how long a finished run's write ids are remembered: the watch event of a write normally arrives in milliseconds
+RECORD_TTL_MS = 60_000
+#: a safety bound for ids deferred to a run that died without settling (the reaper re-runs the key long before)
+DEFERRED_TTL_S = 86_400
+
+DEFERRED_EVENTS = Counter("poolboy_deferred_watch_events_total",
+                          "Watch events that arrived during a run of their key, as that run judged them: its own "
+                          "write (dropped) or someone else's change (the key runs again)", ["outcome"])
+
+
+def write_id(uid: str, resource_version: str) -> str:
+    return f"{uid}/{resource_version}"
+
+
+# --- collecting one run's writes (worker side) -------------------------------------------------------------------
+
+
+@dataclass
+class Collector:
+    """The recordable writes of the run in progress in this thread."""
+
+    idents: list[str] = field(default_factory=list)
+
+    def add(self, write: Write) -> None:
+        # A create is conditional by nature (it fails if the object exists): its ADDED event carries exactly what the
+        # create returned, which the run already holds (a handle run that creates its resource must not run again
+        # only to find the resource it created).
+        if write.verb == "create" or write.conditional:
+            self.idents.append(write_id(write.uid, write.resource_version))
+
+
+_current: contextvars.ContextVar[Collector | None] = contextvars.ContextVar("own_writes_collector", default=None)
+
+
+def _on_write(write: Write) -> None:
+    collector = _current.get()
+    if collector is not None:
+        collector.add(write)
+
+
+def install_write_hook() -> None:
+    """Have :mod:`poolboy.kube` report writes to whichever run is collecting in the calling thread."""
+    on_write(_on_write)
+
+
+@contextmanager
+def collecting(collector: Collector | None = None) -> Iterator[Collector]:
+    """Collect the writes made in this thread (the reconcile) until the block ends."""
+    collector = collector if collector is not None else Collector()
+    token = _current.set(collector)
+    try:
+        yield collector
+    finally:
+        _current.reset(token)
+
+
+# --- the scripts (both sides) -------------------------------------------------------------------------------------
+
+_LUA = Path(__file__).with_name("lua")
+
+
+@cache
+def _source(name: str) -> str:
+    return "\n".join(path.read_text() for path in (LUA_COMMON, _LUA / "own_writes.lua", _LUA / f"{name}.lua"))
+
+
+@dataclass(frozen=True)
+class Settled:
+    """SETTLE's answer: watch events deferred to the run, and how many of them were someone else's change."""
+
+    deferred: int
+    foreign: int
+
+
+class OwnWrites:
+    """The own-write steps of the watcher's intake and of a run's end, each composing the queue's ADD or preceding its
+    DONE."""
+
+    def __init__(self, queue: WorkQueue) -> None:
+        self.queue = queue
+        client = queue.redis
+        self._observe = client.register_script(_source("observe"))
+        self._wake = client.register_script(_source("wake"))
+        self._note = client.register_script(_source("note"))
+        self._settle = client.register_script(_source("settle"))
+
+    @staticmethod
+    def _keys(key: str) -> list[str]:
+        return [keyspace.own_writes(key), keyspace.deferred_events(key)]
+
+    def observe_call(self, key: str, write_id: str | None) -> Call[Added]:
+        """The watcher's step per key an event wakes: ADD, unless ``write_id`` is the key's own write or a run of the
+        key is going on (then that run judges it at its end)."""
+        keys, args = self.queue.add_parts(key)
+        push_keys, push_args = self.queue.message_parts(key, str(args[0]))
+        return Call(self._observe, keys + self._keys(key) + push_keys,
+                    [*args, write_id or "", DEFERRED_TTL_S, *push_args], read_added(key))
+
+    def wake_call(self, key: str, seen: list[str]) -> Call[Added]:
+        """ADD for a key a finishing run wakes, recording the run's write ids ``seen`` as the key's own first: their
+        watch events wake the key too, but the run this ADD causes reads what they wrote. While a run of the key is
+        going on the ids are deferred to it instead (outcome "deferred"): it runs again only if it did not get them."""
+        if not seen:
+            return self.queue.add_call(key)
+        keys, args = self.queue.add_parts(key)
+        push_keys, push_args = self.queue.message_parts(key, str(args[0]))
+        return Call(self._wake, keys + self._keys(key) + push_keys,
+                    [*args, RECORD_TTL_MS, DEFERRED_TTL_S, len(seen), *seen, *push_args], read_added(key))
+
+    def note_call(self, key: str, seen: list[str]) -> Call[Any]:
+        """:meth:`wake_call`'s recording without the ADD, for a key the run holds for a window instead."""
+        return Call(self._note, [keyspace.active(key), *self._keys(key)], [RECORD_TTL_MS, DEFERRED_TTL_S, *seen])
+
+    def settle_call(self, key: str, writes: list[str]) -> Call[Settled]:
+        """A run's end, just before the queue's DONE and in the same script: record ``writes`` as the key's own and
+        judge the events deferred to the run."""
+        return Call(self._settle, [keyspace.pending(key), keyspace.active(key), *self._keys(key)],
+                    [new_id(), self.queue.pending_ttl, RECORD_TTL_MS, *writes],
+                    lambda reply: Settled(int(reply[0]), int(reply[1])))

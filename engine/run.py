@@ -1,0 +1,202 @@
+"""One run of one key, from the message to the release: START, reconcile under a renewed lease, then one round trip
+that records what the run wrote and asked for and releases the key (DONE).
+
+How a newcomer follows a claim: the watcher's event ADDs ``claim/ns/name`` (:mod:`engine.enqueue`), whose message
+reaches a worker's task (:mod:`workers.tasks`), which calls :func:`execute`:
+
+1. :func:`begin` takes the key's lease (the queue's START) and, in the same round trip, reads the claim from the
+   shared cache for the run's reader;
+2. :func:`reconcile_once` runs the domain reconciler (:mod:`poolboy.reconcilers`) and says what came of it, an
+   :mod:`engine.outcome`;
+3. :func:`finish` maps that outcome to the queue in the one switch there is, and in the run's last round trip puts
+   the run's writes into the cache, wakes the keys it asked for, records its own writes, and releases the key,
+   which publishes one more run if the claim changed meanwhile.
+
+Every run ends with one log line naming its object, outcome and duration (:mod:`engine.run_log`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any, cast
+
+from cache.reader import CachedKubeClient
+from engine import metrics, own_writes, run_log, shutdown, sweeps
+from engine.outcome import Failed, HandedBack, Outcome, Refused, Succeeded
+from engine.runtime import Runtime, reconcilers, runtime
+from poolboy.context import Context
+from poolboy.domain import refusals
+from poolboy.keys import KINDS, parse
+from poolboy.kube import ApiError, Forbidden, event_recorder
+from poolboy.kube.interfaces import Client
+from poolboy.observability import labelled
+from poolboy.result import PermanentError, Result, TransientError
+from workqueue import ratelimit
+from workqueue.lease import LeaseKeeper
+from workqueue.queue import Added, Started
+from workqueue.roundtrip import Reply, RoundTrip
+
+log = logging.getLogger(__name__)
+
+
+# --- what came of the reconcile ----------------------------------------------------------------------------------
+
+def _api_fault(error: BaseException) -> bool:
+    """The API server failed the request (5xx, 429, no answer), or the reconciler said the failure is transient."""
+    return isinstance(error, TransientError) or (isinstance(error, ApiError) and bool(error.transient))
+
+
+def _succeeded(result: Any) -> Succeeded:
+    if not isinstance(result, Result):
+        result = Result()
+    return Succeeded(result.requeue_at, tuple(result.enqueue), tuple(result.batch))
+
+
+def _refused(kind: str, error: PermanentError) -> Refused:
+    metrics.RECONCILE_ERRORS.labels(controller=kind).inc()
+    return Refused(error, time.time() + error.recheck_after, tuple(error.enqueue))
+
+
+def _failed(rt: Runtime, kind: str, key: str, error: BaseException) -> Failed:
+    failures = rt.limiter.failure(key)
+    settings = rt.settings
+    cap = settings.retry_backoff_api_max if _api_fault(error) else settings.retry_backoff_max
+    delay = ratelimit.delay(failures, getattr(error, "retry_after", None) or None, cap,
+                            retry_after_cap=settings.retry_backoff_max)
+    metrics.RECONCILE_ERRORS.labels(controller=kind).inc()
+    metrics.RETRY_DELAY.labels(controller=kind).observe(delay)
+    return Failed(delay, f"transient error, retry {failures} in {delay:.1f}s: {error}")
+
+
+def reconcile_once(rt: Runtime, kind: str, key: str, kube: Client) -> Outcome:
+    """Call the domain reconciler once and say what came of it; never raises for reconcile failures (only
+    :class:`engine.shutdown.HandBack`, which is not one)."""
+    _, namespace, name = parse(key)
+    try:
+        reconciler = reconcilers().lookup(kind)
+        with shutdown.interruptible(rt.settings.reconcile_soft_time_limit):
+            result = reconciler(Context(kube=kube, settings=rt.settings, index=rt.handle_index, api=rt.kube),
+                                namespace, name)
+    except PermanentError as error:
+        return _refused(kind, error)
+    except Forbidden as error:  # a refusal the kind did not report on its object: still the installer's to fix
+        return _refused(kind, refusals.permanent(error))
+    except Exception as error:
+        if not _api_fault(error):
+            log.exception("%s: reconcile failed; retrying with backoff", key)
+        return _failed(rt, kind, key, error)
+    return _succeeded(result)
+
+
+# --- the run's end: the one switch from outcome to queue ----------------------------------------------------------
+
+def _wake(rt: Runtime, trip: RoundTrip, keys: tuple[str, ...], seen: list[str]) -> list[Reply[Added]]:
+    return [trip.call(rt.own_writes.wake_call(key, seen)) for key in keys]
+
+
+def _hold(rt: Runtime, trip: RoundTrip, keys: tuple[str, ...], seen: list[str]) -> None:
+    for key in keys:
+        if seen:
+            trip.atomic(rt.own_writes.note_call(key, seen), rt.delaying.hold_call(key, rt.settings.batch_seconds))
+        else:
+            trip.call(rt.delaying.hold_call(key, rt.settings.batch_seconds))
+
+
+def finish(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, writes: own_writes.Collector,
+           kube: CachedKubeClient | None) -> None:
+    """The run's last round trip: its deferred cache writes first (a run it wakes reads them), then what the outcome
+    asks of the queue, then its own writes settled and the key released, atomically (:mod:`engine.own_writes`:
+    an event that arrives between the two would otherwise be lost). Then the publishes no script made itself."""
+    trip = RoundTrip(rt.redis)
+    puts = [trip.call(put) for put in kube.deferred_puts()] if kube is not None else []
+    seen = writes.idents
+    woken: list[Reply[Added]] = []
+    match outcome:
+        case Succeeded(requeue_at=requeue_at, wake=wake, hold=hold):
+            woken = _wake(rt, trip, wake, seen)
+            _hold(rt, trip, hold, seen)
+            if requeue_at is not None:
+                trip.call(rt.delaying.add_after_call(key, requeue_at))
+            trip.command(*rt.limiter.forget_command(key))
+            trip.command("DEL", run_log.logged_key(key))
+            if rt.clean_marks is not None and kind in sweeps.FILTERED:
+                trip.call(rt.clean_marks.mark_call(key))  # the periodic sweeps pass it over until it changes
+        case Failed(retry_in=retry_in):
+            trip.call(rt.delaying.add_after_call(key, time.time() + retry_in))
+        case Refused(recheck_at=recheck_at, wake=wake):
+            woken = _wake(rt, trip, wake, seen)
+            trip.call(rt.delaying.add_after_call(key, recheck_at))
+            trip.command(*rt.limiter.forget_command(key))
+        case HandedBack():
+            trip.call(rt.queue.add_call(key))  # marked owed while the lease is ours: DONE re-publishes it at once
+    # the versions the run got count as its own: an event of one of them brings it nothing new
+    acted_on = [*seen, *kube.seen()] if kube is not None else seen
+    settled, released = trip.atomic(rt.own_writes.settle_call(key, acted_on), rt.queue.done_call(key, token))
+    trip.send()
+    for put in puts:
+        if put.error is not None:  # the cache only costs speed
+            log.debug("%s: cache write failed: %s", key, put.error)
+    rt.enqueuer.settle([reply.value for reply in woken])
+    counts = settled.value
+    labelled(own_writes.DEFERRED_EVENTS, "own-write").inc(counts.deferred - counts.foreign)
+    labelled(own_writes.DEFERRED_EVENTS, "rerun").inc(counts.foreign)
+    rt.enqueuer.publish_many([released.value])
+
+
+# --- the run ------------------------------------------------------------------------------------------------------
+
+def begin(rt: Runtime, kind: str, key: str, token: str, msg_id: str,
+          kube: CachedKubeClient | None) -> Started | None:
+    """START, and in the same round trip the run's own object from the cache, the first thing every reconcile reads
+    (read after START, as the reconcile would read it)."""
+    trip = RoundTrip(rt.redis)
+    started = trip.call(rt.queue.start_call(key, token, msg_id))
+    read: Callable[[], dict | None] | None = None
+    if rt.cache is not None and kube is not None:
+        _, namespace, name = parse(key)
+        read = rt.cache.get_step(trip, rt.settings.api_version, KINDS[kind], namespace, name)
+    trip.send()
+    if started.value is not None and read is not None and kube is not None:
+        obj = read()
+        if obj is not None:
+            kube.prefetched(obj)
+    return started.value
+
+
+def execute(msg_id: str | None, kind: str, key: str) -> str:
+    """Run ``key`` once for the message ``msg_id``: the task body of ``poolboy.reconcile.<kind>``."""
+    rt = runtime()
+    msg_id = msg_id or uuid.uuid4().hex
+    token = f"{msg_id}/{uuid.uuid4().hex[:8]}"
+    kube = rt.reader()
+    started = begin(rt, kind, key, token, msg_id, kube)
+    if started is None:
+        labelled(metrics.GATE_STARTS, "busy").inc()
+        return "busy"
+    labelled(metrics.GATE_STARTS, "started").inc()
+    if started.waited is not None:
+        labelled(metrics.GATE_WAIT, kind).observe(started.waited)
+    began = time.monotonic()
+    outcome: Outcome = Failed(0.0, "error")
+    writes = own_writes.Collector()
+    with run_log.running(key) as run, event_recorder.foreground():
+        try:
+            with LeaseKeeper(rt.renewer, key, token, rt.settings.reconcile_time_limit) as keeper, \
+                    own_writes.collecting(writes):
+                outcome = reconcile_once(rt, kind, key, cast(Client, kube))
+            if keeper.lost.is_set():
+                log.warning("%s: lease lost during the run; another run may have overlapped", key)
+        except shutdown.HandBack:
+            log.warning("%s: worker stopping, grace period over; handing the key back", key)
+            outcome = HandedBack()
+        finally:
+            elapsed = time.monotonic() - began
+            labelled(metrics.RECONCILE_TIME, kind).observe(elapsed)
+            labelled(metrics.RECONCILE_TOTAL, kind, outcome.result).inc()
+            text, level = run_log.describe(outcome, rt.redis, key)
+            run_log.report(run, text, elapsed, level)
+            finish(rt, kind, key, token, outcome, writes, kube)
+    return outcome.result

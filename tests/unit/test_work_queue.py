@@ -1,0 +1,238 @@
+"""The work queue's Lua scripts and its delaying queue against a real redis-server (fast: no workers), plus pure
+backoff maths."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from stack.testing import RedisServer
+from tests.waiting import wait_for
+from workqueue import keyspace, ratelimit
+from workqueue.delaying import DelayingQueue
+from workqueue.lease import LeaseKeeper, Renewer
+from workqueue.queue import WorkQueue
+from workqueue.roundtrip import RoundTrip
+
+pending_key, active_key = keyspace.pending, keyspace.active
+
+KEY = "claim/ns/a"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[RedisServer]:
+    with RedisServer() as srv:
+        yield srv
+
+
+@pytest.fixture()
+def r(server) -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(server.url)
+    client.flushall()
+    yield client
+    client.close()
+
+
+@pytest.fixture()
+def gate(r) -> WorkQueue:
+    return WorkQueue(r, lease_seconds=0.3, pending_ttl=60, stale_seconds=1)
+
+
+def test_burst_publishes_once(gate):
+    outcomes = [gate.add(KEY).outcome for _ in range(100)]
+    assert outcomes.count("published") == 1 and outcomes.count("coalesced") == 99
+
+
+def test_start_clears_pending_and_event_during_run_republishes_once(gate):
+    publish = gate.add(KEY).publish
+    assert gate.start(KEY, "t1") is not None
+    assert [gate.add(KEY).outcome for _ in range(5)] == ["pending-while-running"] + ["coalesced"] * 4
+    rerun = gate.done(KEY, "t1")
+    assert rerun is not None and rerun.msg_id != publish.msg_id
+    assert gate.add(KEY).outcome == "coalesced"  # the re-run's message is queued
+    assert gate.start(KEY, "t2") is not None
+    assert gate.done(KEY, "t2") is None
+
+
+def test_busy_start_marks_pending_for_the_holder(gate, r):
+    assert gate.start(KEY, "t1") is not None
+    assert gate.start(KEY, "t2") is None  # a duplicate message while running: no concurrent run
+    assert r.exists(pending_key(KEY))
+    assert gate.done(KEY, "t1") is not None  # ...folded into exactly one re-run
+
+
+def test_stale_token_cannot_release_or_renew_new_holders_lease(gate, r):
+    assert gate.start(KEY, "old") is not None
+    r.delete(active_key(KEY))  # the old lease lapsed
+    assert gate.start(KEY, "new") is not None
+    assert not gate.renew(KEY, "old")
+    assert gate.done(KEY, "old") is None
+    assert r.get(active_key(KEY)) == b"new"
+    assert gate.renew(KEY, "new")
+
+
+def test_event_outranks_queued_resync(gate):
+    assert gate.add(KEY, "resync").outcome == "published"
+    assert gate.add(KEY, "resync").outcome == "coalesced"
+    added = gate.add(KEY, "event")
+    assert added.outcome == "published" and added.publish.priority == 0
+    assert gate.add(KEY, "event").outcome == "coalesced"
+
+
+def test_event_during_run_upgrades_the_rerun_priority(gate):
+    gate.start(KEY, "t1")
+    gate.add(KEY, "resync")
+    gate.add(KEY, "event")
+    assert gate.done(KEY, "t1").priority == 0
+
+
+def test_stale_pending_is_rearmed(gate, r):
+    gate.add(KEY)
+    r.set(pending_key(KEY), "lost|1000|0|1")  # a queued mark from long ago whose message never arrived
+    assert gate.add(KEY).outcome == "published"
+
+
+def _calls(r: redis.Redis) -> dict[str, int]:
+    return {name: int(stats["calls"]) for name, stats in r.info("commandstats").items()}
+
+
+def test_add_and_start_keep_time_by_the_callers_clock_without_asking_redis(gate, r, monkeypatch):
+    """A watch event's ADD and a run's START are the gate's most frequent steps: they stamp marks and lease deadlines
+    with the caller's clock instead of one more ``TIME`` command each."""
+    from workqueue import queue as gate_module
+
+    gate.add("claim/ns/warm")
+    gate.start("claim/ns/warm", "warm")  # the scripts are loaded from now on
+    clock = iter([1_000_000, 1_000_250])
+    monkeypatch.setattr(gate_module, "clock_ms", lambda: next(clock))
+    before = _calls(r)
+    gate.add(KEY)
+    assert r.get(pending_key(KEY)).decode().split("|")[1] == "1000000"
+    started = gate.start(KEY, "t1")
+    assert started is not None and started.waited == pytest.approx(0.25)
+    assert r.zscore(keyspace.LEASES, KEY) == 1_000_250 + gate.lease_ms
+    assert _calls(r).get("cmdstat_time", 0) == before.get("cmdstat_time", 0)
+
+
+def test_reap_republishes_a_dead_holders_key_once(gate):
+    gate.start(KEY, "dead")
+    assert gate.reap() == []
+    reaped = wait_for(gate.reap, 3, message="the dead lease to expire and be reaped")
+    assert [p.key for p in reaped] == [KEY]
+    assert gate.reap() == []
+    assert gate.add(KEY).outcome == "coalesced"  # the reaped message is queued
+    assert gate.start(KEY, "next") is not None
+
+
+def test_lease_keeper_keeps_the_lease_and_reports_loss(gate, r):
+    gate.start(KEY, "t1")
+    with LeaseKeeper(Renewer(gate), KEY, "t1") as keeper:
+        end = time.monotonic() + 1.0  # over three lease lengths: only renewals keep it alive
+        while time.monotonic() < end:
+            assert r.get(active_key(KEY)) == b"t1"
+            time.sleep(0.02)
+        r.set(active_key(KEY), "thief")
+        assert keeper.lost.wait(1.0)
+    assert not r.get(active_key(KEY)) or r.get(active_key(KEY)) == b"thief"
+
+
+def test_lease_of_a_run_past_its_time_limit_lapses_for_the_reaper(gate, r):
+    """The threads pool cannot kill a stuck run: past its hard time limit, its lease is no longer renewed, so the
+    key goes back to the queue (the reaper re-publishes it) while the stuck run holds only its thread."""
+    gate.start(KEY, "t1")
+    with LeaseKeeper(Renewer(gate), KEY, "t1", time_limit=0.5) as keeper:
+        # watched from the keeper's own start, so that a slow test thread never reads the limit's end as early
+        while True:
+            lost, held = keeper.lost.is_set(), r.get(active_key(KEY))
+            if (elapsed := time.monotonic() - keeper.started) >= 0.4:
+                break
+            assert not lost, f"lease given up within {elapsed:.2f}s, before the 0.5s limit"
+            assert held == b"t1", "renewed within the limit"
+            time.sleep(0.02)
+        assert keeper.lost.wait(3.0), "past the limit the keeper gives the lease up"
+        wait_for(lambda: r.get(active_key(KEY)) is None, 2, message="the lease to expire")
+    assert [p.key for p in wait_for(gate.reap, 3, message="the reaper to hand the key on")] == [KEY]
+
+
+def test_add_many_pipelines(gate):
+    results = gate.add_many(["claim/a/1", "claim/a/1", "pool/p/x"], "resync")
+    assert [added.outcome for added in results] == ["published", "coalesced", "published"]
+    assert all(added.publish.priority == 9 for added in results if added.publish)
+
+
+def test_delaying_queue_keeps_the_earliest_time_and_releases_what_is_due(gate, r):
+    delaying = DelayingQueue(gate)
+    for at in (200, 100, 300):
+        delaying.add_after("claim/a/b", at)
+    delaying.add_after("claim/a/c", time.time() + 3600)
+    assert delaying.deadline("claim/a/b") == 100 and delaying.size() == 2 and delaying.oldest() == 100
+    assert [added.publish.key for added in delaying.release_due(limit=10)] == ["claim/a/b"]
+    assert delaying.release_due(limit=10) == [] and delaying.size() == 1
+
+
+def test_a_due_key_stays_until_its_add_is_made(gate, r, monkeypatch):
+    """A release that fails before its ADD (Redis away, the worker killed) forgets nothing: the key is still due."""
+    delaying = DelayingQueue(gate)
+    delaying.add_after(KEY, 100)
+
+    def unreachable(*args, **kwargs):
+        raise redis.ConnectionError("Redis away")
+
+    monkeypatch.setattr(gate, "add_many", unreachable)
+    with pytest.raises(redis.ConnectionError):
+        delaying.release_due()
+    monkeypatch.undo()
+    assert delaying.deadline(KEY) == 100
+    assert [added.outcome for added in delaying.release_due()] == ["published"]
+
+
+def test_a_held_key_runs_once_when_its_window_ends(gate, r):
+    """Adds during a window coalesce into the one run its end releases."""
+    delaying = DelayingQueue(gate)
+    trip = RoundTrip(r)
+    held = trip.call(delaying.hold_call(KEY, 0.2))
+    trip.send()
+    assert held.value is True
+    assert [gate.add(KEY).outcome for _ in range(3)] == ["coalesced"] * 3, "adds join the window"
+    assert delaying.release_due() == [], "nothing is released before the window ends"
+    released = wait_for(lambda: delaying.release_due(), 3, message="the window to end")
+    assert [added.outcome for added in released] == ["published"]
+    assert gate.add(KEY).outcome == "coalesced", "the released run is queued"
+
+
+def test_a_key_held_while_it_runs_is_released_by_the_window_not_by_done(gate, r):
+    delaying = DelayingQueue(gate)
+    assert gate.start(KEY, "t1") is not None
+    trip = RoundTrip(r)
+    trip.call(delaying.hold_call(KEY, 0.1))
+    trip.send()
+    assert gate.done(KEY, "t1") is None, "the window's end publishes the run, not DONE"
+    released = wait_for(lambda: delaying.release_due(), 3, message="the window to end")
+    assert [added.outcome for added in released] == ["published"]
+
+
+def test_backoff_is_capped_jittered_and_honours_retry_after():
+    assert all(ratelimit.FLOOR <= ratelimit.delay(n, cap=300) <= 300 for n in range(1, 40))
+    assert all(ratelimit.delay(1) <= 1.0 for _ in range(50))
+    assert ratelimit.delay(1, retry_after=7) >= 7
+    assert ratelimit.delay(1, retry_after=10_000, cap=300) == 300
+
+
+def test_the_rate_limiter_counts_failures_until_forgotten(r):
+    limiter = ratelimit.RateLimiter(r)
+    assert [limiter.failure(KEY) for _ in range(2)] == [1, 2]
+    r.execute_command(*limiter.forget_command(KEY))
+    assert limiter.failure(KEY) == 1, "after a success the next failure starts from the bottom"
+
+
+def test_add_many_sends_no_script_exists_and_survives_a_flushed_script_cache(gate, r):
+    gate.add_many(["claim/ns/warm"])  # the script is loaded from now on
+    before = {name: s["calls"] for name, s in r.info("commandstats").items()}
+    assert [added.outcome for added in gate.add_many(["claim/ns/a", "claim/ns/b"])] == ["published"] * 2
+    after = {name: s["calls"] for name, s in r.info("commandstats").items()}
+    assert after.get("cmdstat_script|exists", 0) == before.get("cmdstat_script|exists", 0)
+    r.script_flush()  # a restarted or flushed Redis has no scripts
+    assert [added.outcome for added in gate.add_many(["claim/ns/c"])] == ["published"]
