@@ -123,7 +123,7 @@ def finish(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, write
             trip.command(*rt.limiter.forget_command(key))
             trip.command("DEL", run_log.logged_key(key))
             if rt.clean_marks is not None and kind in sweeps.FILTERED:
-                trip.call(rt.clean_marks.mark_call(key))  # the periodic sweeps pass it over until it changes
+                trip.call(rt.clean_marks.mark_call(key, token))  # the periodic sweeps pass it over until it changes
         case Failed(retry_in=retry_in):
             trip.call(rt.delaying.add_after_call(key, time.time() + retry_in))
         case Refused(recheck_at=recheck_at, wake=wake):

@@ -63,8 +63,12 @@ def dirty_keys(client: redis.Redis, settings: Settings, candidates: Iterable[str
     return dirty
 
 
-# HGET + HSET in one script: the version the cache holds at the run's end is the one recorded
+# KEYS cached object, the key's lease; ARGV the run's lease token. The version the cache holds at the run's end is
+# the one recorded, by a run that still holds the key (one that lost it may overlap a run that sees more).
 _MARK_CLEAN = """
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then
+  return false
+end
 local rv = redis.call('HGET', KEYS[1], 'rv')
 if rv then
   redis.call('HSET', KEYS[1], 'clean', rv)
@@ -80,5 +84,6 @@ class CleanMarks:
         self.settings = settings
         self._mark = client.register_script(_MARK_CLEAN)
 
-    def mark_call(self, key: str) -> Call[object]:
-        return Call(self._mark, [cached_object_key(self.settings, key)], [])
+    def mark_call(self, key: str, token: str) -> Call[object]:
+        """Before the run releases the key (DONE), while ``token`` still holds it."""
+        return Call(self._mark, [cached_object_key(self.settings, key), keyspace.active(key)], [token])

@@ -104,12 +104,20 @@ class RoundTrip:
         return len(self._steps)
 
     def send(self) -> None:
-        """Send every step; raises only when Redis cannot be reached (each step's own error is on its reply)."""
+        """Send every step; raises only when Redis cannot be reached (each step's own error is on its reply).
+
+        A script this process has not sent to this Redis yet is loaded first, in the same round trip, so every step
+        runs in order. A Redis that forgot its scripts since (restarted, flushed) answers NOSCRIPT to those steps
+        only: they are sent again once loaded, after the steps that followed them."""
         units = _merge(self._steps)
+        scripts = {_one_script(unit.calls)[0] for unit in units if isinstance(unit, _Scripts)}
+        loads = [script for script in scripts if (id(self.client.connection_pool), script.sha) not in _LOADED]
         raws: list[Any] = [None] * len(units)
         todo = list(range(len(units)))
         for attempt in (1, 2):
             pipe = self.client.pipeline(transaction=False)
+            for script in loads:
+                pipe.script_load(script.script)
             for i in todo:
                 unit = units[i]
                 if isinstance(unit, _Command):
@@ -117,15 +125,14 @@ class RoundTrip:
                 else:
                     script, keys, args = _one_script(unit.calls)
                     pipe.evalsha(script.sha, len(keys), *keys, *args)
-            for i, raw in zip(todo, pipe.execute(raise_on_error=False), strict=True):
+            answers = pipe.execute(raise_on_error=False)
+            _LOADED.update((id(self.client.connection_pool), script.sha) for script in loads)
+            for i, raw in zip(todo, answers[len(loads):], strict=True):
                 raws[i] = raw
             todo = [i for i in todo if isinstance(raws[i], redis.exceptions.NoScriptError)]
             if not todo or attempt == 2:
-                break  # a Redis that restarted or was flushed forgot its scripts: load them, send those again
-            for i in todo:
-                unit = units[i]
-                assert isinstance(unit, _Scripts)
-                self.client.script_load(_one_script(unit.calls)[0].script)
+                break
+            loads = list({_one_script(units[i].calls)[0] for i in todo if isinstance(units[i], _Scripts)})
         for unit, raw in zip(units, raws, strict=True):
             if isinstance(unit, _Command):
                 unit.reply._set(raw)
@@ -135,6 +142,10 @@ class RoundTrip:
                 for reply, part in zip(unit.replies, split_reply(raw, len(unit.calls)), strict=True):
                     reply._set(part)
         self._steps = []
+
+
+#: (connection pool, script SHA1) of the scripts this process has loaded into that pool's Redis
+_LOADED: set[tuple[int, str]] = set()
 
 
 def _one_script(calls: Sequence[Call[Any]]) -> tuple[Script, list[str], list[Any]]:

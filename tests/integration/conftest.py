@@ -12,13 +12,15 @@ from celery import Celery
 from cache.handle_index import RedisHandleIndex
 from cache.store import ALIVE, SYNCED, ObjectCache, scope
 from engine.enqueue import Enqueuer
+from engine.runtime import work_queue
 from poolboy.settings import Settings
+from workers.messages import QueuedMessages
 from tests.integration.engine_settings import LEASE
 
 
 @pytest.fixture()
 def r(redis_server) -> Iterator[redis.Redis]:
-    """A client on the session redis-server, emptied first so no earlier test's gate or queues leak in."""
+    """A client on the session redis-server, emptied first so no earlier test's work queue or Celery queues leak in."""
     client = redis.Redis.from_url(redis_server.url, decode_responses=True)
     client.flushall()
     yield client
@@ -27,10 +29,10 @@ def r(redis_server) -> Iterator[redis.Redis]:
 
 @pytest.fixture()
 def enqueuer(redis_server) -> Iterator[Enqueuer]:
-    """The publishing side, as the watcher would use it, with the same gate lease as the workers."""
+    """The publishing side, as the watcher would use it, with the same lease as the workers."""
     app = Celery("test-publisher", broker=redis_server.url, set_as_current=False)
     settings = Settings.from_env(redis_url=redis_server.url, gate_lease_seconds=LEASE)
-    yield Enqueuer(settings, app)
+    yield Enqueuer(work_queue(settings, QueuedMessages(app).encode), app)
     app.close()
 
 

@@ -33,6 +33,7 @@ from poolboy.context import Context
 from poolboy.keys import KINDS
 from poolboy.result import PermanentError, Result, TransientError
 from poolboy.utils import cancellation
+from workqueue import keyspace
 
 
 @cache
@@ -123,13 +124,13 @@ def completed(r: redis.Redis, key: str) -> int:
 
 
 def idle(r: redis.Redis, queues: tuple[str, ...] = ("claims", "handles", "pools")) -> bool:
-    """Nothing can run any more: no gate marks, no queued or unacked messages, no leases, nothing due soon."""
-    for pattern in ("gate:{*}:pending", "gate:{*}:active"):
+    """Nothing can run any more: no queue marks, no queued or unacked messages, no leases."""
+    for pattern in (keyspace.pending("*"), keyspace.active("*")):
         if any(True for _ in r.scan_iter(match=pattern)):
             return False
     if any(r.llen(q) or r.llen(f"{q}\x06\x169") for q in queues):
         return False
-    return not r.hlen("unacked") and not r.zcard("gate:leases")
+    return not r.hlen("unacked") and not r.zcard(keyspace.LEASES)
 
 
 def overlaps(entries: list[dict[str, Any]]) -> list[tuple[float, float]]:

@@ -1,6 +1,6 @@
 """The engine end to end: real redis-server, real ``poolboy worker`` / ``poolboy beat`` subprocesses, trivial
 instrumented reconcilers (``engine_reconcilers``). Assertions are on run logs and Redis state, waited for with
-deadlines; "nothing more will run" is asserted by the gate and the queues being idle, never by sleeping.
+deadlines; "nothing more will run" is asserted by the work queue and the Celery queues being idle, never by sleeping.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from stack.testing import BeatProcess, WorkerProcess
 from tests.integration import engine_reconcilers as er
 from tests.integration.engine_settings import ENV, LEASE
 from tests.waiting import wait_for
+from workqueue import keyspace
 
 pytestmark = pytest.mark.slow
 
@@ -31,7 +32,7 @@ def stack(redis_server, r) -> Iterator[WorkerProcess]:
 
 
 def settle(r: redis.Redis, timeout: float = 20.0) -> None:
-    wait_for(lambda: er.idle(r), timeout, message="gate and queues idle")
+    wait_for(lambda: er.idle(r), timeout, message="work queue and Celery queues idle")
 
 
 def test_burst_before_run_coalesces(stack, r, enqueuer):
@@ -85,10 +86,10 @@ def test_transient_error_retried_with_backoff(stack, r, enqueuer):
     times = er.starts(r, key)
     assert len(times) == 3
     assert all(b - a >= 1.0 for a, b in itertools.pairwise(times)), times  # Retry-After honoured
-    assert not r.exists(f"gate:{{{key}}}:failures"), "success resets the per-key failure count"
+    assert not r.exists(keyspace.failures(key)), "success resets the per-key failure count"
 
 
-def test_result_enqueue_goes_through_the_gate(stack, r, enqueuer):
+def test_result_enqueue_goes_through_the_work_queue(stack, r, enqueuer):
     key, other = "handle/e/a", "claim/e/b"
     r.hset(f"behave:{key}", "enqueue", other)
     enqueuer.add(key)

@@ -1,10 +1,12 @@
-"""Own writes, piece by piece, on a real redis-server and devcluster: the watcher's OBSERVE and the run's DONE in
+"""Own writes, piece by piece, on a real redis-server and devcluster: the watcher's OBSERVE and the run's end in
 every window of a run (before, during, after, a run that died, a lease taken over), the watcher's intake (one
 round trip per event) and its fallbacks, and what :mod:`poolboy.kube` reports for each kind of write."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import pytest
 import redis
@@ -14,6 +16,7 @@ from cache.store import ObjectCache, object_key
 from cache.writer import CacheWriter
 from engine import own_writes
 from engine.enqueue import Enqueuer, GateIntake
+from engine.own_writes import OwnWrites
 from poolboy import observability
 from poolboy.kube import KubeClient
 from poolboy.observability import Write
@@ -21,13 +24,40 @@ from poolboy.settings import Settings
 from stack.testing import free_port
 from watcher import mapping
 from watcher.main import Watcher
-from workqueue.queue import Gate, Publish
-from workqueue.scripting import evalsha_pipelined
+from workqueue import keyspace
+from workqueue.queue import Publish, WorkQueue
+from workqueue.roundtrip import RoundTrip, send_all
 
 #: the route of claim events (the table :data:`watcher.mapping.ROUTES`)
 ROUTE_CLAIM = mapping.POOLBOY_ROUTES[0]
 
 KEY = "claim/ns/a"
+
+
+@dataclass(frozen=True)
+class Done:
+    rerun: Publish | None
+    deferred: int
+    foreign: int
+
+
+class Gate:
+    """The steps of a run and of the watcher on one key, one round trip each; a run ends as the engine ends it, with
+    its own writes settled and the key released in one script (:func:`engine.run.finish`)."""
+
+    def __init__(self, client: redis.Redis, lease_seconds: float = 30) -> None:
+        self.redis = client
+        self.queue = WorkQueue(client, lease_seconds=lease_seconds)
+        self.own = OwnWrites(self.queue)
+
+    def start(self, key: str, token: str) -> object:
+        return self.queue.start(key, token)
+
+    def done(self, key: str, token: str, writes: Sequence[str] = ()) -> Done:
+        trip = RoundTrip(self.redis)
+        settled, released = trip.atomic(self.own.settle_call(key, list(writes)), self.queue.done_call(key, token))
+        trip.send()
+        return Done(released.value, settled.value.deferred, settled.value.foreign)
 
 
 @pytest.fixture()
@@ -36,9 +66,8 @@ def gate(r: redis.Redis) -> Gate:
 
 
 def observe(gate: Gate, key: str, ident: str | None) -> str:
-    """The watcher's OBSERVE for one key, alone on its pipeline."""
-    (reply,) = evalsha_pipelined(gate.redis, [gate.observe_call(key, ident)])
-    return gate.add_result(key, reply)[0]
+    """The watcher's OBSERVE for one key, alone in its round trip."""
+    return send_all(gate.redis, [gate.own.observe_call(key, ident)])[0].outcome
 
 
 def dead_redis() -> redis.Redis:
@@ -92,29 +121,16 @@ def test_a_run_that_died_leaves_its_deferred_events_to_the_next_run(gate: Gate) 
     gate.start(KEY, "t1")
     assert observe(gate, KEY, "u/11") == "deferred"
     # t1 dies without DONE; the reaper re-runs the key as t2, whose DONE sees the event as not its own
-    gate.redis.delete(f"gate:{{{KEY}}}:active")
+    gate.redis.delete(keyspace.active(KEY))
     gate.start(KEY, "t2")
     done = gate.done(KEY, "t2")
     assert done.foreign == 1 and done.rerun is not None
 
 
-def test_deferred_events_live_a_bounded_time_and_an_older_releases_set_is_cleared(gate: Gate) -> None:
-    deferred = own_writes.deferred_key(KEY)
-    gate.redis.sadd(deferred, "u/old")  # what an older release kept for a run that was going on when it was replaced
-    gate.start(KEY, "t1")
-    assert gate.done(KEY, "t1").rerun is None
-    assert not gate.redis.exists(deferred), "DONE clears it whatever its type, so later events can be deferred"
-    gate.start(KEY, "t2")
-    assert observe(gate, KEY, "u/20") == "deferred"
-    assert 0 < gate.redis.ttl(deferred) <= own_writes.DEFERRED_TTL_S, "bounded should the run die without DONE"
-    assert observe(gate, KEY, "u/21") == "deferred"
-    assert (gate.done(KEY, "t2").deferred, gate.redis.exists(deferred)) == (2, 0)
-
-
 def test_a_run_that_lost_its_lease_leaves_the_rerun_to_the_holder(gate: Gate) -> None:
     gate.start(KEY, "t1")
     assert observe(gate, KEY, "u/12") == "deferred"
-    gate.redis.set(f"gate:{{{KEY}}}:active", "t2")  # t1's lease lapsed and t2 took the key
+    gate.redis.set(keyspace.active(KEY), "t2")  # t1's lease lapsed and t2 took the key
     done = gate.done(KEY, "t1")
     assert done.foreign == 1 and done.rerun is None, "not t1's to publish: the key is owed to t2's DONE"
     assert gate.done(KEY, "t2").rerun is not None
@@ -122,8 +138,7 @@ def test_a_run_that_lost_its_lease_leaves_the_rerun_to_the_holder(gate: Gate) ->
 
 def wake(gate: Gate, key: str, seen: list[str]) -> str:
     """A finishing run's WAKE of another key, after writes ``seen``."""
-    (reply,) = evalsha_pipelined(gate.redis, [gate.wake_call(key, seen)])
-    return gate.add_result(key, reply)[0]
+    return send_all(gate.redis, [gate.own.wake_call(key, seen)])[0].outcome
 
 
 def test_a_woken_key_skips_the_events_of_the_writes_that_woke_it(gate: Gate) -> None:
@@ -161,13 +176,13 @@ def test_a_wake_during_a_run_that_got_those_versions_needs_no_rerun(gate: Gate) 
 def test_a_wake_without_writes_is_a_plain_add(gate: Gate) -> None:
     assert wake(gate, KEY, []) == "published"
     assert observe(gate, KEY, "res/5") == "coalesced"
-    assert not gate.redis.exists(own_writes.records_key(KEY))
+    assert not gate.redis.exists(keyspace.own_writes(KEY))
 
 
 def test_records_expire(gate: Gate, r: redis.Redis) -> None:
     gate.start(KEY, "t1")
     gate.done(KEY, "t1", writes=["u/1"])
-    assert 0 < r.pttl(own_writes.records_key(KEY)) <= own_writes.RECORD_TTL_MS
+    assert 0 < r.pttl(keyspace.own_writes(KEY)) <= own_writes.RECORD_TTL_MS
 
 
 def test_records_keep_the_newest_ids_once_each_within_a_bound(gate: Gate, r: redis.Redis) -> None:
@@ -177,18 +192,10 @@ def test_records_keep_the_newest_ids_once_each_within_a_bound(gate: Gate, r: red
     for i in range(200):
         gate.start(KEY, f"t{i}")
         gate.done(KEY, f"t{i}", writes=[f"{uid}/{i}", "provider/1"])  # the provider: a version every run got
-    records = r.get(own_writes.records_key(KEY)).split()
+    records = r.get(keyspace.own_writes(KEY)).split()
     assert len(" ".join(records)) <= 4096 and records.count("provider/1") == 1
     assert observe(gate, KEY, f"{uid}/199") == "own-write"
     assert observe(gate, KEY, f"{uid}/0") == "published"
-
-
-def test_an_older_releases_records_make_way(gate: Gate, r: redis.Redis) -> None:
-    r.sadd(own_writes.records_key(KEY), "u/1")  # an older release kept a SET
-    assert observe(gate, KEY, "u/2") == "published", "read as no records, not an error"
-    gate.start(KEY, "t1")
-    gate.done(KEY, "t1", writes=["u/3"])
-    assert observe(gate, KEY, "u/3") == "own-write"
 
 
 # --- the watcher's intake ----------------------------------------------------------------------------------------
@@ -197,12 +204,12 @@ def test_an_older_releases_records_make_way(gate: Gate, r: redis.Redis) -> None:
 class RecordingEnqueuer(Enqueuer):
     """The real enqueuer; only what it would publish is recorded instead of sent."""
 
-    def __init__(self, settings: Settings, app: Celery, gate: Gate) -> None:
-        super().__init__(settings, app, gate)
+    def __init__(self, queue: WorkQueue, app: Celery) -> None:
+        super().__init__(queue, app)
         self.published: list[str] = []
 
-    def publish_many(self, publishes: list[Publish], countdown: float | None = None) -> None:
-        self.published += [p.key for p in publishes]  # pushed by the gate's script or to be sent
+    def publish_many(self, publishes: Sequence[Publish | None]) -> None:
+        self.published += [p.key for p in publishes if p]  # pushed by the queue's script or to be sent
 
 
 class RecordingIntake(GateIntake):
@@ -214,13 +221,17 @@ class RecordingIntake(GateIntake):
     def published(self) -> list[str]:
         return self.enqueuer.published
 
+    @property
+    def gate(self) -> Gate:
+        return Gate(self.enqueuer.queue.redis)
+
 
 def _intake(redis_url: str, client: redis.Redis, cache: bool = False) -> RecordingIntake:
     settings = Settings.from_env(redis_url=redis_url, operator_namespace="op")
-    gate = Gate(client, lease_seconds=30)
+    queue = WorkQueue(client, lease_seconds=30)
     app = Celery("test-own-writes", broker=redis_url, set_as_current=False)
     writer = CacheWriter(client, settings.domain) if cache else None
-    return RecordingIntake(RecordingEnqueuer(settings, app, gate), writer)
+    return RecordingIntake(RecordingEnqueuer(queue, app), OwnWrites(queue), writer)
 
 
 def _watcher(intake: RecordingIntake) -> Watcher:
@@ -247,10 +258,10 @@ def test_watcher_skips_only_modified_and_added_events_of_live_objects(redis_serv
     assert intake.published == []
     for event_type in ("DELETED", "LISTED"):
         watcher.events.on_event(ROUTE_CLAIM, event_type, _claim("1"))
-        r.delete(f"gate:{{{KEY}}}:pending")  # as if the published run had started: the next event publishes again
+        r.delete(keyspace.pending(KEY))  # as if the published run had started: the next event publishes again
     for claim in (_claim("1", deletionTimestamp="2020-01-01T00:00:00Z"), _claim("2")):
         watcher.events.on_event(ROUTE_CLAIM, "MODIFIED", claim)
-        r.delete(f"gate:{{{KEY}}}:pending")
+        r.delete(keyspace.pending(KEY))
     watcher.events.on_event(ROUTE_CLAIM, "ADDED", _claim("3"))  # starts to match the watch with somebody else's version
     assert intake.published == [KEY] * 5
 
@@ -259,7 +270,7 @@ def test_intake_writes_the_cache_before_the_key_in_one_delivery(redis_server, r:
     intake = _intake(redis_server.url, r, cache=True)
     claim = _claim("7")
     assert intake.deliver("MODIFIED", claim, [(KEY, "u/7")]) == ["published"]
-    cached = ObjectCache(r, intake.enqueuer.settings.domain)
+    cached = ObjectCache(r, Settings().domain)
     assert r.hget(object_key("poolboy.gpte.redhat.com/v1|ResourceClaim|ns|a"), "rv") == "7"
     assert cached.redis.hget(object_key("poolboy.gpte.redhat.com/v1|ResourceClaim|ns|a"), "doc")
     assert intake.published == [KEY]
@@ -313,7 +324,7 @@ def test_intake_hands_the_key_over_when_the_cache_cannot_hold_the_object(redis_s
 def test_intake_falls_back_to_add_when_the_check_fails(redis_server, r: redis.Redis) -> None:
     intake = _intake(redis_server.url, r)
     intake.gate.start(KEY, "t1")
-    r.sadd(own_writes.deferred_key(KEY), "u/0")  # not a string: deferring the event fails with WRONGTYPE
+    r.sadd(keyspace.deferred_events(KEY), "u/0")  # not a string: deferring the event fails with WRONGTYPE
     assert intake.deliver("MODIFIED", _claim("1"), [(KEY, "u/1")]) == ["pending-while-running"]
     assert intake.gate.done(KEY, "t1").rerun is not None, "the plain ADD still owes the key one more run"
 

@@ -1,4 +1,4 @@
-"""The gate pushes the reconcile messages it decides are owed (workers/messages.py), on a real redis-server: the
+"""The work queue pushes the reconcile messages it decides are owed (workers/messages.py), on a real redis-server: the
 message is the one ``Celery.send_task`` would have stored, it is pushed exactly when ADD or OBSERVE answers
 ``published``, and a run published that way reaches a real worker (the engine tests, ``test_engine*``, run every
 key through this path)."""
@@ -10,8 +10,10 @@ import json
 import redis
 
 from engine.enqueue import Enqueuer
+from engine.own_writes import OwnWrites
+from workqueue import keyspace
 from workqueue.queue import MESSAGE_PRIORITY
-from workqueue.scripting import evalsha_pipelined
+from workqueue.roundtrip import send_all
 
 KEY = "claim/ns/a"
 #: set per message, by Celery (the task id and its copies) or kombu (the delivery tag)
@@ -40,23 +42,15 @@ def test_a_pushed_message_is_the_one_send_task_stores(r: redis.Redis, enqueuer: 
                            priority=MESSAGE_PRIORITY[1])
     (sent,) = _queued(r)
     assert _without_per_message_fields(pushed) == _without_per_message_fields(sent)
-    assert pushed["headers"]["id"] == pushed["properties"]["correlation_id"] == r.get(f"gate:{{{KEY}}}:pending") \
-        .split("|")[0], "the task id is the gate's message id"
+    assert pushed["headers"]["id"] == pushed["properties"]["correlation_id"] == r.get(keyspace.pending(KEY)) \
+        .split("|")[0], "the task id is the queue's message id"
     assert pushed["properties"]["delivery_tag"] != sent["properties"]["delivery_tag"]
 
 
-def test_the_gate_pushes_exactly_the_messages_it_decides_are_owed(r: redis.Redis, enqueuer: Enqueuer) -> None:
+def test_the_queue_pushes_exactly_the_messages_it_decides_are_owed(r: redis.Redis, enqueuer: Enqueuer) -> None:
     assert enqueuer.add_many([KEY, KEY, "handle/op/h"]) == ["published", "coalesced", "published"]
     assert [m["headers"]["argsrepr"] for m in _queued(r)] == [repr([KEY])]
     assert [m["headers"]["argsrepr"] for m in _queued(r, "handles")] == [repr(["handle/op/h"])]
-    gate = enqueuer.gate
-    (reply,) = evalsha_pipelined(r, [gate.observe_call(KEY, "uid/1")])
-    assert gate.add_result(KEY, reply)[0] == "coalesced"
+    (observed,) = send_all(r, [OwnWrites(enqueuer.queue).observe_call(KEY, "uid/1")])
+    assert observed.outcome == "coalesced"
     assert len(_queued(r)) == 1, "a coalesced event pushes nothing"
-
-
-def test_a_delayed_add_is_left_to_celery(r: redis.Redis, enqueuer: Enqueuer) -> None:
-    """A countdown is an ETA message, which Celery holds in the worker: the gate does not push it."""
-    assert enqueuer.add_many([KEY], countdown=2) == ["published"]
-    (message,) = _queued(r)
-    assert message["headers"]["eta"] is not None

@@ -14,8 +14,8 @@ from celery import Celery
 from cache.reader import CachedKubeClient
 from cache.store import ALIVE, UPDATED, WRITTEN, ObjectCache
 from cache.writer import EPOCH, CacheWriter
-from engine.enqueue import Enqueuer
-from engine.runtime import Runtime
+from engine import runtime
+from engine.run import begin
 from poolboy import kube as kube_errors
 from poolboy.domain import candidates
 from poolboy.kube import KubeClient
@@ -31,10 +31,7 @@ from tests.integration.test_watcher import (
     unique,
 )
 from tests.waiting import wait_for
-from workers.tasks import begin
-from workqueue.delaying import DueIndex
-from workqueue.queue import Gate
-from workqueue.scripting import evalsha_pipelined
+from workqueue.roundtrip import send_all
 
 DOMAIN = "poolboy.gpte.redhat.com"
 
@@ -293,7 +290,7 @@ def test_a_run_reads_its_own_writes_and_puts_them_in_the_cache_at_its_end(kube: 
     assert names(f"{pool}=p,!{claim}") == ["b"], "the bound one left the list, the created one joined it"
     assert names(f"{claim}=c") == ["a"]
 
-    evalsha_pipelined(rb, reader.deferred_puts())
+    send_all(rb, reader.deferred_puts())
     assert cached(cache, opns, "a")["metadata"]["resourceVersion"] == patched["metadata"]["resourceVersion"]
     assert cached(cache, opns, "b")["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
     assert [p["metadata"]["name"] for p in cache.list(API, "ResourcePool", opns, f"{pool}=p,!{claim}")] == ["b"]
@@ -358,15 +355,15 @@ def test_the_unbound_index_answers_a_list_as_the_api_client_does(kube: KubeClien
 
 
 def test_a_run_starts_and_reads_its_own_object_in_one_round_trip(rb: redis.Redis, redis_server) -> None:
-    """workers.tasks.begin: START and the cache read of the run's object share a round trip; the reconcile's first
+    """engine.run.begin: START and the cache read of the run's object share a round trip; the reconcile's first
     get of its object then asks Redis nothing. A key another run holds is not started, and its object not read."""
     settings = Settings.from_env(redis_url=redis_server.url, operator_namespace="op")
     cache = ObjectCache(rb, DOMAIN)
     cache.heartbeat(30)
     cache.put(poolboy_obj("ResourcePool", "op", "a", {"minAvailable": 1}, resourceVersion="7"))
-    gate = Gate(rb)
     app = Celery("test-begin", broker=redis_server.url, set_as_current=False)
-    rt = Runtime(settings, rb, gate, DueIndex(rb), Enqueuer(settings, app, gate), cache)
+    rt = runtime.build(app, settings, None, rb)
+    rt.cache = cache
     reader = CachedKubeClient(None, cache, defer_writes=True)  # type: ignore[arg-type]  # the API is never asked
 
     started = begin(rt, "pool", "pool/op/a", "t1", "m1", reader)

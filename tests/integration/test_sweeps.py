@@ -1,18 +1,34 @@
 """The periodic sweeps pass over converged objects, on a real redis-server: an object is swept again only when its
-cached version moved past the version its last successful run recorded, or when it owes a run."""
+cached version moved past the version its last successful run recorded, or when it owes a run. Runs end through the
+engine's own end of a run (:func:`engine.run.finish`)."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+
+import pytest
 import redis
 
 from cache.store import ObjectCache
-from engine.sweeps import cached_object_key, dirty_keys
+from engine import own_writes, run, runtime
+from engine.outcome import Failed, Outcome, Succeeded
+from engine.sweeps import dirty_keys
 from poolboy import keys
 from poolboy.settings import Settings
-from workqueue.queue import Gate
+from workers.app import app
+from workqueue import keyspace
 
 SETTINGS = Settings()
 API = SETTINGS.api_version
+
+
+@pytest.fixture()
+def rt(redis_server) -> Iterator[runtime.Runtime]:
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushall()
+    yield runtime.build(app, SETTINGS, None, client)
+    client.close()
 
 
 def _claim(name: str, rv: str) -> dict:
@@ -27,51 +43,43 @@ def _cached_handle(cache: ObjectCache, rv: str) -> str:
     return keys.make(keys.HANDLE, SETTINGS.operator_namespace, "h")
 
 
-def _run(gate: Gate, key: str, *, clean: bool) -> None:
-    """One run of ``key`` through the gate, ending as a successful run does (or a failed one)."""
-    assert gate.start(key, "token") is not None
-    gate.done(key, "token", mark_clean=cached_object_key(SETTINGS, key) if clean else "")
+def _run(rt: runtime.Runtime, key: str, outcome: Outcome, token: str = "token") -> None:
+    """One run of ``key`` through the work queue, ending as the engine ends a run with ``outcome``."""
+    assert rt.queue.start(key, token) is not None
+    run.finish(rt, keys.parse(key).kind, key, token, outcome, own_writes.Collector(), None)
 
 
-def test_only_changed_or_owed_objects_are_swept(redis_server) -> None:
-    client = redis.Redis.from_url(redis_server.url)
-    client.flushall()
-    cache, gate = ObjectCache(client, SETTINGS.domain), Gate(client)
+def test_only_changed_or_owed_objects_are_swept(rt) -> None:
+    assert rt.cache is not None
     converged, changed, failed, owed, never = (keys.make(keys.CLAIM, "ns", n) for n in "abcde")
     for key in (converged, changed, failed, owed, never):
-        cache.put(_claim(keys.parse(key)[2], "5"))
+        rt.cache.put(_claim(keys.parse(key)[2], "5"))
     for key in (converged, changed, owed):
-        _run(gate, key, clean=True)
-    _run(gate, failed, clean=False)
-    cache.put(_claim("b", "6"))  # changed after its run: the watch event's add may have been lost
-    gate.add(owed)  # a run is owed (its message may sit on a dead worker)
+        _run(rt, key, Succeeded())
+    _run(rt, failed, Failed(60.0, "boom"))
+    rt.cache.put(_claim("b", "6"))  # changed after its run: the watch event's add may have been lost
+    rt.queue.add(owed)  # a run is owed (its message may sit on a dead worker)
 
-    assert dirty_keys(client, SETTINGS, [converged, changed, failed, owed, never]) == [changed, failed, owed, never]
-
-
-def test_a_run_that_lost_its_lease_marks_nothing(redis_server) -> None:
-    client = redis.Redis.from_url(redis_server.url)
-    client.flushall()
-    cache, gate = ObjectCache(client, SETTINGS.domain), Gate(client)
-    key = _cached_handle(cache, "3")
-    assert gate.start(key, "mine") is not None
-    client.set(f"gate:{{{key}}}:active", "someone-else")
-    gate.done(key, "mine", mark_clean=cached_object_key(SETTINGS, key))
-    assert dirty_keys(client, SETTINGS, [key]) == [key]
+    assert dirty_keys(rt.redis, SETTINGS, [converged, changed, failed, owed, never]) == [changed, failed, owed, never]
 
 
-def test_an_object_whose_retry_only_a_countdown_message_carries_is_swept_again(redis_server) -> None:
-    """A run that failed transiently is retried by a countdown message the gate does not record: should the message
-    be lost (its worker killed, Redis flushed), the object, at a version an earlier run reconciled, must not be
-    passed over by the sweeps."""
-    client = redis.Redis.from_url(redis_server.url)
-    client.flushall()
-    cache, gate = ObjectCache(client, SETTINGS.domain), Gate(client)
-    key = _cached_handle(cache, "3")
-    _run(gate, key, clean=True)
-    assert dirty_keys(client, SETTINGS, [key]) == []
-    assert gate.start(key, "retrying") is not None
-    gate.done(key, "retrying", mark_dirty=cached_object_key(SETTINGS, key))  # the version did not move
-    assert dirty_keys(client, SETTINGS, [key]) == [key]
-    _run(gate, key, clean=True)  # the retry ran and succeeded
-    assert dirty_keys(client, SETTINGS, [key]) == []
+def test_a_run_that_lost_its_lease_marks_nothing(rt) -> None:
+    assert rt.cache is not None
+    key = _cached_handle(rt.cache, "3")
+    assert rt.queue.start(key, "mine") is not None
+    rt.redis.set(keyspace.active(key), "someone-else")
+    run.finish(rt, keys.HANDLE, key, "mine", Succeeded(), own_writes.Collector(), None)
+    assert dirty_keys(rt.redis, SETTINGS, [key]) == [key]
+
+
+def test_a_failed_runs_retry_waits_in_redis_not_in_a_worker(rt) -> None:
+    """A transient failure's retry is in the delaying queue: a worker killed after the run loses nothing, and the
+    next release of the queue's due keys runs it."""
+    assert rt.cache is not None
+    key = _cached_handle(rt.cache, "3")
+    before = time.time()
+    _run(rt, key, Failed(0.2, "the API answered 503"))
+    due = rt.delaying.deadline(key)
+    assert due is not None and before + 0.2 <= due <= time.time() + 0.2
+    assert rt.delaying.release_due(now=due - 0.01) == [], "not before its time"
+    assert [added.outcome for added in rt.delaying.release_due(now=due)] == ["published"]
