@@ -1,7 +1,7 @@
 """Beat (celery-redbeat) survives Redis losing everything: FLUSHALL, and a restart of redis-server without data.
 
 Stock redbeat would exit (its lock extension fails) or tick an empty schedule forever; ``workers.beat_scheduler``
-takes the lock again and re-installs the schedule, so the due-index sweep is published again. The schedule can also
+takes the lock again and re-installs the schedule, so its sweeps are published again. The schedule can also
 be lost without the lock (Redis flushed while a starting beat waited for the lock): it is installed again too.
 """
 
@@ -17,7 +17,7 @@ from stack.testing import BeatProcess, RedisServer
 from tests.waiting import wait_for
 
 LOCK_KEY = "poolboy:beat::lock"
-SWEEP_ENTRY = "poolboy:beat:sweep-due"
+SWEEP_ENTRY = "poolboy:beat:manage-pools"
 
 
 @pytest.fixture()
@@ -37,9 +37,9 @@ def beat_is_ticking(r: redis.Redis) -> bool:
 
 @contextmanager
 def ticking_beat(server: RedisServer) -> Iterator[tuple[redis.Redis, BeatProcess]]:
-    """A beat on ``server`` with a 1 s due sweep and a 5 s lock, once it ticks; and a client of that Redis."""
+    """A beat on ``server`` with a 1 s pool sweep and a 5 s lock, once it ticks; and a client of that Redis."""
     r = redis.Redis.from_url(server.url, decode_responses=True)
-    env = {"POOLBOY_SWEEP_DUE_INTERVAL": "1", "POOLBOY_BEAT_LOCK_TIMEOUT": "5"}
+    env = {"POOLBOY_MANAGE_POOLS_INTERVAL": "1", "POOLBOY_BEAT_LOCK_TIMEOUT": "5"}
     with BeatProcess(server.url, env=env) as beat:
         wait_for(lambda: beat_is_ticking(r), timeout=20, message="beat ticking")
         yield r, beat

@@ -14,7 +14,7 @@ import redis
 from poolboy.kube import KubeClient
 from poolboy.settings import Settings
 from tests.waiting import wait_for
-from workqueue.queue import pending_key
+from workqueue.keyspace import pending as pending_key
 
 ROOT = Path(__file__).resolve().parents[2]
 API = "poolboy.gpte.redhat.com/v1"
