@@ -25,6 +25,7 @@ from cache import model as cache_model
 from cache.store import PREFIX, index_key, object_key, read_if_synced
 from poolboy.domain import candidates
 from poolboy.domain.candidates import Reservation, Snapshot
+from poolboy.kinds import RESOURCE_CLAIM, RESOURCE_HANDLE
 
 RESERVATION_PREFIX = PREFIX + "resv:"
 #: how many candidate names one reservation call carries
@@ -79,7 +80,7 @@ class RedisHandleIndex:
         self._lock = threading.Lock()
 
     def _handle_id(self, name: str) -> str:
-        return cache_model.object_id(self.api_version, "ResourceHandle", self.namespace, name)
+        return cache_model.object_id(self.api_version, RESOURCE_HANDLE, self.namespace, name)
 
     def summaries(self, binding_scope: str, *fallbacks: str, max_age: float = 0.0) -> Snapshot | None:
         """Unbound handles of a scope by name (with those of ``fallbacks`` it lacks), or None when the cache cannot
@@ -106,7 +107,7 @@ class RedisHandleIndex:
                 pipe.hgetall(index)
 
         taken_at = time.monotonic()
-        replies = read_if_synced(self.redis, self.api_version, "ResourceHandle", self.namespace, read)
+        replies = read_if_synced(self.redis, self.api_version, RESOURCE_HANDLE, self.namespace, read)
         if replies is None:
             return None
         merged: dict[str, dict] = {}
@@ -159,7 +160,7 @@ class RedisHandleIndex:
         queue = index_key(f"{candidates.WAITING}|{binding_scope}")
         member = cache_model.identity(claim)
         score = candidates.queue_score(claim)
-        reply = read_if_synced(self.redis, self.api_version, "ResourceClaim", None,
+        reply = read_if_synced(self.redis, self.api_version, RESOURCE_CLAIM, None,
                                lambda pipe: (pipe.zrank(queue, member), pipe.zcount(queue, "-inf", f"({score!r}"),
                                              pipe.zcard(queue)))
         if reply is None:
@@ -177,7 +178,7 @@ class RedisHandleIndex:
             for moment in since:
                 pipe.zcount(key, repr(moment), "+inf")
 
-        reply = read_if_synced(self.redis, self.api_version, "ResourceHandle", self.namespace, counts)
+        reply = read_if_synced(self.redis, self.api_version, RESOURCE_HANDLE, self.namespace, counts)
         if reply is None:
             return None
         return [int(count) for count in (reply if len(since) > 1 else [reply])]
@@ -189,7 +190,7 @@ class RedisHandleIndex:
             for scope in scopes:
                 pipe.hlen(index_key(f"{candidates.UNBOUND}|{scope}"))
 
-        reply = read_if_synced(self.redis, self.api_version, "ResourceHandle", self.namespace, counts)
+        reply = read_if_synced(self.redis, self.api_version, RESOURCE_HANDLE, self.namespace, counts)
         if reply is None:
             return None
         free = [(scope, int(count)) for scope, count in zip(scopes, reply if len(scopes) > 1 else [reply],
@@ -201,7 +202,7 @@ class RedisHandleIndex:
             for scope, count in free:
                 pipe.zrange(index_key(f"{candidates.WAITING}|{scope}"), 0, count - 1)
 
-        queues = read_if_synced(self.redis, self.api_version, "ResourceClaim", None, oldest)
+        queues = read_if_synced(self.redis, self.api_version, RESOURCE_CLAIM, None, oldest)
         if queues is None:
             return None
         heads = dict.fromkeys(member.decode() for members in (queues if len(free) > 1 else [queues])

@@ -26,6 +26,7 @@ import orjson
 
 from poolboy.domain import matching, pool_revision
 from poolboy.domain.scopes import claim_first_provider, claim_scope, first_provider, handle_scopes, provider_scope
+from poolboy.kinds import RESOURCE_CLAIM, RESOURCE_HANDLE
 from poolboy.kube.interfaces import IndexMatch
 from poolboy.utils import timeutil
 
@@ -252,11 +253,11 @@ def cache_entries(obj: Mapping[str, Any], domain: str) -> list[str]:
     handle's summary in each scope it serves, a claim's own handle's creation time, a waiting claim's place in its
     scope's queue."""
     kind = obj.get("kind")
-    if kind == "ResourceHandle":
+    if kind == RESOURCE_HANDLE:
         created = created_entry(obj, domain)
         return [f"h:{name}\t{value}" for name, value in index_entries(obj, domain)] + \
             ([f"z:{created[0]}\t{created[1]!r}"] if created is not None else [])
-    if kind == "ResourceClaim":
+    if kind == RESOURCE_CLAIM:
         waiting = waiting_entry(obj, domain)
         if waiting is not None:
             return [f"z:{waiting[0]}\t{waiting[1]!r}"]

@@ -21,6 +21,7 @@ from typing import Any
 
 from poolboy.context import Context
 from poolboy.domain import autoscaling, conditions, demand_profile, scopes
+from poolboy.kinds import RESOURCE_HANDLE
 from poolboy.reconcilers import pool_members
 from poolboy.result import PermanentError
 
@@ -42,7 +43,7 @@ def _observe_binds(ctx: Context, pool: dict[str, Any], handles: list[dict[str, A
     vanished = before - {h["metadata"]["name"] for h in handles} - {None}
     binds = 0
     for name in vanished:
-        handle = ctx.kube.get_or_none(ctx.settings.api_version, "ResourceHandle", name,
+        handle = ctx.kube.get_or_none(ctx.settings.api_version, RESOURCE_HANDLE, name,
                                       ctx.settings.operator_namespace)
         if handle is not None and (handle.get("spec") or {}).get("resourceClaim"):
             binds += 1

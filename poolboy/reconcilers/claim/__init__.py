@@ -25,12 +25,13 @@ from poolboy.context import Context
 from poolboy.domain import binding, claim_lifespan, reads, refusals
 from poolboy.domain.object_meta import is_ignored
 from poolboy.domain.provider import ProviderNotFound
+from poolboy.kinds import RESOURCE_CLAIM
 from poolboy.reconcilers import preamble
 from poolboy.reconcilers.claim import lifecycle, mirroring, propagation, waiting
 from poolboy.reconcilers.claim.bind import bind, binding_scope, record_binding
 from poolboy.reconcilers.claim.creation import create_handle
 from poolboy.reconcilers.claim.modes import Mode, check_providers, select_mode
-from poolboy.reconcilers.claim.run import CLAIM_KIND, ClaimRun
+from poolboy.reconcilers.claim.run import ClaimRun
 from poolboy.result import PermanentError, Result
 from poolboy.utils import timeutil
 
@@ -64,7 +65,8 @@ def _cleanup(ctx: Context, claim: dict[str, Any]) -> preamble.Cleaned:
 
 
 #: converge one claim (see the module docstring); conflicts re-run from fresh reads
-reconcile = preamble.ObjectReconciler(CLAIM_KIND, live=_live, deleting=_cleanup, finalizer=preamble.Finalizer.STAGED)
+reconcile = preamble.ObjectReconciler(RESOURCE_CLAIM, live=_live, deleting=_cleanup,
+                                      finalizer=preamble.Finalizer.STAGED)
 
 
 def process(run: ClaimRun) -> Result:
