@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import orjson
@@ -66,7 +66,8 @@ return 0
 
 
 class RedisHandleIndex:
-    """:class:`poolboy.domain.candidates.HandleIndex` on the shared cache."""
+    """:class:`poolboy.domain.candidates.HandleIndex` on the shared cache, one per process (its snapshots serve every
+    run); a run uses it through :meth:`for_run`."""
 
     def __init__(self, client: redis.Redis, api_version: str, namespace: str, *, ttl_s: float = 30.0) -> None:
         self.redis = client
@@ -78,6 +79,10 @@ class RedisHandleIndex:
         #: (scope, fallbacks) -> the last summaries read: see :meth:`summaries`
         self._snapshots: dict[tuple[str, tuple[str, ...]], Snapshot] = {}
         self._lock = threading.Lock()
+
+    def for_run(self, prime: Callable[[dict], None]) -> RunHandleIndex:
+        """This index as the run whose reader ``prime`` answers gets uses it (see :class:`RunHandleIndex`)."""
+        return RunHandleIndex(self, prime)
 
     def _handle_id(self, name: str) -> str:
         return cache_model.object_id(self.api_version, RESOURCE_HANDLE, self.namespace, name)
@@ -211,3 +216,33 @@ class RedisHandleIndex:
 
     def release(self, name: str, claim: dict) -> None:
         self._release(keys=[RESERVATION_PREFIX + self._handle_id(name)], args=[cache_model.identity(claim)])
+
+
+class RunHandleIndex:
+    """The process's index as one run uses it: the handle a reservation brought along goes to the run's reader
+    (``prime``), so the run's get of it that follows needs no round trip of its own."""
+
+    def __init__(self, shared: RedisHandleIndex, prime: Callable[[dict], None]) -> None:
+        self._shared = shared
+        self._prime = prime
+
+    def reserve(self, binding_scope: str, names: Iterable[str], claim: dict) -> Reservation:
+        reservation = self._shared.reserve(binding_scope, names, claim)
+        if reservation.handle is not None:
+            self._prime(reservation.handle)
+        return reservation
+
+    def summaries(self, binding_scope: str, *fallbacks: str, max_age: float = 0.0) -> Snapshot | None:
+        return self._shared.summaries(binding_scope, *fallbacks, max_age=max_age)
+
+    def release(self, name: str, claim: dict) -> None:
+        self._shared.release(name, claim)
+
+    def created_since(self, scope: str, since: Sequence[float]) -> list[int] | None:
+        return self._shared.created_since(scope, since)
+
+    def queue_position(self, binding_scope: str, claim: dict) -> tuple[int, int] | None:
+        return self._shared.queue_position(binding_scope, claim)
+
+    def waiting_heads(self, scopes: Sequence[str]) -> list[tuple[str, str]] | None:
+        return self._shared.waiting_heads(scopes)

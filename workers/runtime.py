@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from cache.handle_index import RedisHandleIndex
+from cache.journal import RunJournal
 from cache.reader import CachedKubeClient
 from cache.store import ObjectCache
 from poolboy.settings import Settings
@@ -69,9 +70,9 @@ class Runtime:
 
     def reader(self) -> CachedKubeClient | None:
         """A fresh per-run client: cache-first reads; writes go into the cache with the run's last round trip
-        (see :mod:`cache.reader` and :func:`workers.tasks.finish`)."""
+        (its :class:`~cache.journal.RunJournal`, read by :func:`workers.tasks.finish`)."""
         kube = self.kube
-        return None if kube is None else CachedKubeClient(kube, self.cache, defer_writes=True)
+        return None if kube is None else CachedKubeClient(kube, self.cache, journal=RunJournal())
 
 
 #: held while the process's :class:`Runtime` is built: under the threads pool the first tasks (and the warm-up,

@@ -24,7 +24,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any
 
 import redis
 from celery import Task, shared_task
@@ -34,7 +34,6 @@ from poolboy.context import Context
 from poolboy.domain import refusals
 from poolboy.keys import KINDS, parse
 from poolboy.kube import Forbidden, event_recorder
-from poolboy.kube.interfaces import Client
 from poolboy.observability import labelled
 from poolboy.result import PermanentError, Result, TransientError
 from workers import backoff, metrics, own_writes, run_log, shutdown, sweeps
@@ -43,6 +42,9 @@ from workers.gate import Done, LeaseKeeper, Started
 from workers.names import reconcile_task, route
 from workers.runtime import Runtime, reconcilers, runtime
 from workers.scripting import evalsha_combined
+
+if TYPE_CHECKING:
+    from poolboy.kube import KubeClient
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +111,17 @@ def _on_transient(rt: Runtime, kind: str, key: str, error: BaseException) -> Out
     return Outcome("error", retry_in=delay, text=text, level=logging.INFO)
 
 
+def run_context(rt: Runtime, kube: CachedKubeClient | None) -> Context:
+    """The domain's context for one run: the run's reader with the engine's read-ahead and handle index, and the
+    API client's Events, discovery and uncached reads; without a cluster, one whose first request says so."""
+    if kube is None:
+        return Context.without_cluster(rt.settings, "no Kubernetes client could be built: see the worker's log")
+    api: KubeClient = rt.kube
+    index = rt.handle_index.for_run(kube.prime) if rt.handle_index is not None else None
+    return Context(kube=kube, events=api.events, mapper=api.discovery, settings=rt.settings, index=index, api=api,
+                   prefetcher=kube.prefetch)
+
+
 def reconcile_once(rt: Runtime, kind: str, key: str, kube: CachedKubeClient | None) -> Outcome:
     """Call the domain reconciler once and say what it asked for; never raises for reconcile failures (only
     :class:`workers.shutdown.HandBack`, which is not one). ``kube`` is the run's reader: None when no cluster is
@@ -119,8 +132,7 @@ def reconcile_once(rt: Runtime, kind: str, key: str, kube: CachedKubeClient | No
         reconciler = reconcilers().lookup(kind)
         # only the domain reconciler: never a gate or due-index call
         with shutdown.interruptible(rt.settings.reconcile_soft_time_limit):
-            result = reconciler(Context(kube=cast(Client, kube), settings=rt.settings, index=rt.handle_index,
-                                        api=rt.kube), namespace, name)
+            result = reconciler(run_context(rt, kube), namespace, name)
     except PermanentError as error:
         return _on_permanent(rt, kind, key, error)
     except TransientError as error:
@@ -172,7 +184,7 @@ def finish(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, write
     """The run's last Redis round trip, one script (:func:`workers.scripting.evalsha_combined`) in this order: its
     deferred cache writes, the ADDs of the keys it wakes, its next deadline, and DONE (own writes settled, the lease
     released). Then the publishes the gate scripts did not make themselves: the countdown ones, and DONE's re-run."""
-    puts = kube.deferred_puts() if kube is not None else []
+    puts = kube.journal.deferred_puts(rt.cache) if kube is not None and rt.cache is not None else []
     gate = rt.gate
     seen = writes.idents
     adds = [gate.wake_call(k, seen) for k in outcome.enqueue] + [gate.wake_call(k, seen, push=False)
@@ -180,7 +192,7 @@ def finish(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, write
     deadline = [rt.due.schedule_call(key, outcome.due_at)] if outcome.due_at is not None else []
     clean, dirty = _sweep_marks(rt, kind, key, outcome)
     # the versions the run got count as its own: an event of one of them brings it nothing new (workers/own_writes.py)
-    acted_on = [*writes.idents, *kube.seen()] if kube is not None else writes.idents
+    acted_on = [*writes.idents, *kube.journal.seen()] if kube is not None else writes.idents
     done_call = gate.done_call(key, token, also_delete=_done_deletes(key, outcome), mark_clean=clean,
                                writes=acted_on, mark_dirty=dirty)
     replies = evalsha_combined(rt.redis, [*puts, *adds, *deadline, done_call], raise_on_error=False)
@@ -227,7 +239,7 @@ def begin(rt: Runtime, kind: str, key: str, token: str, msg_id: str,
     if started is not None and not any(isinstance(r, Exception) for r in read):
         obj = rt.cache.get_reply(read)
         if obj is not None:
-            kube.prefetched(obj)
+            kube.prime(obj)
     return started
 
 

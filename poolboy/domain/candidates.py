@@ -45,8 +45,9 @@ PRESENCE_LABELS = frozenset({WAITING_LABEL})
 @dataclass(frozen=True)
 class Reservation:
     """A reserved handle name; or none, with ``wait`` when older waiting claims of the scope come first. ``handle``
-    is the reserved handle as the index's store last saw it, when it could say (a read the claim need not repeat;
-    like any cached read it may be stale, which the conditional bind patch detects)."""
+    is the reserved handle as the index's store last saw it, when it could say: the engine hands it to the run's
+    reader, so the claim's read of it costs no round trip (like any cached read it may be stale, which the
+    conditional bind patch detects)."""
 
     name: str | None = None
     wait: bool = False

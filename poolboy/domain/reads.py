@@ -2,9 +2,10 @@
 
 A run reads its own object, then the objects that object names: a claim its providers, its handle and the resources it
 mirrors; a handle its claim, the claim's namespace (the requester), its providers and its resources. Read one by one,
-each is a round trip to the shared cache in Redis; named up front they are one (:meth:`Reader.prefetch
-<poolboy.kube.interfaces.Reader.prefetch>`). A name listed here that the run does not read after all costs a little
-Redis work, nothing else: every read still goes through the reader, and every write keeps its precondition.
+each is a round trip to the shared cache in Redis; named up front they are one (:meth:`Context.prefetch
+<poolboy.context.Context.prefetch>`, where the engine supplies a read-ahead). A name listed here that the run does not
+read after all costs a little Redis work, nothing else: every read still goes through the reader, and every write
+keeps its precondition.
 """
 
 from __future__ import annotations

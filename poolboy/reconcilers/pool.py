@@ -149,7 +149,7 @@ def _fail(ctx: Context, pool: dict[str, Any], error: PermanentError) -> None:
                                                     error.message, ctx.now, pool["metadata"].get("generation"))
     pool = pool_members.write_status(ctx, pool, status)
     if previous.get("message") != error.message:
-        ctx.kube.emit_event(pool, error.reason, error.message, type="Warning")
+        ctx.events.emit(pool, error.reason, error.message, type="Warning")
 
 
 def _live(ctx: Context, pool: dict[str, Any]) -> Result:
@@ -178,7 +178,7 @@ def _live(ctx: Context, pool: dict[str, Any]) -> Result:
         _fail(ctx, pool, error)
         raise
     if created:
-        ctx.kube.emit_event(pool, "HandlesCreated", f"Created {len(created)} ResourceHandle(s).")
+        ctx.events.emit(pool, "HandlesCreated", f"Created {len(created)} ResourceHandle(s).")
     status = _status(ctx, pool, handles + created)
     pool_rollout.report(ctx, pool, status, handles + created, revision, chosen)
     scale_down_at = pool_autoscaling.report(ctx, pool, status, sized)

@@ -146,7 +146,7 @@ def report(ctx: Context, pool: dict[str, Any], status: dict[str, Any], step: Ste
                                                     ctx.now, pool["metadata"].get("generation"))
     if previous_target is not None and previous_target != decision.target:
         kind = "ScaledUp" if decision.target > int(previous_target) else "ScaledDown"
-        ctx.kube.emit_event(pool, kind, f"Target {previous_target} → {decision.target} unbound handles: "
+        ctx.events.emit(pool, kind, f"Target {previous_target} → {decision.target} unbound handles: "
                                         f"{step.message}")
     return step.recheck_at
 

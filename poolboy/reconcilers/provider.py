@@ -123,9 +123,9 @@ def _report(ctx: Context, obj: dict[str, Any]) -> bool:
                     current.get("message"))
         return True
     if problems and (previous.get("status"), previous.get("message")) != (cond.FALSE, current.get("message")):
-        ctx.kube.emit_event(obj, "InvalidSpec", current["message"], type="Warning")
+        ctx.events.emit(obj, "InvalidSpec", current["message"], type="Warning")
     elif not problems and previous.get("status") == cond.FALSE:
-        ctx.kube.emit_event(obj, "Valid", "The provider's spec is valid again.")
+        ctx.events.emit(obj, "Valid", "The provider's spec is valid again.")
     return True
 
 

@@ -45,7 +45,7 @@ def _pool_missing(ctx: Context, scaling: dict[str, Any], pool_name: str) -> Perm
                                                     message, ctx.now, scaling["metadata"].get("generation"))
     scaling, _ = _write_status(ctx, scaling, status)
     if previous.get("message") != message:
-        ctx.kube.emit_event(scaling, "PoolNotFound", message, type="Warning")
+        ctx.events.emit(scaling, "PoolNotFound", message, type="Warning")
     return PermanentError("PoolNotFound", message)
 
 

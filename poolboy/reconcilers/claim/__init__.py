@@ -37,7 +37,7 @@ from poolboy.utils import timeutil
 
 
 def _live(ctx: Context, claim: dict[str, Any]) -> Result:
-    ctx.kube.prefetch(reads.claim_reads(ctx, claim))  # providers, handle, resources: one round trip, not one each
+    ctx.prefetch(reads.claim_reads(ctx, claim))  # providers, handle, resources: one round trip, not one each
     run = ClaimRun(ctx, claim)
     run.patch_claim(preamble.finalizer_patch(ctx, claim))  # staged into the run's one metadata write
     requested_start = claim_lifespan.parse_optional((run.spec.get("lifespan") or {}).get("start"))

@@ -128,9 +128,7 @@ class IndexedCandidates:
             ranked = itertools.chain(reservation.untried, ranked)
             if reservation.name in representatives:
                 candidate = representatives.pop(reservation.name)
-            else:
-                if reservation.handle is not None:
-                    run.ctx.kube.prefetched(reservation.handle)  # the read below needs no round trip of its own
+            else:  # the engine's index handed the reserved handle to the run's reader: no round trip of its own
                 candidate = run.read_handle(reservation.name)
             handle = None
             if candidate is not None and candidate_index.is_unbound(candidate, run.ctx.settings.domain) \

@@ -56,7 +56,7 @@ def detached(ctx: Context, claim: dict[str, Any]) -> Result:
     if end > ctx.now:
         return Result(requeue_at=end)
     metadata = claim["metadata"]
-    ctx.kube.emit_event(claim, "Expired", f"Detached claim lifespan ended at {timeutil.format_timestamp(end)}")
+    ctx.events.emit(claim, "Expired", f"Detached claim lifespan ended at {timeutil.format_timestamp(end)}")
     ctx.kube.delete_if_exists(ctx.settings.api_version, RESOURCE_CLAIM, metadata["name"], metadata["namespace"])
     return Result()
 

@@ -144,12 +144,12 @@ class ClaimRun:
                 self.omit_states(error.message)
                 self.replace_status()
         for reason, message, type_, action in self.events:
-            self.ctx.kube.emit_event(self.claim, reason, message, type=type_, action=action)
+            self.ctx.events.emit(self.claim, reason, message, type=type_, action=action)
         self.events.clear()
         # The bind is observed here, not by the handle reconciler: its Event on the handle is emitted here too
         # (Events are not status, so this does not break single-writer status ownership).
         for handle, reason, message in self.handle_events:
-            self.ctx.kube.emit_event(handle, reason, message)
+            self.ctx.events.emit(handle, reason, message)
         self.handle_events.clear()
 
     def replace_status(self) -> None:

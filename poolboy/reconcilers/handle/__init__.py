@@ -47,11 +47,11 @@ def _record_error(ctx: Context, run: HandleRun, error: PermanentError) -> None:
     set_conditions(ctx, run.status, run.handle, error)
     run.handle = write_status(ctx, run.handle, run.status)
     if previous.get("message") != error.message:
-        ctx.kube.emit_event(run.handle, error.reason, error.message, type="Warning")
+        ctx.events.emit(run.handle, error.reason, error.message, type="Warning")
 
 
 def _live(ctx: Context, handle: dict[str, Any]) -> Result:
-    ctx.kube.prefetch(reads.handle_reads(ctx, handle))  # claim, namespace, providers, resources: one round trip
+    ctx.prefetch(reads.handle_reads(ctx, handle))  # claim, namespace, providers, resources: one round trip
     namespace, name = handle["metadata"]["namespace"], handle["metadata"]["name"]
     read_version = resource_version(handle)
     claim = _read_claim(ctx, handle)

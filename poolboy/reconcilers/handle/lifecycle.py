@@ -71,14 +71,14 @@ def cleanup(ctx: Context, handle: dict[str, Any]) -> preamble.Cleaned:
     finalizer. The pool and the claim look again."""
     for ref in _references(handle):
         if _delete_resource(ctx, ref):
-            ctx.kube.emit_event(handle, "ResourceDeleted", f"Deleted {describe_reference(ref)}")
+            ctx.events.emit(handle, "ResourceDeleted", f"Deleted {describe_reference(ref)}")
     _delete_bound_claim(ctx, handle)
     return preamble.Cleaned(Result(enqueue=unique_keys(pool_key(ctx, handle), claim_key(handle))))
 
 
 def _delete_handle(ctx: Context, handle: dict[str, Any], reason: str, message: str) -> Result:
     metadata = handle["metadata"]
-    ctx.kube.emit_event(handle, reason, message)
+    ctx.events.emit(handle, reason, message)
     ctx.kube.delete_if_exists(handle["apiVersion"], RESOURCE_HANDLE, metadata["name"], metadata["namespace"],
                               uid=metadata.get("uid"), resource_version=metadata.get("resourceVersion"))
     return Result(enqueue=unique_keys(keys.make(keys.HANDLE, metadata["namespace"], metadata["name"]),
@@ -94,7 +94,7 @@ def _claim_expired_event(ctx: Context, handle: dict[str, Any], claim: dict[str, 
     recorded = (claim.get("status") or {}).get("resourceHandle") or {}
     if recorded.get("detached") or (recorded.get("name") and recorded["name"] != handle["metadata"]["name"]):
         return
-    ctx.kube.emit_event(claim, "Expired", f"Lifespan end {end} has passed; deleting ResourceHandle "
+    ctx.events.emit(claim, "Expired", f"Lifespan end {end} has passed; deleting ResourceHandle "
                                           f"{handle['metadata']['name']} and this claim.")
 
 

@@ -153,7 +153,7 @@ class HandleRun:
         """A managed resource was created by this run (not adopted): a ``ResourceCreated`` Event on the handle."""
         metadata = resource.get("metadata") or {}
         ref = {"kind": resource.get("kind"), "name": metadata.get("name"), "namespace": metadata.get("namespace")}
-        self.ctx.kube.emit_event(self.handle, "ResourceCreated", f"Created {describe_reference(ref)}")
+        self.ctx.events.emit(self.handle, "ResourceCreated", f"Created {describe_reference(ref)}")
 
     def compute_health(self) -> None:
         healthies: list[bool | None] = []
