@@ -22,10 +22,10 @@ if TYPE_CHECKING:
     from poolboy.kube import Client, KubeClient
 
 
-def api_context(api: KubeClient, settings: Settings, *, kube: Client | None = None, **fields: Any) -> Context:
+def api_context(client: KubeClient, settings: Settings, *, kube: Client | None = None, **fields: Any) -> Context:
     """A context on the API client (no read-ahead): its Events and its discovery, its reads and writes unless
     ``kube`` is given."""
-    return Context(kube=kube if kube is not None else api, events=api.events, mapper=api.discovery,
+    return Context(kube=kube if kube is not None else client, events=client.events, mapper=client.discovery,
                    settings=settings, **fields)
 
 
