@@ -8,6 +8,8 @@
 * :mod:`cache.reader` — the workers' side: :class:`~cache.reader.CachedKubeClient`, a
   :class:`poolboy.kube.interfaces.Client` answering reads from the store (a list by label selector, or by one of
   the domain's indexes: :class:`poolboy.kube.interfaces.IndexMatch`), writes through to the API;
+* :mod:`cache.journal` — :class:`~cache.journal.RunJournal`, what one run got and wrote through that client, read by
+  the engine when the run ends;
 * :mod:`cache.handle_index` — what the unbound-handle index answers besides objects: its summaries (ranked without
   reading each handle), reservations, the waiting claims' queues (warm binding).
 

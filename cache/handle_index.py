@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import orjson
@@ -25,6 +25,7 @@ from cache import model as cache_model
 from cache.store import PREFIX, index_key, object_key, read_if_synced
 from poolboy.domain import candidates
 from poolboy.domain.candidates import Reservation, Snapshot
+from poolboy.kinds import RESOURCE_CLAIM, RESOURCE_HANDLE
 
 RESERVATION_PREFIX = PREFIX + "resv:"
 #: how many candidate names one reservation call carries
@@ -65,7 +66,8 @@ return 0
 
 
 class RedisHandleIndex:
-    """:class:`poolboy.domain.candidates.HandleIndex` on the shared cache."""
+    """:class:`poolboy.domain.candidates.HandleIndex` on the shared cache, one per process (its snapshots serve every
+    run); a run uses it through :meth:`for_run`."""
 
     def __init__(self, client: redis.Redis, api_version: str, namespace: str, *, ttl_s: float = 30.0) -> None:
         self.redis = client
@@ -78,8 +80,12 @@ class RedisHandleIndex:
         self._snapshots: dict[tuple[str, tuple[str, ...]], Snapshot] = {}
         self._lock = threading.Lock()
 
+    def for_run(self, prime: Callable[[dict], None]) -> RunHandleIndex:
+        """This index as the run whose reader ``prime`` answers gets uses it (see :class:`RunHandleIndex`)."""
+        return RunHandleIndex(self, prime)
+
     def _handle_id(self, name: str) -> str:
-        return cache_model.object_id(self.api_version, "ResourceHandle", self.namespace, name)
+        return cache_model.object_id(self.api_version, RESOURCE_HANDLE, self.namespace, name)
 
     def summaries(self, binding_scope: str, *fallbacks: str, max_age: float = 0.0) -> Snapshot | None:
         """Unbound handles of a scope by name (with those of ``fallbacks`` it lacks), or None when the cache cannot
@@ -106,7 +112,7 @@ class RedisHandleIndex:
                 pipe.hgetall(index)
 
         taken_at = time.monotonic()
-        replies = read_if_synced(self.redis, self.api_version, "ResourceHandle", self.namespace, read)
+        replies = read_if_synced(self.redis, self.api_version, RESOURCE_HANDLE, self.namespace, read)
         if replies is None:
             return None
         merged: dict[str, dict] = {}
@@ -159,7 +165,7 @@ class RedisHandleIndex:
         queue = index_key(f"{candidates.WAITING}|{binding_scope}")
         member = cache_model.identity(claim)
         score = candidates.queue_score(claim)
-        reply = read_if_synced(self.redis, self.api_version, "ResourceClaim", None,
+        reply = read_if_synced(self.redis, self.api_version, RESOURCE_CLAIM, None,
                                lambda pipe: (pipe.zrank(queue, member), pipe.zcount(queue, "-inf", f"({score!r}"),
                                              pipe.zcard(queue)))
         if reply is None:
@@ -177,7 +183,7 @@ class RedisHandleIndex:
             for moment in since:
                 pipe.zcount(key, repr(moment), "+inf")
 
-        reply = read_if_synced(self.redis, self.api_version, "ResourceHandle", self.namespace, counts)
+        reply = read_if_synced(self.redis, self.api_version, RESOURCE_HANDLE, self.namespace, counts)
         if reply is None:
             return None
         return [int(count) for count in (reply if len(since) > 1 else [reply])]
@@ -189,7 +195,7 @@ class RedisHandleIndex:
             for scope in scopes:
                 pipe.hlen(index_key(f"{candidates.UNBOUND}|{scope}"))
 
-        reply = read_if_synced(self.redis, self.api_version, "ResourceHandle", self.namespace, counts)
+        reply = read_if_synced(self.redis, self.api_version, RESOURCE_HANDLE, self.namespace, counts)
         if reply is None:
             return None
         free = [(scope, int(count)) for scope, count in zip(scopes, reply if len(scopes) > 1 else [reply],
@@ -201,7 +207,7 @@ class RedisHandleIndex:
             for scope, count in free:
                 pipe.zrange(index_key(f"{candidates.WAITING}|{scope}"), 0, count - 1)
 
-        queues = read_if_synced(self.redis, self.api_version, "ResourceClaim", None, oldest)
+        queues = read_if_synced(self.redis, self.api_version, RESOURCE_CLAIM, None, oldest)
         if queues is None:
             return None
         heads = dict.fromkeys(member.decode() for members in (queues if len(free) > 1 else [queues])
@@ -210,3 +216,33 @@ class RedisHandleIndex:
 
     def release(self, name: str, claim: dict) -> None:
         self._release(keys=[RESERVATION_PREFIX + self._handle_id(name)], args=[cache_model.identity(claim)])
+
+
+class RunHandleIndex:
+    """The process's index as one run uses it: the handle a reservation brought along goes to the run's reader
+    (``prime``), so the run's get of it that follows needs no round trip of its own."""
+
+    def __init__(self, shared: RedisHandleIndex, prime: Callable[[dict], None]) -> None:
+        self._shared = shared
+        self._prime = prime
+
+    def reserve(self, binding_scope: str, names: Iterable[str], claim: dict) -> Reservation:
+        reservation = self._shared.reserve(binding_scope, names, claim)
+        if reservation.handle is not None:
+            self._prime(reservation.handle)
+        return reservation
+
+    def summaries(self, binding_scope: str, *fallbacks: str, max_age: float = 0.0) -> Snapshot | None:
+        return self._shared.summaries(binding_scope, *fallbacks, max_age=max_age)
+
+    def release(self, name: str, claim: dict) -> None:
+        self._shared.release(name, claim)
+
+    def created_since(self, scope: str, since: Sequence[float]) -> list[int] | None:
+        return self._shared.created_since(scope, since)
+
+    def queue_position(self, binding_scope: str, claim: dict) -> tuple[int, int] | None:
+        return self._shared.queue_position(binding_scope, claim)
+
+    def waiting_heads(self, scopes: Sequence[str]) -> list[tuple[str, str]] | None:
+        return self._shared.waiting_heads(scopes)

@@ -4,18 +4,14 @@ Implements :class:`poolboy.kube.interfaces.Client` as :class:`poolboy.kube.KubeC
 them apart), like controller-runtime's delegating client: the :class:`~poolboy.kube.interfaces.Reader` methods are
 answered from :class:`cache.store.ObjectCache` when it can answer, the :class:`~poolboy.kube.interfaces.Writer`
 methods go to the real client (and their results into the cache). Every method is written out, so the interface is
-the list below, not whatever the real client happens to have.
+the list below, not whatever the real client happens to have. Besides, the engine may have it read ahead
+(:meth:`CachedKubeClient.prefetch`, the run's ``Context.prefetcher``) and hand it objects it read for the run
+(:meth:`CachedKubeClient.prime`); neither is the domain's.
 
 One instance per run (:meth:`engine.runtime.Runtime.reader` makes a new one each time), because a run that met a
 failed precondition (409, or a JSON-patch ``test`` that failed with 422) read something stale and reads from the
-API for the rest of the run: "a stale read costs one conflict and a fresh read".
-
-With ``defer_writes`` (the engine's runs), the results of writes are kept until the run ends and go into the cache
-in the same round trip as the run's other Redis work (:meth:`deferred_puts`, sent by :mod:`workers.tasks`): one
-round trip per run instead of one per write. Meanwhile the run reads its own writes (a get or list answered from
-the cache sees what this run wrote last, as the write-through would have shown it), and other runs see them once
-the watch event or the run's end puts them in; a run that reads an older version meanwhile meets the write's
-precondition, as with any stale read.
+API for the rest of the run: "a stale read costs one conflict and a fresh read". What the run got and wrote is kept
+in its :class:`cache.journal.RunJournal`, which the engine reads when the run ends.
 """
 
 from __future__ import annotations
@@ -29,12 +25,12 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client import Counter
 
 from cache import model as cache_model
-from cache.store import UPDATED, WRITTEN, ObjectCache, ScriptCall
+from cache.journal import RunJournal
+from cache.store import UPDATED, WRITTEN, ObjectCache
 from poolboy import kube
 from poolboy.observability import labelled
 
-if TYPE_CHECKING:  # discovery imports the official client; the types are enough here
-    from poolboy.kube.discovery import ResourceInfo
+if TYPE_CHECKING:  # the interfaces' types are enough here
     from poolboy.kube.interfaces import Client, IndexMatch, ObjectRef
 
 log = logging.getLogger(__name__)
@@ -43,28 +39,47 @@ CACHE_READS = Counter("poolboy_cache_reads_total", "Reads through the shared cac
                       ["verb", "outcome"])
 
 _STALE = (kube.Conflict, kube.Invalid)
-#: the most object versions one run reports as got (:meth:`CachedKubeClient.seen`): a bound for the DONE script's
-#: arguments; a run past it is only run again by an event it could have ignored
-MAX_SEEN = 256
 
 
 class CachedKubeClient:
     """A :class:`~poolboy.kube.interfaces.Client` reading through ``cache``, writing to ``client`` (one per run)."""
 
-    def __init__(self, client: Client, cache: ObjectCache | None, *, defer_writes: bool = False) -> None:
+    def __init__(self, client: Client, cache: ObjectCache | None, *, journal: RunJournal | None = None) -> None:
+        """``journal``: the run's (the engine's runs defer their writes to its end); none given, one that records
+        what the run got and puts each write into the cache at once."""
         self._client = client
         self._cache = cache
         self.fresh = cache is None  # True: every read goes to the API
-        self.defer_writes = defer_writes
-        #: identity -> (the last result of this run's writes of the object, whether one of them created it)
-        self._written: dict[str, tuple[dict, bool]] = {}
-        #: identity -> an object read for the run before it began (the engine reads the run's own object in the
-        #: round trip that starts the run): answers the first get of it
+        self.journal = journal if journal is not None else RunJournal(defer_writes=False)
+        #: identity -> an object read for the run ahead of its get (:meth:`prefetch`, :meth:`prime`): answers the
+        #: first get of it
         self._prefetched: dict[str, dict] = {}
-        #: "<uid>/<resourceVersion>" of what the run got by name, in order (see :meth:`seen`)
-        self._seen: dict[str, None] = {}
 
-    # --- reads ---------------------------------------------------------------------------------------------------
+    # --- the engine's: reads made ahead of the run's gets ----------------------------------------------------------
+
+    def prefetch(self, refs: Iterable[ObjectRef]) -> None:
+        """Read the objects the run is about to get in one round trip (those it wrote or has read ahead excepted);
+        each one found answers its next get. Reads from the API (``fresh``) are not made ahead."""
+        if self.fresh or self._cache is None:
+            return
+        wanted: dict[str, tuple[str, str, str | None, str]] = {}
+        for api_version, kind, name, namespace in refs:
+            ident = cache_model.object_id(api_version, kind, namespace, name)
+            if self.journal.written(ident) is None and ident not in self._prefetched:
+                wanted[ident] = (api_version, kind, namespace, name)
+        if not wanted:
+            return
+        found = self._cached("prefetch", lambda c: c.get_many(list(wanted.values())))
+        for ident, obj in zip(wanted, found or (), strict=False):
+            if obj is not None:
+                self._prefetched[ident] = obj
+
+    def prime(self, obj: dict) -> None:
+        """The engine read ``obj`` from the cache for this run, after the run began (with the run's start, or with a
+        reservation): the first get of it needs no read of its own."""
+        self._prefetched[cache_model.identity(obj)] = obj
+
+    # --- reads -----------------------------------------------------------------------------------------------------
 
     def _cached(self, verb: str, read: Any) -> Any:
         if self.fresh or self._cache is None:
@@ -78,32 +93,11 @@ class CachedKubeClient:
         labelled(CACHE_READS, verb, "miss" if found is None else "hit").inc()
         return found
 
-    def prefetch(self, refs: Iterable[ObjectRef]) -> None:
-        """Read the objects the run is about to get in one round trip (those it wrote or has read ahead excepted);
-        each one found answers its next get. Reads from the API (``fresh``) are not made ahead."""
-        if self.fresh or self._cache is None:
-            return
-        wanted: dict[str, tuple[str, str, str | None, str]] = {}
-        for api_version, kind, name, namespace in refs:
-            ident = cache_model.object_id(api_version, kind, namespace, name)
-            if ident not in self._written and ident not in self._prefetched:
-                wanted[ident] = (api_version, kind, namespace, name)
-        if not wanted:
-            return
-        found = self._cached("prefetch", lambda c: c.get_many(list(wanted.values())))
-        for ident, obj in zip(wanted, found or (), strict=False):
-            if obj is not None:
-                self._prefetched[ident] = obj
-
-    def prefetched(self, obj: dict) -> None:
-        """``obj`` was read from the cache for this run (after the run began): its first get needs no read."""
-        self._prefetched[cache_model.identity(obj)] = obj
-
     def _get_cached(self, api_version: str, kind: str, name: str, namespace: str | None) -> dict | None:
         ident = cache_model.object_id(api_version, kind, namespace, name)
-        written = self._written.get(ident)
+        written = self.journal.written(ident)
         if written is not None and not self.fresh:
-            return copy.deepcopy(written[0])
+            return copy.deepcopy(written)
         prefetched = self._prefetched.pop(ident, None)
         if prefetched is not None and not self.fresh:
             labelled(CACHE_READS, "get", "hit").inc()
@@ -121,19 +115,10 @@ class CachedKubeClient:
         return found
 
     def _saw(self, obj: dict | None) -> dict | None:
-        """Remember the version of an object this run got (see :meth:`seen`)."""
+        """Record the version of an object this run got in the journal (:meth:`RunJournal.seen`)."""
         if obj is not None:
-            metadata = obj.get("metadata") or {}
-            uid, version = metadata.get("uid"), metadata.get("resourceVersion")
-            if uid and version:
-                self._seen[f"{uid}/{version}"] = None
+            self.journal.saw(obj)
         return obj
-
-    def seen(self) -> builtins.list[str]:
-        """``"<uid>/<resourceVersion>"`` of every object version this run got by name: a watch event of one of them
-        brings the run nothing it has not acted on (:mod:`engine.own_writes`). Lists are left out: a pool run lists
-        every handle of its pool, and their events are few."""
-        return builtins.list(self._seen)[:MAX_SEEN]
 
     def list(self, api_version: str, kind: str, namespace: str | None = None, *, label_selector: str | None = None,
              field_selector: str | None = None, index: IndexMatch | None = None) -> builtins.list[dict]:
@@ -150,9 +135,7 @@ class CachedKubeClient:
                          label_selector: str | None, index: IndexMatch | None) -> builtins.list[dict]:
         """A cached list as the cache will answer it once this run's deferred writes are in: each object this run
         wrote in its latest version, where it still matches the selector and the index."""
-        mine = {ident: obj for ident, (obj, _) in self._written.items()
-                if obj.get("apiVersion") == api_version and obj.get("kind") == kind
-                and cache_model.in_namespace(obj, namespace)}
+        mine = self.journal.written_of(api_version, kind, namespace)
         if not mine:
             return listed
         terms = cache_model.parse_selector(label_selector)
@@ -161,7 +144,7 @@ class CachedKubeClient:
                    if cache_model.selector_matches(terms, obj) and (index is None or index.matches(obj))]
         return sorted(result, key=cache_model.identity)
 
-    # --- writes: through to the API, then the result into the cache ----------------------------------------------
+    # --- writes: through to the API, then the result into the cache ------------------------------------------------
 
     def _write(self, call: Any, *, insert: bool = False) -> Any:
         try:
@@ -175,11 +158,8 @@ class CachedKubeClient:
     def _write_through(self, obj: Any, *, insert: bool) -> None:
         if self._cache is None or not isinstance(obj, dict):
             return
-        if self.defer_writes:
-            if (obj.get("metadata") or {}).get("name") and obj.get("kind"):
-                ident = cache_model.identity(obj)
-                created = insert or (ident in self._written and self._written[ident][1])
-                self._written[ident] = (obj, created)
+        if self.journal.defer_writes:
+            self.journal.wrote(obj, created=insert)
             return
         try:
             self._cache.put(obj, mode=WRITTEN if insert else UPDATED)
@@ -222,29 +202,3 @@ class CachedKubeClient:
         return self._write(lambda: self._client.delete_if_exists(api_version, kind, name, namespace,
                                                                  propagation=propagation, uid=uid,
                                                                  resource_version=resource_version))
-
-    def deferred_puts(self) -> builtins.list[ScriptCall]:
-        """The cache writes of this run's deferred writes (the latest result per object), for the run's last
-        round trip; forgotten here once taken."""
-        if self._cache is None:
-            return []
-        calls = []
-        for obj, insert in self._written.values():
-            try:
-                call = self._cache.put_call(obj, mode=WRITTEN if insert else UPDATED)
-            except Exception as error:  # e.g. nested deeper than the encoder goes: the cache only costs speed
-                log.debug("cache write-through failed: %s", error)
-                continue
-            if call is not None:
-                calls.append(call)
-        self._written.clear()
-        return calls
-
-    # --- the rest of the Writer: the real client's --------------------------------------------------------------
-
-    def emit_event(self, obj: dict, reason: str, message: str, *, type: str = "Normal", action: str | None = None,
-                   component: str = "poolboy") -> None:
-        self._client.emit_event(obj, reason, message, type=type, action=action, component=component)
-
-    def resource_info(self, api_version: str, kind: str) -> ResourceInfo:
-        return self._client.resource_info(api_version, kind)

@@ -21,7 +21,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any
 
 from cache.reader import CachedKubeClient
 from engine import metrics, own_writes, run_log, shutdown, sweeps
@@ -31,13 +31,15 @@ from poolboy.context import Context
 from poolboy.domain import refusals
 from poolboy.keys import KINDS, parse
 from poolboy.kube import ApiError, Forbidden, event_recorder
-from poolboy.kube.interfaces import Client
 from poolboy.observability import labelled
 from poolboy.result import PermanentError, Result, TransientError
 from workqueue import ratelimit
 from workqueue.lease import LeaseKeeper
 from workqueue.queue import Added, Started
 from workqueue.roundtrip import Reply, RoundTrip
+
+if TYPE_CHECKING:
+    from poolboy.kube import KubeClient
 
 log = logging.getLogger(__name__)
 
@@ -71,15 +73,25 @@ def _failed(rt: Runtime, kind: str, key: str, error: BaseException) -> Failed:
     return Failed(delay, f"transient error, retry {failures} in {delay:.1f}s: {error}")
 
 
-def reconcile_once(rt: Runtime, kind: str, key: str, kube: Client) -> Outcome:
+def run_context(rt: Runtime, kube: CachedKubeClient | None) -> Context:
+    """The domain's context for one run: the run's reader with the engine's read-ahead and handle index, and the
+    API client's Events, discovery and uncached reads; without a cluster, one whose first request says so."""
+    if kube is None:
+        return Context.without_cluster(rt.settings, "no Kubernetes client could be built: see the worker's log")
+    api: KubeClient = rt.kube
+    index = rt.handle_index.for_run(kube.prime) if rt.handle_index is not None else None
+    return Context(kube=kube, events=api.events, mapper=api.discovery, settings=rt.settings, index=index, api=api,
+                   prefetcher=kube.prefetch)
+
+
+def reconcile_once(rt: Runtime, kind: str, key: str, kube: CachedKubeClient | None) -> Outcome:
     """Call the domain reconciler once and say what came of it; never raises for reconcile failures (only
     :class:`engine.shutdown.HandBack`, which is not one)."""
     _, namespace, name = parse(key)
     try:
         reconciler = reconcilers().lookup(kind)
         with shutdown.interruptible(rt.settings.reconcile_soft_time_limit):
-            result = reconciler(Context(kube=kube, settings=rt.settings, index=rt.handle_index, api=rt.kube),
-                                namespace, name)
+            result = reconciler(run_context(rt, kube), namespace, name)
     except PermanentError as error:
         return _refused(kind, error)
     except Forbidden as error:  # a refusal the kind did not report on its object: still the installer's to fix
@@ -111,7 +123,8 @@ def finish(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, write
     asks of the queue, then its own writes settled and the key released, atomically (:mod:`engine.own_writes`:
     an event that arrives between the two would otherwise be lost). Then the publishes no script made itself."""
     trip = RoundTrip(rt.redis)
-    puts = [trip.call(put) for put in kube.deferred_puts()] if kube is not None else []
+    puts = [trip.call(put) for put in kube.journal.deferred_puts(rt.cache)] \
+        if kube is not None and rt.cache is not None else []
     seen = writes.idents
     woken: list[Reply[Added]] = []
     match outcome:
@@ -133,7 +146,7 @@ def finish(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, write
         case HandedBack():
             trip.call(rt.queue.add_call(key))  # marked owed while the lease is ours: DONE re-publishes it at once
     # the versions the run got count as its own: an event of one of them brings it nothing new
-    acted_on = [*seen, *kube.seen()] if kube is not None else seen
+    acted_on = [*seen, *kube.journal.seen()] if kube is not None else seen
     settled, released = trip.atomic(rt.own_writes.settle_call(key, acted_on), rt.queue.done_call(key, token))
     trip.send()
     for put in puts:
@@ -162,7 +175,7 @@ def begin(rt: Runtime, kind: str, key: str, token: str, msg_id: str,
     if started.value is not None and read is not None and kube is not None:
         obj = read()
         if obj is not None:
-            kube.prefetched(obj)
+            kube.prime(obj)
     return started.value
 
 
@@ -186,7 +199,7 @@ def execute(msg_id: str | None, kind: str, key: str) -> str:
         try:
             with LeaseKeeper(rt.renewer, key, token, rt.settings.reconcile_time_limit) as keeper, \
                     own_writes.collecting(writes):
-                outcome = reconcile_once(rt, kind, key, cast(Client, kube))
+                outcome = reconcile_once(rt, kind, key, kube)
             if keeper.lost.is_set():
                 log.warning("%s: lease lost during the run; another run may have overlapped", key)
         except shutdown.HandBack:

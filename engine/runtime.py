@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from cache.handle_index import RedisHandleIndex
+from cache.journal import RunJournal
 from cache.reader import CachedKubeClient
 from cache.store import ObjectCache
 from engine import redis_client
@@ -78,9 +79,9 @@ class Runtime:
 
     def reader(self) -> CachedKubeClient | None:
         """A fresh per-run client: cache-first reads; writes go into the cache with the run's last round trip
-        (see :mod:`cache.reader` and :func:`workers.tasks.finish`)."""
+        (its :class:`~cache.journal.RunJournal`, read by :func:`engine.run.finish`)."""
         kube = self.kube
-        return None if kube is None else CachedKubeClient(kube, self.cache, defer_writes=True)
+        return None if kube is None else CachedKubeClient(kube, self.cache, journal=RunJournal())
 
 
 #: held while the process's :class:`Runtime` is built: under the threads pool the first tasks (and the warm-up,
@@ -109,8 +110,8 @@ def _runtime() -> Runtime:
     from engine import metrics, own_writes, run_log
 
     if _configured is None:
-        raise RuntimeError("engine.runtime.configure(app, settings, encoder) was not called: a worker's app calls it when "
-                           "the worker starts (workers.app)")
+        raise RuntimeError("engine.runtime.configure(app, settings, encoder) was not called: a worker's app calls it "
+                           "when the worker starts (workers.app)")
     app, settings, encoder = _configured
     metrics.install_api_hook()
     own_writes.install_write_hook()

@@ -1,16 +1,22 @@
-"""What one reconcile runs with: the API client, the settings, and the single ``now`` of this run."""
+"""What one reconcile runs with: the API (reads and writes, Events, discovery), the settings, the single ``now`` of
+this run, and what the engine adds to make it cheaper (its handle index, its read-ahead)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from poolboy.kube.no_cluster import NoCluster
 from poolboy.settings import Settings
 
 if TYPE_CHECKING:  # the wrapper imports the kubernetes client; the domain only needs its type
     from poolboy.domain.candidates import HandleIndex
-    from poolboy.kube.interfaces import Client, Reader
+    from poolboy.kube.interfaces import Client, EventRecorder, ObjectRef, Reader, RESTMapper
+
+#: reads the objects named now, together, so that the run's gets of them are answered from that read
+Prefetcher = Callable[["Iterable[ObjectRef]"], None]
 
 
 def utcnow() -> datetime:
@@ -18,9 +24,10 @@ def utcnow() -> datetime:
     return datetime.now(UTC).replace(microsecond=0)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Context:
-    """Passed to every domain reconciler as ``reconcile(ctx, namespace, name) -> Result``.
+    """Passed to every domain reconciler as ``reconcile(ctx, namespace, name) -> Result``; whoever runs the
+    reconcile (the engine, a test, a benchmark) supplies every field.
 
     ``now`` is taken once when the context is made, so every value computed in one reconcile agrees
     (e.g. ``end - start == default`` exactly).
@@ -28,6 +35,10 @@ class Context:
 
     #: the API as a reader and a writer: :class:`poolboy.kube.KubeClient`, or the engine's cached client
     kube: Client
+    #: Events about the objects the run handles (controller-runtime's EventRecorder)
+    events: EventRecorder
+    #: where each kind is served (controller-runtime's RESTMapper)
+    mapper: RESTMapper
     settings: Settings
     now: datetime = field(default_factory=utcnow)
     #: unbound handles by binding scope, kept by the engine (None: binding lists candidates from the API)
@@ -35,10 +46,27 @@ class Context:
     #: reads that go to the API server, never to a cache (controller-runtime's APIReader), for the few questions a
     #: cache that lags may answer wrongly; None: :attr:`kube` reads from the API already
     api: Reader | None = None
+    #: the engine's read-ahead (see :meth:`prefetch`); None: every get is read when it is made
+    prefetcher: Prefetcher | None = None
+
+    @classmethod
+    def without_cluster(cls, settings: Settings, why: str) -> Context:
+        """A context whose every API request raises :class:`~poolboy.kube.no_cluster.NoClusterError` saying ``why``
+        (its Events are dropped): a process without a cluster runs with it, and code that must ask nothing of the
+        API can be run with it."""
+        absent = NoCluster(why)
+        return cls(kube=absent, events=absent, mapper=absent, settings=settings)
 
     @property
     def api_reader(self) -> Reader:
         return self.api if self.api is not None else self.kube
+
+    def prefetch(self, refs: Iterable[ObjectRef]) -> None:
+        """The run is about to get these objects: let the engine read them now, together (one round trip to its
+        cache instead of one per get). Only an optimisation: without a prefetcher nothing happens, and every get
+        still goes through :attr:`kube`."""
+        if self.prefetcher is not None:
+            self.prefetcher(refs)
 
     def label(self, suffix: str) -> str:
         return self.settings.label(suffix)

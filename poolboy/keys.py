@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from poolboy.kinds import RESOURCE_CLAIM, RESOURCE_HANDLE, RESOURCE_POOL, RESOURCE_POOL_SCALING, RESOURCE_PROVIDER
+
 CLAIM = "claim"
 HANDLE = "handle"
 POOL = "pool"
@@ -16,11 +18,11 @@ SCALING = "scaling"
 
 #: kind token -> Kubernetes kind
 KINDS: dict[str, str] = {
-    CLAIM: "ResourceClaim",
-    HANDLE: "ResourceHandle",
-    POOL: "ResourcePool",
-    PROVIDER: "ResourceProvider",
-    SCALING: "ResourcePoolScaling",
+    CLAIM: RESOURCE_CLAIM,
+    HANDLE: RESOURCE_HANDLE,
+    POOL: RESOURCE_POOL,
+    PROVIDER: RESOURCE_PROVIDER,
+    SCALING: RESOURCE_POOL_SCALING,
 }
 #: Kubernetes kind -> kind token
 TOKENS: dict[str, str] = {v: k for k, v in KINDS.items()}

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable
 from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from poolboy import keys
 from poolboy.context import Context, utcnow
@@ -17,11 +18,21 @@ from poolboy.reconcilers import RECONCILERS
 from poolboy.result import PermanentError, Result
 from poolboy.settings import Settings
 
+if TYPE_CHECKING:
+    from poolboy.kube import Client, KubeClient
+
+
+def api_context(client: KubeClient, settings: Settings, *, kube: Client | None = None, **fields: Any) -> Context:
+    """A context on the API client (no read-ahead): its Events and its discovery, its reads and writes unless
+    ``kube`` is given."""
+    return Context(kube=kube if kube is not None else client, events=client.events, mapper=client.discovery,
+                   settings=settings, **fields)
+
 
 class Converger:
     """``Converger(kube, settings).run("claim/ns/name")`` reconciles until quiescent; records every outcome."""
 
-    def __init__(self, kube: object, settings: Settings, clock: Callable[[], datetime] = utcnow) -> None:
+    def __init__(self, kube: KubeClient, settings: Settings, clock: Callable[[], datetime] = utcnow) -> None:
         self.kube = kube
         self.settings = settings
         self.clock = clock
@@ -29,7 +40,7 @@ class Converger:
 
     def reconcile(self, key: str) -> Result | PermanentError:
         kind, namespace, name = keys.parse(key)
-        ctx = Context(kube=self.kube, settings=self.settings, now=self.clock())  # type: ignore[arg-type]
+        ctx = api_context(self.kube, self.settings, now=self.clock())
         try:
             outcome: Result | PermanentError = RECONCILERS[kind](ctx, namespace, name)
         except PermanentError as error:

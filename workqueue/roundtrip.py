@@ -132,7 +132,7 @@ class RoundTrip:
             todo = [i for i in todo if isinstance(raws[i], redis.exceptions.NoScriptError)]
             if not todo or attempt == 2:
                 break
-            loads = list({_one_script(units[i].calls)[0] for i in todo if isinstance(units[i], _Scripts)})
+            loads = [_one_script(unit.calls)[0] for unit in (units[i] for i in todo) if isinstance(unit, _Scripts)]
         for unit, raw in zip(units, raws, strict=True):
             if isinstance(unit, _Command):
                 unit.reply._set(raw)

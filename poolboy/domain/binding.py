@@ -18,13 +18,12 @@ from typing import TYPE_CHECKING, Any
 from poolboy import keys
 from poolboy.domain import candidates
 from poolboy.domain.scopes import first_provider, handle_scopes, scope_pool
+from poolboy.kinds import RESOURCE_CLAIM, RESOURCE_HANDLE
 from poolboy.utils import timeutil
 
 if TYPE_CHECKING:
     from poolboy.context import Context
 
-HANDLE_KIND = "ResourceHandle"
-CLAIM_KIND = "ResourceClaim"
 
 #: Label (``D/resource-claim-waiting``) on a claim that found no matching unbound handle and may not create one.
 #: Handle creation or a change of an unbound handle enqueues exactly the claims carrying it, so a waiting claim
@@ -45,7 +44,7 @@ def claim_uid_annotation(ctx: Context, claim: Mapping[str, Any]) -> dict[str, st
 
 def claim_ref(ctx: Context, claim: Mapping[str, Any]) -> dict[str, str]:
     metadata = claim["metadata"]
-    return {"apiVersion": ctx.settings.api_version, "kind": CLAIM_KIND, "name": metadata["name"],
+    return {"apiVersion": ctx.settings.api_version, "kind": RESOURCE_CLAIM, "name": metadata["name"],
             "namespace": metadata["namespace"]}
 
 
@@ -80,14 +79,14 @@ def find_bound_handle(ctx: Context, claim: Mapping[str, Any], recorded: Mapping[
     recorded_name = ((claim.get("status") or {}).get("resourceHandle") or {}).get("name")
     if recorded_name:
         handle = recorded if recorded is not None and recorded["metadata"]["name"] == recorded_name else \
-            ctx.kube.get_or_none(api_version, HANDLE_KIND, recorded_name, namespace)
+            ctx.kube.get_or_none(api_version, RESOURCE_HANDLE, recorded_name, namespace)
         if handle is not None and bound_to(ctx, handle, claim) and not is_deleting(handle):
             return dict(handle)
     metadata = claim["metadata"]
     selector = (f"{ctx.label('resource-claim-name')}={metadata['name']},"
                 f"{ctx.label('resource-claim-namespace')}={metadata['namespace']}")
     reader = ctx.api_reader if fresh else ctx.kube
-    live = [h for h in reader.list(api_version, HANDLE_KIND, namespace, label_selector=selector)
+    live = [h for h in reader.list(api_version, RESOURCE_HANDLE, namespace, label_selector=selector)
             if bound_to(ctx, h, claim) and not is_deleting(h)]
     live.sort(key=lambda h: (h["metadata"].get("creationTimestamp") or "", h["metadata"]["name"]))
     return live[0] if live else None
@@ -105,7 +104,7 @@ def waiting_claim_keys(ctx: Context, handle: Mapping[str, Any]) -> tuple[str, ..
         heads = ctx.index.waiting_heads(handle_scopes(handle, ctx.settings.domain))
         if heads is not None:
             return tuple(keys.make(keys.CLAIM, namespace, name) for namespace, name in heads)
-    claims = ctx.kube.list(ctx.settings.api_version, CLAIM_KIND, None, label_selector=ctx.label(WAITING_LABEL))
+    claims = ctx.kube.list(ctx.settings.api_version, RESOURCE_CLAIM, None, label_selector=ctx.label(WAITING_LABEL))
     return tuple(keys.make(keys.CLAIM, c["metadata"]["namespace"], c["metadata"]["name"]) for c in claims)
 
 
@@ -117,7 +116,7 @@ def list_unbound(ctx: Context, scope: str, *fallbacks: str) -> list[dict[str, An
 
     The label selector (:func:`unbound_selector`: a pool's handles carry its label) narrows what the API server
     sends; both readers apply it as well as the index."""
-    return ctx.kube.list(ctx.settings.api_version, HANDLE_KIND, ctx.settings.operator_namespace,
+    return ctx.kube.list(ctx.settings.api_version, RESOURCE_HANDLE, ctx.settings.operator_namespace,
                          label_selector=unbound_selector(ctx, None if fallbacks else scope_pool(scope)),
                          index=candidates.unbound_in(ctx.settings.domain, scope, *fallbacks))
 

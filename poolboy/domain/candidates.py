@@ -26,6 +26,7 @@ import orjson
 
 from poolboy.domain import matching, pool_revision
 from poolboy.domain.scopes import claim_first_provider, claim_scope, first_provider, handle_scopes, provider_scope
+from poolboy.kinds import RESOURCE_CLAIM, RESOURCE_HANDLE
 from poolboy.kube.interfaces import IndexMatch
 from poolboy.utils import timeutil
 
@@ -44,8 +45,9 @@ PRESENCE_LABELS = frozenset({WAITING_LABEL})
 @dataclass(frozen=True)
 class Reservation:
     """A reserved handle name; or none, with ``wait`` when older waiting claims of the scope come first. ``handle``
-    is the reserved handle as the index's store last saw it, when it could say (a read the claim need not repeat;
-    like any cached read it may be stale, which the conditional bind patch detects)."""
+    is the reserved handle as the index's store last saw it, when it could say: the engine hands it to the run's
+    reader, so the claim's read of it costs no round trip (like any cached read it may be stale, which the
+    conditional bind patch detects)."""
 
     name: str | None = None
     wait: bool = False
@@ -252,11 +254,11 @@ def cache_entries(obj: Mapping[str, Any], domain: str) -> list[str]:
     handle's summary in each scope it serves, a claim's own handle's creation time, a waiting claim's place in its
     scope's queue."""
     kind = obj.get("kind")
-    if kind == "ResourceHandle":
+    if kind == RESOURCE_HANDLE:
         created = created_entry(obj, domain)
         return [f"h:{name}\t{value}" for name, value in index_entries(obj, domain)] + \
             ([f"z:{created[0]}\t{created[1]!r}"] if created is not None else [])
-    if kind == "ResourceClaim":
+    if kind == RESOURCE_CLAIM:
         waiting = waiting_entry(obj, domain)
         if waiting is not None:
             return [f"z:{waiting[0]}\t{waiting[1]!r}"]

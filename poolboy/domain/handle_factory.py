@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from poolboy import kube as kube_errors
-from poolboy.domain.binding import HANDLE_KIND, bound_to, claim_ref, claim_uid_annotation, is_deleting
+from poolboy.domain.binding import bound_to, claim_ref, claim_uid_annotation, is_deleting
+from poolboy.kinds import RESOURCE_HANDLE
 from poolboy.result import PermanentError
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ def new_handle(ctx: Context, name: str, *, labels: Mapping[str, str], annotation
     handle Poolboy made can vanish before its cleanup ran)."""
     return {
         "apiVersion": ctx.settings.api_version,
-        "kind": HANDLE_KIND,
+        "kind": RESOURCE_HANDLE,
         "metadata": {"name": name, "namespace": ctx.settings.operator_namespace,
                      "finalizers": [ctx.settings.finalizer], "labels": dict(labels), "annotations": dict(annotations)},
         "spec": spec,
@@ -85,7 +86,7 @@ def create_or_adopt(ctx: Context, claim: Mapping[str, Any], *, provider_spec: di
         try:
             return ctx.kube.create(body), True
         except kube_errors.AlreadyExists:
-            existing = ctx.kube.get_or_none(ctx.settings.api_version, HANDLE_KIND, name,
+            existing = ctx.kube.get_or_none(ctx.settings.api_version, RESOURCE_HANDLE, name,
                                             ctx.settings.operator_namespace)
             if existing is None:
                 raise kube_errors.Conflict(409, "Conflict", f"handle {name} vanished after 409; retrying") from None

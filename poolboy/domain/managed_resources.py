@@ -128,7 +128,7 @@ def always_allowed_pattern(domain: str) -> str:
 def check_api(ctx: Context, api_version: str, kind: str) -> None:
     """Discovery of any kind; a missing API is a permanent error that names the real group/version."""
     try:
-        ctx.kube.resource_info(api_version, kind)
+        ctx.mapper.resource_info(api_version, kind)
     except kube.ApiMissing as error:
         raise PermanentError("ApiMissing", f"API {api_version} (kind {kind}) is not available: {error.message}") \
             from error

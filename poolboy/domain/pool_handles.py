@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from poolboy.domain import claim_parameters, pool_revision
 from poolboy.domain.handle_factory import handle_name, new_handle
 from poolboy.domain.provider import Provider
+from poolboy.kinds import RESOURCE_POOL
 from poolboy.result import PermanentError
 from poolboy.utils import templating, timeutil
 
@@ -65,7 +66,7 @@ def build_pool_handle(ctx: Context, pool: Mapping[str, Any], providers: list[Pro
     if scaling_name:
         labels[ctx.label("resource-pool-scaling-name")] = scaling_name
     handle_spec: dict[str, Any] = {
-        "resourcePool": {"apiVersion": ctx.settings.api_version, "kind": "ResourcePool", "name": metadata["name"],
+        "resourcePool": {"apiVersion": ctx.settings.api_version, "kind": RESOURCE_POOL, "name": metadata["name"],
                          "namespace": metadata["namespace"]},
     }
     if spec.get("vars"):

@@ -15,7 +15,8 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from poolboy.domain.provider_spec import KIND, ProviderSpec
+from poolboy.domain.provider_spec import ProviderSpec
+from poolboy.kinds import RESOURCE_PROVIDER
 from poolboy.result import PermanentError
 from poolboy.utils import timeutil
 
@@ -73,7 +74,7 @@ class Provider(ProviderSpec):
     @classmethod
     def get(cls, ctx: Context, name: str) -> Provider:
         """Fresh read from the operator namespace; ``ProviderNotFound`` (permanent) when absent."""
-        obj = ctx.kube.get_or_none(ctx.settings.api_version, KIND, name, ctx.settings.operator_namespace)
+        obj = ctx.kube.get_or_none(ctx.settings.api_version, RESOURCE_PROVIDER, name, ctx.settings.operator_namespace)
         if obj is None:
             raise ProviderNotFound(name)
         return cls(obj)
@@ -90,7 +91,7 @@ class Provider(ProviderSpec):
         """Every provider, from the API server itself: matching must consider every provider that exists
         (docs/behaviour.md#provider-selection), and one created just before the claim may not be in the read cache
         yet, which would make an ambiguous template look like a match."""
-        items = ctx.api_reader.list(ctx.settings.api_version, KIND, ctx.settings.operator_namespace)
+        items = ctx.api_reader.list(ctx.settings.api_version, RESOURCE_PROVIDER, ctx.settings.operator_namespace)
         return sorted((cls(item) for item in items), key=lambda p: p.name)
 
     # --- validity ------------------------------------------------------------------------------------------

@@ -14,6 +14,8 @@ from typing import Any
 
 import orjson
 
+from poolboy.kinds import RESOURCE_PROVIDER
+
 #: a template expression that reads the clock: now(...), timestamp(...), datetime.* (over-matching only costs runs)
 _CLOCK = re.compile(r"\bnow\s*\(|\btimestamp\b|\bdatetime\b")
 
@@ -21,9 +23,6 @@ _CLOCK = re.compile(r"\bnow\s*\(|\btimestamp\b|\bdatetime\b")
 @lru_cache(maxsize=256)
 def _reads_clock(spec_json: bytes) -> bool:
     return _CLOCK.search(spec_json.decode()) is not None
-
-
-KIND = "ResourceProvider"
 
 
 class ProviderSpec:
@@ -47,7 +46,7 @@ class ProviderSpec:
     @property
     def ref(self) -> dict[str, str]:
         """Full reference ``{apiVersion, kind, name, namespace}`` (docs/behaviour.md#conventions)."""
-        return {"apiVersion": self.obj.get("apiVersion", ""), "kind": KIND, "name": self.name,
+        return {"apiVersion": self.obj.get("apiVersion", ""), "kind": RESOURCE_PROVIDER, "name": self.name,
                 "namespace": self.namespace}
 
     @property

@@ -2,9 +2,10 @@
 
 A run reads its own object, then the objects that object names: a claim its providers, its handle and the resources it
 mirrors; a handle its claim, the claim's namespace (the requester), its providers and its resources. Read one by one,
-each is a round trip to the shared cache in Redis; named up front they are one (:meth:`Reader.prefetch
-<poolboy.kube.interfaces.Reader.prefetch>`). A name listed here that the run does not read after all costs a little
-Redis work, nothing else: every read still goes through the reader, and every write keeps its precondition.
+each is a round trip to the shared cache in Redis; named up front they are one (:meth:`Context.prefetch
+<poolboy.context.Context.prefetch>`, where the engine supplies a read-ahead). A name listed here that the run does not
+read after all costs a little Redis work, nothing else: every read still goes through the reader, and every write
+keeps its precondition.
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from poolboy.kinds import RESOURCE_CLAIM, RESOURCE_HANDLE, RESOURCE_PROVIDER
 from poolboy.kube.interfaces import ObjectRef
 
 if TYPE_CHECKING:
     from poolboy.context import Context
 
-PROVIDER_KIND = "ResourceProvider"
 
 
 def claim_reads(ctx: Context, claim: Mapping[str, Any]) -> list[ObjectRef]:
@@ -28,7 +29,7 @@ def claim_reads(ctx: Context, claim: Mapping[str, Any]) -> list[ObjectRef]:
     refs = _providers(ctx, names)
     handle = (status.get("resourceHandle") or {}).get("name")
     if handle:
-        refs.append((ctx.settings.api_version, "ResourceHandle", handle, ctx.settings.operator_namespace))
+        refs.append((ctx.settings.api_version, RESOURCE_HANDLE, handle, ctx.settings.operator_namespace))
     return refs + _references(status.get("resources"))
 
 
@@ -38,7 +39,7 @@ def handle_reads(ctx: Context, handle: Mapping[str, Any]) -> list[ObjectRef]:
     refs: list[ObjectRef] = []
     claim = spec.get("resourceClaim") or {}
     if claim.get("name") and claim.get("namespace"):
-        refs.append((claim.get("apiVersion") or ctx.settings.api_version, "ResourceClaim", claim["name"],
+        refs.append((claim.get("apiVersion") or ctx.settings.api_version, RESOURCE_CLAIM, claim["name"],
                      claim["namespace"]))
         refs.append(("v1", "Namespace", claim["namespace"], None))
     names = [(resource.get("provider") or {}).get("name") for resource in spec.get("resources") or []]
@@ -46,7 +47,7 @@ def handle_reads(ctx: Context, handle: Mapping[str, Any]) -> list[ObjectRef]:
 
 
 def _providers(ctx: Context, names: Iterable[str | None]) -> list[ObjectRef]:
-    return [(ctx.settings.api_version, PROVIDER_KIND, name, ctx.settings.operator_namespace)
+    return [(ctx.settings.api_version, RESOURCE_PROVIDER, name, ctx.settings.operator_namespace)
             for name in dict.fromkeys(n for n in names if n)]
 
 

@@ -4,8 +4,11 @@
 * :mod:`~poolboy.kube.transport` — one request: configuration, auth, urllib3, orjson, observability hooks;
 * :mod:`~poolboy.kube.discovery` — where each kind is served;
 * :mod:`~poolboy.kube.interfaces` — :class:`Reader`, :class:`Writer` and :class:`Client` (both): what a reconciler
-  may call, implemented by :class:`KubeClient` and by the engine's cached client;
-* :mod:`~poolboy.kube.client` — :class:`KubeClient`: reads, writes (with their preconditions), watch, events;
+  may call, implemented by :class:`KubeClient` and by the engine's cached client; :class:`EventRecorder` and
+  :class:`RESTMapper`, the Events and the discovery a reconciler is handed beside them;
+* :mod:`~poolboy.kube.client` — :class:`KubeClient`: reads, writes (with their preconditions), watch; its
+  ``events`` and ``discovery``;
+* :mod:`~poolboy.kube.no_cluster` — what stands in for all of them in a process without a cluster;
 * :mod:`~poolboy.kube.watch` — watch streams;
 * :mod:`~poolboy.kube.events` and :mod:`~poolboy.kube.event_recorder` — Events, aggregated and sent off the caller's
   path.
@@ -23,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 #: of this package (``errors``, ``interfaces``) does not load the official client (~25 MB per process, e.g. beat)
 _EXPORTS = {
     "KubeClient": "client", "ResourceInfo": "discovery", "load_configuration": "transport",
-    "Client": "interfaces", "IndexMatch": "interfaces", "Reader": "interfaces", "Writer": "interfaces",
+    "Client": "interfaces", "EventRecorder": "interfaces", "IndexMatch": "interfaces", "Reader": "interfaces",
+    "RESTMapper": "interfaces", "Writer": "interfaces",
     **{name: "errors" for name in ("AlreadyExists", "ApiError", "ApiMissing", "BadRequest", "Conflict", "Forbidden",
                                    "Gone", "Invalid", "NetworkError", "NotFound", "ServerError", "Throttled",
                                    "conflict_policy")},
@@ -47,7 +51,7 @@ if TYPE_CHECKING:
         Throttled,
         conflict_policy,
     )
-    from poolboy.kube.interfaces import Client, IndexMatch, Reader, Writer
+    from poolboy.kube.interfaces import Client, EventRecorder, IndexMatch, Reader, RESTMapper, Writer
     from poolboy.kube.transport import load_configuration
 
 
@@ -67,6 +71,7 @@ __all__ = [
     "BadRequest",
     "Client",
     "Conflict",
+    "EventRecorder",
     "Forbidden",
     "Gone",
     "IndexMatch",
@@ -74,6 +79,7 @@ __all__ = [
     "KubeClient",
     "NetworkError",
     "NotFound",
+    "RESTMapper",
     "Reader",
     "ResourceInfo",
     "ServerError",

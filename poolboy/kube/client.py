@@ -7,29 +7,27 @@ sends (and that templates and JSON-patch diffs expect), and is several times fas
 
 Any kind is resolved through discovery (:mod:`poolboy.kube.discovery`). Every request has a timeout. Every write is
 reported to :mod:`poolboy.observability` with the precondition it carried (the engine's write-through and own-write
-records rely on it). Events leave through :mod:`poolboy.kube.event_recorder`, off the caller's path.
+records rely on it). Events leave through :attr:`KubeClient.events` (:mod:`poolboy.kube.event_recorder`), off the
+caller's path.
 """
 
 from __future__ import annotations
 
 import builtins
-import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, cast
 
 from kubernetes import client as k8s_client
 
-from poolboy.kube import event_recorder, events
+from poolboy.kube import event_recorder
 from poolboy.kube.discovery import Discovery, ResourceInfo
 from poolboy.kube.errors import BadRequest, NotFound
-from poolboy.kube.interfaces import IndexMatch, ObjectRef
+from poolboy.kube.interfaces import IndexMatch
 from poolboy.kube.transport import JSON_PATCH, MERGE_PATCH, Transport, load_configuration
 from poolboy.kube.watch import watch_events
 from poolboy.observability import observe_write
 from poolboy.settings import Settings
 from poolboy.utils import cancellation
-
-log = logging.getLogger(__name__)
 
 #: how long :meth:`KubeClient.close` waits for queued Events
 CLOSE_FLUSH_SECONDS = 5.0
@@ -43,7 +41,10 @@ class KubeClient:
         self.settings = settings or Settings.from_env()
         self.timeout = self.settings.api_timeout
         self.transport = Transport(api_client, self.timeout)
+        #: where each kind is served: the :class:`~poolboy.kube.interfaces.RESTMapper` of this client
         self.discovery = Discovery(self.transport)
+        #: Events about objects, sent by this client off the caller's path
+        self.events = event_recorder.ApiEventRecorder(self, self.settings.operator_namespace)
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None, kubeconfig: str | None = None) -> KubeClient:
@@ -81,12 +82,6 @@ class KubeClient:
             return self.get(api_version, kind, name, namespace)
         except NotFound:
             return None
-
-    def prefetch(self, refs: Iterable[ObjectRef]) -> None:
-        """Every get asks the API when it is made: nothing to read ahead."""
-
-    def prefetched(self, obj: dict) -> None:
-        """Every get asks the API: nothing read elsewhere stands in for it."""
 
     def list_pages(self, api_version: str, kind: str, namespace: str | None = None, *,
                    label_selector: str | None = None, field_selector: str | None = None,
@@ -231,24 +226,6 @@ class KubeClient:
         return watch_events(self.transport, self.resource_info(api_version, kind).path(namespace),
                             resource_version=resource_version, label_selector=label_selector,
                             timeout_seconds=timeout_seconds, allow_bookmarks=allow_bookmarks, on_stream=on_stream)
-
-    # --- events ----------------------------------------------------------------------------------------------
-
-    def emit_event(self, obj: dict, reason: str, message: str, *, type: str = "Normal", action: str | None = None,
-                   component: str = "poolboy") -> None:
-        """Record a core/v1 Event about ``obj`` without waiting for the API: :mod:`poolboy.kube.event_recorder` sends
-        it from a background thread, aggregated as client-go does. Never raises: an Event is worth less than the
-        reconcile."""
-        try:
-            event_recorder.record(self, self._event_body(obj, reason, message, type, action, component))
-        except Exception as error:
-            log.warning("could not emit event %s for %s/%s: %s", reason, obj.get("kind"),
-                        (obj.get("metadata") or {}).get("name"), error)
-
-    def _event_body(self, obj: dict, reason: str, message: str, type: str, action: str | None,
-                    component: str) -> dict:
-        return events.event_body(obj, reason, message, type=type, action=action, component=component,
-                                 default_namespace=self.settings.operator_namespace)
 
 
 def body_version(body: dict) -> str | None:

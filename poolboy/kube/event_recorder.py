@@ -1,8 +1,9 @@
 """Kubernetes Events off the critical path: client-go's EventBroadcaster, one per process.
 
-:meth:`KubeClient.emit_event <poolboy.kube.KubeClient.emit_event>` hands the Event body to :func:`record`, which
-returns at once: the occurrence is counted by the :class:`~poolboy.kube.events.Correlator` and, when a request is owed,
-put on a bounded in-process queue that a few daemon threads drain. An Event is worth less than the reconcile that
+:meth:`ApiEventRecorder.emit` (the :class:`~poolboy.kube.interfaces.EventRecorder` a reconciler calls, one per
+client: ``KubeClient.events``) hands the Event body to :func:`record`, which returns at once: the occurrence is
+counted by the :class:`~poolboy.kube.events.Correlator` and, when a request is owed, put on a bounded in-process queue
+that a few daemon threads drain. An Event is worth less than the reconcile that
 reports it, so a bind never waits for one, and a slow or failing API server costs Events, never reconciles.
 
 What a sending thread does with a series (see :mod:`poolboy.kube.events`): POST it the first time, PATCH ``count``,
@@ -41,7 +42,7 @@ from typing import Protocol
 
 import tenacity
 
-from poolboy.kube.events import Correlator, Series
+from poolboy.kube.events import Correlator, Series, event_body
 from poolboy.observability import observe_event
 
 log = logging.getLogger(__name__)
@@ -270,6 +271,26 @@ def _describe(body: dict) -> str:
     involved = body.get("involvedObject") or {}
     where = "/".join(str(part) for part in (involved.get("namespace"), involved.get("name")) if part)
     return f"{involved.get('kind')} {where}"
+
+
+class ApiEventRecorder:
+    """:class:`~poolboy.kube.interfaces.EventRecorder` sending to ``sink`` through this process's recorder; a
+    cluster-scoped object's Events go to ``default_namespace`` (Events live in a namespace)."""
+
+    def __init__(self, sink: EventSink, default_namespace: str, component: str = "poolboy") -> None:
+        self.sink = sink
+        self.default_namespace = default_namespace
+        self.component = component
+
+    def emit(self, obj: dict, reason: str, message: str, *, type: str = "Normal", action: str | None = None) -> None:
+        """Record a core/v1 Event about ``obj`` without waiting for the API, aggregated as client-go does. Never
+        raises: an Event is worth less than the reconcile."""
+        try:
+            record(self.sink, event_body(obj, reason, message, type=type, action=action, component=self.component,
+                                         default_namespace=self.default_namespace))
+        except Exception as error:
+            log.warning("could not emit event %s for %s/%s: %s", reason, obj.get("kind"),
+                        (obj.get("metadata") or {}).get("name"), error)
 
 
 # --- the process's recorder --------------------------------------------------------------------------------------

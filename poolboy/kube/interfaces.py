@@ -1,11 +1,13 @@
-"""What a reconciler may ask of the API: a :class:`Reader` and a :class:`Writer` (controller-runtime's
-``client.Reader`` / ``client.Writer``), and :class:`Client`, both at once.
+"""What a reconciler may ask of the API, as controller-runtime hands it to a reconciler: a :class:`Reader` (get and
+list, with indexes) and a :class:`Writer` (the writes), :class:`Client` both at once; an :class:`EventRecorder`
+for Events and a :class:`RESTMapper` for where a kind is served, each an object of its own.
 
-Two classes implement them: :class:`poolboy.kube.KubeClient` (every call is a request) and the engine's
-``cache.reader.CachedKubeClient`` (reads from the shared cache when it can answer, writes through to the
-API and then into the cache). :attr:`poolboy.context.Context.kube` is typed :class:`Client`, so the domain depends on
-what it calls, not on which of the two it was handed, and a method a reconciler starts to use must be added here
-(and so to both implementations) before a type checker accepts it.
+Two classes implement :class:`Client`: :class:`poolboy.kube.KubeClient` (every call is a request) and the engine's
+``cache.reader.CachedKubeClient`` (reads from the shared cache when it can answer, writes through to the API and then
+into the cache). :class:`poolboy.context.Context` types its fields with these protocols, so the domain depends on what
+it calls, not on which implementation it was handed, and a method a reconciler starts to use must be added here (and
+so to every implementation) before a type checker accepts it. What only the engine asks of its own client (reading
+ahead, being handed what it read elsewhere, the run's journal) is no part of them.
 """
 
 from __future__ import annotations
@@ -63,21 +65,10 @@ class Reader(Protocol):
         """The objects matching every selector given, and ``index`` (:class:`IndexMatch`) when given."""
         ...
 
-    def prefetch(self, refs: Iterable[ObjectRef]) -> None:
-        """Read these objects now, together (one round trip where the reader can), because the run is about to get
-        each of them: the next get of each is answered from that read. A reader whose every get asks the API, or that
-        cannot read several at once, ignores it."""
-        ...
-
-    def prefetched(self, obj: dict) -> None:
-        """``obj`` was read for this run from the store this reader reads (a reservation brought the handle along):
-        the next get of it may be answered from it. A reader whose every get asks the API ignores it."""
-        ...
-
 
 @runtime_checkable
 class Writer(Protocol):
-    """Writes, each with the precondition it carries, Events, and where a kind is served (discovery)."""
+    """Writes, each with the precondition it carries."""
 
     def create(self, body: dict, *, dry_run: bool = False, strict: bool = False) -> dict:
         """POST; ``dry_run``: the object as the server would store it, nothing written; ``strict``: unknown or
@@ -110,10 +101,20 @@ class Writer(Protocol):
                          resource_version: str | None = None) -> bool:
         ...
 
-    def emit_event(self, obj: dict, reason: str, message: str, *, type: str = "Normal", action: str | None = None,
-                   component: str = "poolboy") -> None:
-        """A core/v1 Event about ``obj``; never raises (an Event is worth less than the reconcile)."""
+
+@runtime_checkable
+class EventRecorder(Protocol):
+    """Events about objects (controller-runtime's ``record.EventRecorder``): :meth:`emit` never raises, because an
+    Event is worth less than the reconcile that reports it."""
+
+    def emit(self, obj: dict, reason: str, message: str, *, type: str = "Normal", action: str | None = None) -> None:
+        """A core/v1 Event about ``obj``; ``action`` defaults to ``reason``."""
         ...
+
+
+@runtime_checkable
+class RESTMapper(Protocol):
+    """Where each kind is served (controller-runtime's ``meta.RESTMapper``, answered by discovery)."""
 
     def resource_info(self, api_version: str, kind: str) -> ResourceInfo:
         """Where ``kind`` is served; :class:`poolboy.kube.ApiMissing` when it is not."""

@@ -20,18 +20,18 @@ from poolboy import keys, kube
 from poolboy.context import Context
 from poolboy.domain import binding, conditions, pool_handles, refusals
 from poolboy.domain.provider import Provider
+from poolboy.kinds import RESOURCE_HANDLE, RESOURCE_POOL, RESOURCE_POOL_SCALING
 from poolboy.reconcilers import pool_autoscaling, pool_members, pool_rollout, preamble
 from poolboy.result import PermanentError, Result
 from poolboy.utils import timeutil
 
 log = logging.getLogger(__name__)
 
-KIND = "ResourcePool"
 
 
 def pool_scalings(ctx: Context, pool_name: str) -> list[dict[str, Any]]:
     """The pool's scalings, oldest ``creationTimestamp`` first, then name (docs/behaviour.md#scalings: "first")."""
-    scalings = ctx.kube.list(ctx.settings.api_version, "ResourcePoolScaling", ctx.settings.operator_namespace)
+    scalings = ctx.kube.list(ctx.settings.api_version, RESOURCE_POOL_SCALING, ctx.settings.operator_namespace)
     mine = [s for s in scalings if ((s.get("spec") or {}).get("resourcePool") or {}).get("name") == pool_name
             and not s["metadata"].get("deletionTimestamp")]
     return sorted(mine, key=lambda s: (s["metadata"].get("creationTimestamp") or "", s["metadata"]["name"]))
@@ -43,7 +43,7 @@ def scaling_at(scaling: dict[str, Any], now: datetime) -> datetime:
 
 
 def scaling_handle_names(ctx: Context, scaling_name: str) -> list[str]:
-    handles = ctx.kube.list(ctx.settings.api_version, "ResourceHandle", ctx.settings.operator_namespace,
+    handles = ctx.kube.list(ctx.settings.api_version, RESOURCE_HANDLE, ctx.settings.operator_namespace,
                             label_selector=f"{ctx.label('resource-pool-scaling-name')}={scaling_name}")
     return [h["metadata"]["name"] for h in handles]
 
@@ -135,7 +135,7 @@ def _cleanup(ctx: Context, pool: dict[str, Any]) -> preamble.Cleaned:
     handles = pool_members.unbound_handles(ctx, pool["metadata"]["name"])
     for handle in handles:
         metadata = handle["metadata"]
-        ctx.kube.delete_if_exists(handle["apiVersion"], "ResourceHandle", metadata["name"], metadata["namespace"],
+        ctx.kube.delete_if_exists(handle["apiVersion"], RESOURCE_HANDLE, metadata["name"], metadata["namespace"],
                                   uid=metadata.get("uid"))
     return preamble.Cleaned(Result(enqueue=tuple(keys.make(keys.HANDLE, h["metadata"]["namespace"],
                                                            h["metadata"]["name"]) for h in handles)))
@@ -149,7 +149,7 @@ def _fail(ctx: Context, pool: dict[str, Any], error: PermanentError) -> None:
                                                     error.message, ctx.now, pool["metadata"].get("generation"))
     pool = pool_members.write_status(ctx, pool, status)
     if previous.get("message") != error.message:
-        ctx.kube.emit_event(pool, error.reason, error.message, type="Warning")
+        ctx.events.emit(pool, error.reason, error.message, type="Warning")
 
 
 def _live(ctx: Context, pool: dict[str, Any]) -> Result:
@@ -178,7 +178,7 @@ def _live(ctx: Context, pool: dict[str, Any]) -> Result:
         _fail(ctx, pool, error)
         raise
     if created:
-        ctx.kube.emit_event(pool, "HandlesCreated", f"Created {len(created)} ResourceHandle(s).")
+        ctx.events.emit(pool, "HandlesCreated", f"Created {len(created)} ResourceHandle(s).")
     status = _status(ctx, pool, handles + created)
     pool_rollout.report(ctx, pool, status, handles + created, revision, chosen)
     scale_down_at = pool_autoscaling.report(ctx, pool, status, sized)
@@ -194,4 +194,4 @@ def _live(ctx: Context, pool: dict[str, Any]) -> Result:
 
 
 #: converge one pool (see the module docstring); conflicts re-run from fresh reads
-reconcile = preamble.ObjectReconciler(KIND, live=_live, deleting=_cleanup)
+reconcile = preamble.ObjectReconciler(RESOURCE_POOL, live=_live, deleting=_cleanup)

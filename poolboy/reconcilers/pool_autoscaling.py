@@ -21,6 +21,7 @@ from typing import Any
 
 from poolboy.context import Context
 from poolboy.domain import autoscaling, conditions, demand_profile, scopes
+from poolboy.kinds import RESOURCE_HANDLE
 from poolboy.reconcilers import pool_members
 from poolboy.result import PermanentError
 
@@ -42,7 +43,7 @@ def _observe_binds(ctx: Context, pool: dict[str, Any], handles: list[dict[str, A
     vanished = before - {h["metadata"]["name"] for h in handles} - {None}
     binds = 0
     for name in vanished:
-        handle = ctx.kube.get_or_none(ctx.settings.api_version, "ResourceHandle", name,
+        handle = ctx.kube.get_or_none(ctx.settings.api_version, RESOURCE_HANDLE, name,
                                       ctx.settings.operator_namespace)
         if handle is not None and (handle.get("spec") or {}).get("resourceClaim"):
             binds += 1
@@ -145,7 +146,7 @@ def report(ctx: Context, pool: dict[str, Any], status: dict[str, Any], step: Ste
                                                     ctx.now, pool["metadata"].get("generation"))
     if previous_target is not None and previous_target != decision.target:
         kind = "ScaledUp" if decision.target > int(previous_target) else "ScaledDown"
-        ctx.kube.emit_event(pool, kind, f"Target {previous_target} → {decision.target} unbound handles: "
+        ctx.events.emit(pool, kind, f"Target {previous_target} → {decision.target} unbound handles: "
                                         f"{step.message}")
     return step.recheck_at
 

@@ -16,6 +16,7 @@ from typing import Any
 from poolboy import keys, kube
 from poolboy.context import Context
 from poolboy.domain import binding, candidates, pool_handles, pool_revision, scopes
+from poolboy.kinds import RESOURCE_HANDLE
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ def delete_unbound(ctx: Context, pool: dict[str, Any], choose: Callable[[list[di
     for handle in victims:
         metadata = handle["metadata"]
         try:
-            ctx.kube.delete(handle["apiVersion"], "ResourceHandle", metadata["name"], metadata["namespace"],
+            ctx.kube.delete(handle["apiVersion"], RESOURCE_HANDLE, metadata["name"], metadata["namespace"],
                             uid=metadata.get("uid"), resource_version=metadata.get("resourceVersion"))
         except kube.NotFound:
             continue

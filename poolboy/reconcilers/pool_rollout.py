@@ -65,6 +65,6 @@ def report(ctx: Context, pool: dict[str, Any], status: dict[str, Any], handles: 
     status["conditions"] = conditions.set_condition(status.get("conditions"), CONDITION, ok, reason, message,
                                                     ctx.now, pool["metadata"].get("generation"))
     if reason == "RollingOut" and previous.get("reason") != "RollingOut":
-        ctx.kube.emit_event(pool, "RollingOut", message)
+        ctx.events.emit(pool, "RollingOut", message)
     elif ok and previous.get("reason") == "RollingOut":
-        ctx.kube.emit_event(pool, "RolloutComplete", message)
+        ctx.events.emit(pool, "RolloutComplete", message)

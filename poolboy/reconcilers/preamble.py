@@ -107,5 +107,5 @@ def _finalize(ctx: Context, obj: dict[str, Any], cleanup: Cleanup) -> Result:
     except kube.NotFound:
         return cleaned.result
     if cleaned.event is not None:
-        ctx.kube.emit_event(obj, *cleaned.event)
+        ctx.events.emit(obj, *cleaned.event)
     return cleaned.result

@@ -22,8 +22,8 @@ from poolboy import keys, kube
 from poolboy.context import Context
 from poolboy.domain import conditions as cond
 from poolboy.domain.provider import Provider
-from poolboy.domain.provider_spec import KIND
 from poolboy.domain.provider_validation import describe
+from poolboy.kinds import RESOURCE_CLAIM, RESOURCE_HANDLE, RESOURCE_POOL, RESOURCE_PROVIDER
 from poolboy.result import Result
 
 log = logging.getLogger(__name__)
@@ -76,12 +76,12 @@ def linking_providers(providers: list[dict[str, Any]], name: str) -> frozenset[s
 def dependants(ctx: Context, name: str) -> tuple[str, ...]:
     """Keys of the claims, handles and pools that must look at the provider ``name`` again."""
     api = ctx.settings.api_version
-    linking = linking_providers(ctx.kube.list(api, KIND, ctx.settings.operator_namespace), name)
+    linking = linking_providers(ctx.kube.list(api, RESOURCE_PROVIDER, ctx.settings.operator_namespace), name)
     enqueue: list[str] = []
-    for claim in ctx.kube.list(api, "ResourceClaim"):
+    for claim in ctx.kube.list(api, RESOURCE_CLAIM):
         if claim_depends(claim, name, linking):
             enqueue.append(keys.make(keys.CLAIM, claim["metadata"]["namespace"], claim["metadata"]["name"]))
-    for kind, token in (("ResourceHandle", keys.HANDLE), ("ResourcePool", keys.POOL)):
+    for kind, token in ((RESOURCE_HANDLE, keys.HANDLE), (RESOURCE_POOL, keys.POOL)):
         for obj in ctx.kube.list(api, kind, ctx.settings.operator_namespace):
             if name in _names(obj.get("spec")):
                 enqueue.append(keys.make(token, obj["metadata"]["namespace"], obj["metadata"]["name"]))
@@ -123,15 +123,15 @@ def _report(ctx: Context, obj: dict[str, Any]) -> bool:
                     current.get("message"))
         return True
     if problems and (previous.get("status"), previous.get("message")) != (cond.FALSE, current.get("message")):
-        ctx.kube.emit_event(obj, "InvalidSpec", current["message"], type="Warning")
+        ctx.events.emit(obj, "InvalidSpec", current["message"], type="Warning")
     elif not problems and previous.get("status") == cond.FALSE:
-        ctx.kube.emit_event(obj, "Valid", "The provider's spec is valid again.")
+        ctx.events.emit(obj, "Valid", "The provider's spec is valid again.")
     return True
 
 
 def reconcile(ctx: Context, namespace: str, name: str) -> Result:
     def once() -> Result:
-        obj = ctx.kube.get_or_none(ctx.settings.api_version, KIND, name, namespace)
+        obj = ctx.kube.get_or_none(ctx.settings.api_version, RESOURCE_PROVIDER, name, namespace)
         if obj is None or obj["metadata"].get("deletionTimestamp"):
             return Result(enqueue=dependants(ctx, name))
         return Result(enqueue=dependants(ctx, name)) if _report(ctx, obj) else Result()

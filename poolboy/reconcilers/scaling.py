@@ -12,11 +12,10 @@ from typing import Any
 from poolboy import keys
 from poolboy.context import Context
 from poolboy.domain import conditions, pool_handles
+from poolboy.kinds import RESOURCE_POOL, RESOURCE_POOL_SCALING
 from poolboy.reconcilers import preamble
 from poolboy.reconcilers.pool import scaling_at, scaling_handle_names
 from poolboy.result import PermanentError, Result
-
-KIND = "ResourcePoolScaling"
 
 
 def _write_status(ctx: Context, scaling: dict[str, Any], status: dict[str, Any]) -> tuple[dict[str, Any], bool]:
@@ -30,10 +29,10 @@ def _ensure_owner(ctx: Context, scaling: dict[str, Any], pool: dict[str, Any]) -
     uid = pool["metadata"]["uid"]
     if any(o.get("uid") == uid and o.get("controller") for o in owners):
         return scaling
-    owner = {"apiVersion": pool["apiVersion"], "kind": "ResourcePool", "name": pool["metadata"]["name"],
+    owner = {"apiVersion": pool["apiVersion"], "kind": RESOURCE_POOL, "name": pool["metadata"]["name"],
              "uid": uid, "controller": True, "blockOwnerDeletion": True}
     others = [o for o in owners if not o.get("controller")]
-    return ctx.kube.patch_merge(scaling["apiVersion"], KIND, scaling["metadata"]["name"],
+    return ctx.kube.patch_merge(scaling["apiVersion"], RESOURCE_POOL_SCALING, scaling["metadata"]["name"],
                                 scaling["metadata"]["namespace"], {"metadata": {"ownerReferences": [*others, owner]}},
                                 resource_version=scaling["metadata"]["resourceVersion"])
 
@@ -46,7 +45,7 @@ def _pool_missing(ctx: Context, scaling: dict[str, Any], pool_name: str) -> Perm
                                                     message, ctx.now, scaling["metadata"].get("generation"))
     scaling, _ = _write_status(ctx, scaling, status)
     if previous.get("message") != message:
-        ctx.kube.emit_event(scaling, "PoolNotFound", message, type="Warning")
+        ctx.events.emit(scaling, "PoolNotFound", message, type="Warning")
     return PermanentError("PoolNotFound", message)
 
 
@@ -54,7 +53,7 @@ def _live(ctx: Context, scaling: dict[str, Any]) -> Result:
     name = scaling["metadata"]["name"]
     spec = scaling.get("spec") or {}
     pool_name = (spec.get("resourcePool") or {}).get("name") or ""
-    pool = ctx.kube.get_or_none(ctx.settings.api_version, "ResourcePool", pool_name, ctx.settings.operator_namespace)
+    pool = ctx.kube.get_or_none(ctx.settings.api_version, RESOURCE_POOL, pool_name, ctx.settings.operator_namespace)
     if pool is None:
         raise _pool_missing(ctx, scaling, pool_name)
     scaling = _ensure_owner(ctx, scaling, pool)
@@ -76,4 +75,4 @@ def _live(ctx: Context, scaling: dict[str, Any]) -> Result:
 
 #: converge one scaling; no finalizer: a scaling is garbage-collected with its pool (owner reference), nothing to
 #: clean up
-reconcile = preamble.ObjectReconciler(KIND, live=_live, finalizer=preamble.Finalizer.NONE)
+reconcile = preamble.ObjectReconciler(RESOURCE_POOL_SCALING, live=_live, finalizer=preamble.Finalizer.NONE)

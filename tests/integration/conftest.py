@@ -14,8 +14,8 @@ from cache.store import ALIVE, SYNCED, ObjectCache, scope
 from engine.enqueue import Enqueuer
 from engine.runtime import work_queue
 from poolboy.settings import Settings
-from workers.messages import QueuedMessages
 from tests.integration.engine_settings import LEASE
+from workers.messages import QueuedMessages
 
 
 @pytest.fixture()

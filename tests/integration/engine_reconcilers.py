@@ -9,7 +9,7 @@ is read from the hash ``behave:<key>``:
 * ``raise``: ``permanent`` (with ``recheck_after``) or ``transient`` (with ``retry_after``); ``fail_times`` limits
   how many runs raise
 * ``enqueue``: comma-separated keys returned in ``Result.enqueue``
-* ``event``: emit a Kubernetes Event with this reason about a ConfigMap named like the key (``ctx.kube.emit_event``)
+* ``event``: emit a Kubernetes Event with this reason about a ConfigMap named like the key (``ctx.events``)
 * ``kube``: read the object from the API server with ``ctx.kube`` and store its ``test/value`` annotation in
   ``observed:<key>`` (convergence tests); also done for every namespace starting with the worker's
   ``ENGINE_TEST_OBSERVE_PREFIX``, a rule that survives a Redis FLUSHALL
@@ -87,9 +87,9 @@ def _make(kind: str):
             if behave.get("kube") or namespace.startswith(os.environ.get("ENGINE_TEST_OBSERVE_PREFIX", "\0")):
                 _observe(ctx, kind, namespace, name)
             if behave.get("event"):
-                ctx.kube.emit_event({"apiVersion": "v1", "kind": "ConfigMap",
-                                     "metadata": {"name": name, "namespace": namespace}},
-                                    behave["event"], f"emitted by a run of {key}")
+                ctx.events.emit({"apiVersion": "v1", "kind": "ConfigMap",
+                                 "metadata": {"name": name, "namespace": namespace}},
+                                behave["event"], f"emitted by a run of {key}")
             _maybe_raise(r, key, behave)
             requeue_in = r.hget(f"behave:{key}", "requeue_in_once")
             requeue_at = None

@@ -15,11 +15,11 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from poolboy import keys
-from poolboy.context import Context, utcnow
+from poolboy.context import utcnow
 from poolboy.kube import KubeClient, event_recorder
 from poolboy.result import PermanentError, Result
 from poolboy.settings import Settings
-from tests.converge import Converger
+from tests.converge import Converger, api_context
 
 Outcome = Result | PermanentError
 EnvT = TypeVar("EnvT", bound="KubeEnv")
@@ -85,7 +85,7 @@ class KubeEnv:
         """One reconcile, no follow-ups, e.g. to observe an intermediate state."""
         from poolboy.reconcilers import RECONCILERS
 
-        ctx = Context(kube=self.kube, settings=self.settings, now=now or utcnow())
+        ctx = api_context(self.kube, self.settings, now=now or utcnow())
         try:
             return RECONCILERS[kind](ctx, self.ns if kind == keys.CLAIM else self.op, name)
         except PermanentError as error:

@@ -7,10 +7,10 @@ import re
 from datetime import timedelta
 
 from poolboy import keys
-from poolboy.context import Context
 from poolboy.domain import binding
 from poolboy.domain.handle_factory import handle_name
 from poolboy.reconcilers.claim.bind import try_bind
+from tests.converge import api_context
 from tests.integration.test_claim_support import ClaimEnv, env_fixture, parse_ts, ts  # noqa: F401 - env_fixture provides "env"
 
 
@@ -383,7 +383,7 @@ def test_candidate_bound_by_someone_else_after_listing_is_skipped(env: ClaimEnv)
     env.configmap_provider("p")
     stale = _pool_handle(env, "guid-pool1")
     _resources_claim(env)
-    ctx = Context(kube=env.kube, settings=env.settings)
+    ctx = api_context(env.kube, env.settings)
     claim = env.get_claim("c")
     # Another claim wins the race: the handle's resourceVersion moves on after we listed it.
     other = dict(claim, metadata={**claim["metadata"], "name": "other"})
@@ -400,7 +400,7 @@ def test_candidate_deleted_after_listing_is_skipped(env: ClaimEnv) -> None:
     env.kube.patch_merge(env.api, "ResourceHandle", "guid-pool1", env.op, {"metadata": {"finalizers": []}})
     env.kube.delete(env.api, "ResourceHandle", "guid-pool1", env.op)
     _resources_claim(env)
-    ctx = Context(kube=env.kube, settings=env.settings)
+    ctx = api_context(env.kube, env.settings)
     claim = env.get_claim("c")
     assert try_bind(ctx, stale, binding.bind_ops(ctx, claim, stale, provider_spec=None, claim_resources=[],
                                                          lifespan_end=None)) is None
@@ -442,7 +442,7 @@ def test_a_bind_whose_answer_was_lost_is_adopted_though_the_cache_lags(env: Clai
     bound = env.get_claim("c")["status"]["resourceHandle"]["name"]
     env.kube.patch_merge(env.api, "ResourceClaim", "c", env.ns, {"status": {"resourceHandle": None}}, status=True)
 
-    ctx = Context(kube=CachedKubeClient(env.kube, cache), settings=env.settings, api=env.kube)
+    ctx = api_context(env.kube, env.settings, kube=CachedKubeClient(env.kube, cache), api=env.kube)
     RECONCILERS[keys.CLAIM](ctx, env.ns, "c")
 
     assert env.get_claim("c")["status"]["resourceHandle"]["name"] == bound

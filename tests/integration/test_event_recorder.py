@@ -1,4 +1,4 @@
-"""Events through ``KubeClient.emit_event`` against devcluster over HTTP, read back with the official ``kubernetes``
+"""Events through ``KubeClient.events`` against devcluster over HTTP, read back with the official ``kubernetes``
 client: identical occurrences are one Event with a count, other reasons are other Events, injected 500/429s are
 retried until the Event arrives, an expired Event is created again, and a process that exits without flushing
 still delivers what it emitted."""
@@ -65,7 +65,7 @@ def test_identical_events_are_one_event_with_a_count(devcluster, kube: KubeClien
     namespace = new_namespace(kube)
     obj = configmap(kube, namespace)
     for _ in range(20):
-        kube.emit_event(obj, "Bound", "bound to handle h")
+        kube.events.emit(obj, "Bound", "bound to handle h")
     assert event_recorder.flush(10)
     [event] = events_about(devcluster, namespace, "cm")
     assert (event.reason, event.message, event.count) == ("Bound", "bound to handle h", 20)
@@ -78,9 +78,9 @@ def test_identical_events_are_one_event_with_a_count(devcluster, kube: KubeClien
 def test_different_reasons_are_separate_events(devcluster, kube: KubeClient) -> None:
     namespace = new_namespace(kube)
     obj = configmap(kube, namespace)
-    kube.emit_event(obj, "Bound", "bound")
-    kube.emit_event(obj, "ResourceCreated", "created", type="Normal")
-    kube.emit_event(obj, "InvalidSpec", "bad", type="Warning")
+    kube.events.emit(obj, "Bound", "bound")
+    kube.events.emit(obj, "ResourceCreated", "created", type="Normal")
+    kube.events.emit(obj, "InvalidSpec", "bad", type="Warning")
     assert event_recorder.flush(10)
     found = {(e.reason, e.type, e.count) for e in events_about(devcluster, namespace, "cm")}
     assert found == {("Bound", "Normal", 1), ("ResourceCreated", "Normal", 1), ("InvalidSpec", "Warning", 1)}
@@ -89,11 +89,11 @@ def test_different_reasons_are_separate_events(devcluster, kube: KubeClient) -> 
 def test_an_expired_event_is_created_again_with_the_count(devcluster, kube: KubeClient) -> None:
     namespace = new_namespace(kube)
     obj = configmap(kube, namespace)
-    kube.emit_event(obj, "Bound", "bound")
+    kube.events.emit(obj, "Bound", "bound")
     assert event_recorder.flush(10)
     [first] = events_about(devcluster, namespace, "cm")
     kube.delete("v1", "Event", first.metadata.name, namespace)  # as the API server's Event TTL would
-    kube.emit_event(obj, "Bound", "bound")
+    kube.events.emit(obj, "Bound", "bound")
     assert event_recorder.flush(10)
     [again] = events_about(devcluster, namespace, "cm")
     assert again.count == 2 and again.metadata.uid != first.metadata.uid
@@ -108,7 +108,7 @@ def test_injected_500_and_429_are_retried_until_the_event_arrives(fresh_devclust
         obj = configmap(kube, namespace)
         fresh_devcluster.set_faults(error_rate=1.0, codes=[500, 429], retry_after=1, verbs=["create"],
                                     kinds=["events"])
-        kube.emit_event(obj, "Bound", "bound while the API fails")  # returns at once: nothing waits for the API
+        kube.events.emit(obj, "Bound", "bound while the API fails")  # returns at once: nothing waits for the API
         wait_for(lambda: event_requests(fresh_devcluster, namespace).get("create", 0) >= 2, timeout=20,
                  message="the Event's create attempted twice")
         assert events_about(fresh_devcluster, namespace, "cm") == []
@@ -130,7 +130,7 @@ from poolboy.settings import Settings
 kube = KubeClient.from_settings(Settings.from_env(api_timeout=10.0), kubeconfig=sys.argv[1])
 obj = kube.get("v1", "ConfigMap", "cm", sys.argv[2])
 for _ in range(3):
-    kube.emit_event(obj, "Exiting", "emitted just before exit")
+    kube.events.emit(obj, "Exiting", "emitted just before exit")
 # no flush, no close: the interpreter's exit must send them
 """
 

@@ -10,6 +10,7 @@ import time
 import redis
 
 from cache.handle_index import RedisHandleIndex
+from cache.reader import CachedKubeClient
 
 API = "poolboy.gpte.redhat.com/v1"
 DOMAIN = "poolboy.gpte.redhat.com"
@@ -30,8 +31,16 @@ def claim(name: str) -> dict:
                          "creationTimestamp": "2026-11-28T00:00:00Z"}}
 
 
+def calls(rb: redis.Redis, command: str) -> int:
+    return int(rb.info("commandstats").get(f"cmdstat_{command}", {}).get("calls", 0))
+
+
 def hgetalls(rb: redis.Redis) -> int:
-    return int(rb.info("commandstats").get("cmdstat_hgetall", {}).get("calls", 0))
+    return calls(rb, "hgetall")
+
+
+def hgets(rb: redis.Redis) -> int:
+    return calls(rb, "hget")
 
 
 def test_a_recent_snapshot_answers_without_a_read_and_a_fresh_read_sees_what_came_since(rb, cache, index) -> None:
@@ -92,6 +101,21 @@ def test_a_reservation_brings_the_handle_as_cached_so_the_claim_reads_it_no_more
     reservation = index.reserve(POOL_SCOPE, ["h1"], claim("c1"))
     assert reservation.name == "h1"
     assert reservation.handle == pool_handle("h1", rv=7)
+
+
+def test_a_runs_view_of_the_index_hands_the_reserved_handle_to_the_runs_reader(rb, cache, index) -> None:
+    """RedisHandleIndex.for_run: the handle a reservation brought goes to the run's reader, whose get of it then asks
+    Redis nothing; the same get by a reader the index did not prime reads the cache (the control)."""
+    for name in ("h1", "h2"):
+        cache.put(pool_handle(name, rv=7))
+    run, other = CachedKubeClient(None, cache), CachedKubeClient(None, cache)  # type: ignore[arg-type]  # no API
+    assert index.for_run(run.prime).reserve(POOL_SCOPE, ["h1"], claim("c1")).name == "h1"
+    before = hgets(rb)
+    assert run.get(API, "ResourceHandle", "h1", "op") == pool_handle("h1", rv=7)
+    assert hgets(rb) == before, "answered from the reservation"
+    assert index.reserve(POOL_SCOPE, ["h2"], claim("c2")).name == "h2"  # the process's index: no reader to hand to
+    assert other.get(API, "ResourceHandle", "h2", "op") == pool_handle("h2", rv=7)
+    assert hgets(rb) > before, "the control reads the cache"
 
 
 def test_a_reservation_of_a_handle_the_cache_no_longer_holds_brings_none(rb, cache, index) -> None:

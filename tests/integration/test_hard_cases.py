@@ -177,8 +177,9 @@ def test_handle_finalizer_stays_until_its_resources_are_really_deleted(env: Clai
 def test_many_resources_changing_at_once_all_reach_the_claim_status(env: ClaimEnv) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    from poolboy.context import Context, utcnow
+    from poolboy.context import utcnow
     from poolboy.reconcilers import claim as claim_reconciler
+    from tests.converge import api_context
 
     env.configmap_provider("p", updateFilters=[{"pathMatch": "/data/.*"}])
     env.claim("c", {"resources": [{"name": f"r{i}", "provider": {"name": "p"}, "template": {"data": {"v": "0"}}}
@@ -193,7 +194,7 @@ def test_many_resources_changing_at_once_all_reach_the_claim_status(env: ClaimEn
 
     def reconcile() -> None:  # several workers' worth of claim runs, racing each other and the writes
         for _ in range(6):
-            claim_reconciler.reconcile(Context(kube=env.kube, settings=env.settings, now=utcnow()), env.ns, "c")
+            claim_reconciler.reconcile(api_context(env.kube, env.settings, now=utcnow()), env.ns, "c")
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         futures = [pool.submit(change, i) for i in range(4)] + [pool.submit(reconcile) for _ in range(3)]

@@ -250,16 +250,16 @@ def test_watch_with_expired_version_is_gone(fresh_devcluster) -> None:
     assert error.value.status == 410
 
 
-def test_emit_event(kube: KubeClient, namespace: str) -> None:
+def test_the_clients_events_reach_the_api(kube: KubeClient, namespace: str) -> None:
     obj = kube.create(claim(namespace, "ev"))
-    kube.emit_event(obj, "Bound", "bound to handle h", type="Normal")
+    kube.events.emit(obj, "Bound", "bound to handle h", type="Normal")
     events = wait_for(lambda: [e for e in kube.list("v1", "Event", namespace)
                                if e["involvedObject"].get("name") == "ev"], timeout=5, message="event")
     assert events[0]["reason"] == "Bound" and events[0]["involvedObject"]["uid"] == obj["metadata"]["uid"]
     # cluster-scoped objects get their events in the operator namespace; a failure is logged, never raised
-    kube.emit_event({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}, "X", "y")
+    kube.events.emit({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}, "X", "y")
     broken = make_kube_with_namespace(kube, f"missing-{uuid.uuid4().hex[:6]}")
-    broken.emit_event({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}, "X", "y")
+    broken.events.emit({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}, "X", "y")
 
 
 def make_kube_with_namespace(kube: KubeClient, namespace: str) -> KubeClient:

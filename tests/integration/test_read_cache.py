@@ -11,6 +11,7 @@ import pytest
 import redis
 from celery import Celery
 
+from cache.journal import RunJournal
 from cache.reader import CachedKubeClient
 from cache.store import ALIVE, UPDATED, WRITTEN, ObjectCache
 from cache.writer import EPOCH, CacheWriter
@@ -267,7 +268,7 @@ def test_stale_cache_costs_one_conflict_and_a_fresh_read(stack, kube: KubeClient
 
 def test_a_run_reads_its_own_writes_and_puts_them_in_the_cache_at_its_end(kube: KubeClient,  # noqa: F811
                                                                            rb: redis.Redis) -> None:
-    """A run's writes go into the cache with its last round trip (workers.tasks.finish); until then the run itself
+    """A run's writes go into the cache with its last round trip (engine.run.finish); until then the run itself
     sees them as the write-through would have shown them, and the cache keeps the version before."""
     opns = create_namespace(kube, unique("op"))
     cache = ObjectCache(rb, DOMAIN)
@@ -276,7 +277,7 @@ def test_a_run_reads_its_own_writes_and_puts_them_in_the_cache_at_its_end(kube: 
     pool, claim = f"{DOMAIN}/resource-pool-name", f"{DOMAIN}/resource-claim-name"
     first = kube.create(poolboy_obj("ResourcePool", opns, "a", {"minAvailable": 0}, labels={pool: "p"}))
     cache.put(first)  # as the watcher would
-    reader = CachedKubeClient(kube, cache, defer_writes=True)
+    reader = CachedKubeClient(kube, cache, journal=RunJournal())
 
     patched = reader.patch_merge(API, "ResourcePool", "a", opns, {"metadata": {"labels": {claim: "c"}}})
     created = reader.create(poolboy_obj("ResourcePool", opns, "b", {"minAvailable": 1}, labels={pool: "p"}))
@@ -290,11 +291,11 @@ def test_a_run_reads_its_own_writes_and_puts_them_in_the_cache_at_its_end(kube: 
     assert names(f"{pool}=p,!{claim}") == ["b"], "the bound one left the list, the created one joined it"
     assert names(f"{claim}=c") == ["a"]
 
-    send_all(rb, reader.deferred_puts())
+    send_all(rb, reader.journal.deferred_puts(cache))
     assert cached(cache, opns, "a")["metadata"]["resourceVersion"] == patched["metadata"]["resourceVersion"]
     assert cached(cache, opns, "b")["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
     assert [p["metadata"]["name"] for p in cache.list(API, "ResourcePool", opns, f"{pool}=p,!{claim}")] == ["b"]
-    assert reader.deferred_puts() == [], "taken once"
+    assert reader.journal.deferred_puts(cache) == [], "taken once"
 
 
 #: the handle names the CRD's schema accepts begin so
@@ -347,7 +348,7 @@ def test_the_unbound_index_answers_a_list_as_the_api_client_does(kube: KubeClien
     assert names(from_cache, "provider=x", selector=f"{DOMAIN}/resource-pool-name=q") == ["other-pool"], \
         "the label selector applies too"
 
-    run = CachedKubeClient(kube, cache, defer_writes=True)
+    run = CachedKubeClient(kube, cache, journal=RunJournal())
     bound = {"metadata": {"labels": {f"{DOMAIN}/resource-claim-name": "c"}}}
     run.patch_merge(API, "ResourceHandle", GUID + "free-1", opns, bound)
     assert names(run, "pool=p") == ["free-2"], "the run's own bind moved the handle out of its answer"
@@ -364,7 +365,7 @@ def test_a_run_starts_and_reads_its_own_object_in_one_round_trip(rb: redis.Redis
     app = Celery("test-begin", broker=redis_server.url, set_as_current=False)
     rt = runtime.build(app, settings, None, rb)
     rt.cache = cache
-    reader = CachedKubeClient(None, cache, defer_writes=True)  # type: ignore[arg-type]  # the API is never asked
+    reader = CachedKubeClient(None, cache, journal=RunJournal())  # type: ignore[arg-type]  # the API is never asked
 
     started = begin(rt, "pool", "pool/op/a", "t1", "m1", reader)
     before = _calls(rb)
@@ -379,9 +380,9 @@ def test_a_run_starts_and_reads_its_own_object_in_one_round_trip(rb: redis.Redis
 
 
 def test_what_a_run_names_ahead_is_read_in_one_round_trip_and_answers_its_gets(rb: redis.Redis) -> None:
-    """Reader.prefetch: a handle run's claim, namespace, provider and resource in one pipeline; each get is then
-    answered from it, a miss still asks the API, and a reader that reads from the API after a conflict reads
-    nothing ahead."""
+    """CachedKubeClient.prefetch (the engine's read-ahead, Context.prefetcher): a handle run's claim, namespace,
+    provider and resource in one pipeline; each get is then answered from it, a miss still asks the API, and a reader
+    that reads from the API after a conflict reads nothing ahead."""
     cache = ObjectCache(rb, DOMAIN)
     cache.heartbeat(30)
     objects = [poolboy_obj("ResourceClaim", "users", "c", {}, resourceVersion="3"),
@@ -422,7 +423,7 @@ def test_a_run_reports_the_versions_it_got_by_name(rb: redis.Redis) -> None:
     reader.get(API, "ResourceProvider", "p", "op")
     reader.get_or_none(API, "ResourceHandle", "h", "op")
     reader.get(API, "ResourceProvider", "p", "op")
-    assert reader.seen() == ["u-p/4", "u-h/8"], "read ahead but never got: not seen"
+    assert reader.journal.seen() == ["u-p/4", "u-h/8"], "read ahead but never got: not seen"
 
 
 def test_reader_falls_back_to_the_api_when_redis_is_away(kube: KubeClient) -> None:  # noqa: F811

@@ -12,7 +12,7 @@ from poolboy.settings import Settings
 
 SETTINGS = Settings(operator_namespace="op")
 D = SETTINGS.domain
-CTX = Context(kube=None, settings=SETTINGS)  # type: ignore[arg-type]
+CTX = Context.without_cluster(SETTINGS, "a pure unit test")
 CLAIM = {"metadata": {"name": "c", "namespace": "user"}}
 P = {"apiVersion": f"{D}/v1", "kind": "ResourceProvider", "name": "p", "namespace": "op"}
 

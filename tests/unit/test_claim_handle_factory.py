@@ -23,7 +23,7 @@ def test_handle_name_differs_per_claim_uid_and_per_attempt() -> None:
 
 def test_handle_body_has_finalizer_labels_and_claim_reference() -> None:
     settings = Settings(operator_namespace="op")
-    ctx = Context(kube=None, settings=settings)  # type: ignore[arg-type]
+    ctx = Context.without_cluster(settings, "a pure unit test")
     claim = {"metadata": {"name": "c", "namespace": "user", "uid": "u"}}
     body = handle_body(ctx, claim, "guid-abcde", provider_spec={"name": "p", "parameterValues": {}},
                        resources=[{"name": "r"}], lifespan={"end": "2030-01-01T00:00:00Z"})

@@ -6,15 +6,18 @@ from typing import Any
 
 from poolboy import kube
 from poolboy.context import Context
+from poolboy.kube.no_cluster import NoCluster
 from poolboy.reconcilers import preamble
 from poolboy.result import Result
 from poolboy.settings import Settings
 
 SETTINGS = Settings(operator_namespace="op")
+NO_DISCOVERY = NoCluster("the preamble asks no discovery")
 
 
 class RecordingKube:
-    """Serves one object and records the writes the preamble makes (a pure unit test: no API server needed)."""
+    """Serves one object and records the writes and the Events the preamble makes (a pure unit test: no API server
+    needed)."""
 
     def __init__(self, obj: dict[str, Any], gone_on_patch: bool = False) -> None:
         self.obj = obj
@@ -31,7 +34,7 @@ class RecordingKube:
             raise kube.NotFound(404, "NotFound", "gone")
         return self.obj
 
-    def emit_event(self, obj: dict[str, Any], reason: str, message: str, **_: Any) -> None:
+    def emit(self, obj: dict[str, Any], reason: str, message: str, **_: Any) -> None:
         self.calls.append(("event", reason))
 
 
@@ -46,7 +49,7 @@ def _run(fake: RecordingKube, cleanups: list[str]) -> Result:
         cleanups.append(obj["metadata"]["name"])
         return preamble.Cleaned(Result(enqueue=("handle/op/h",)), ("Deleted", "gone"))
 
-    ctx = Context(kube=fake, settings=SETTINGS)  # type: ignore[arg-type]
+    ctx = Context(kube=fake, events=fake, mapper=NO_DISCOVERY, settings=SETTINGS)  # type: ignore[arg-type]
     return preamble.ObjectReconciler("ResourceClaim", live=lambda c, o: Result(), deleting=cleanup)(ctx, "n", "c")
 
 
@@ -99,7 +102,7 @@ def test_a_conflict_reruns_the_kind_from_a_fresh_read() -> None:
         seen.append(obj["metadata"]["finalizers"])
         return Result(enqueue=("pool/op/p",))
 
-    ctx = Context(kube=fake, settings=SETTINGS)  # type: ignore[arg-type]
+    ctx = Context(kube=fake, events=fake, mapper=NO_DISCOVERY, settings=SETTINGS)  # type: ignore[arg-type]
     result = preamble.ObjectReconciler("ResourcePool", live=converge)(ctx, "op", "p")
     assert fake.calls == [("patch", "1"), ("patch", "2")]  # the second write carries the second read's version
     assert seen == [[SETTINGS.finalizer]]  # the kind's step ran once, on the object with the finalizer on

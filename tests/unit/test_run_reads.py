@@ -8,7 +8,7 @@ from poolboy.domain.reads import claim_reads, handle_reads
 from poolboy.settings import Settings
 
 SETTINGS = Settings.from_env(operator_namespace="op")
-CTX = Context(kube=None, settings=SETTINGS)  # type: ignore[arg-type]
+CTX = Context.without_cluster(SETTINGS, "a pure unit test")
 API = SETTINGS.api_version
 
 

@@ -25,18 +25,19 @@ from poolboy.context import Context
 from poolboy.domain import binding, claim_lifespan, reads, refusals
 from poolboy.domain.object_meta import is_ignored
 from poolboy.domain.provider import ProviderNotFound
+from poolboy.kinds import RESOURCE_CLAIM
 from poolboy.reconcilers import preamble
 from poolboy.reconcilers.claim import lifecycle, mirroring, propagation, waiting
 from poolboy.reconcilers.claim.bind import bind, binding_scope, record_binding
 from poolboy.reconcilers.claim.creation import create_handle
 from poolboy.reconcilers.claim.modes import Mode, check_providers, select_mode
-from poolboy.reconcilers.claim.run import CLAIM_KIND, ClaimRun
+from poolboy.reconcilers.claim.run import ClaimRun
 from poolboy.result import PermanentError, Result
 from poolboy.utils import timeutil
 
 
 def _live(ctx: Context, claim: dict[str, Any]) -> Result:
-    ctx.kube.prefetch(reads.claim_reads(ctx, claim))  # providers, handle, resources: one round trip, not one each
+    ctx.prefetch(reads.claim_reads(ctx, claim))  # providers, handle, resources: one round trip, not one each
     run = ClaimRun(ctx, claim)
     run.patch_claim(preamble.finalizer_patch(ctx, claim))  # staged into the run's one metadata write
     requested_start = claim_lifespan.parse_optional((run.spec.get("lifespan") or {}).get("start"))
@@ -64,7 +65,8 @@ def _cleanup(ctx: Context, claim: dict[str, Any]) -> preamble.Cleaned:
 
 
 #: converge one claim (see the module docstring); conflicts re-run from fresh reads
-reconcile = preamble.ObjectReconciler(CLAIM_KIND, live=_live, deleting=_cleanup, finalizer=preamble.Finalizer.STAGED)
+reconcile = preamble.ObjectReconciler(RESOURCE_CLAIM, live=_live, deleting=_cleanup,
+                                      finalizer=preamble.Finalizer.STAGED)
 
 
 def process(run: ClaimRun) -> Result:

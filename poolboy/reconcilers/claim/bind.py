@@ -19,8 +19,9 @@ from poolboy.context import Context
 from poolboy.domain import binding, claim_lifespan, matching, scopes
 from poolboy.domain import candidates as candidate_index
 from poolboy.domain.provider import Provider
+from poolboy.kinds import RESOURCE_HANDLE
 from poolboy.reconcilers.claim.modes import Mode
-from poolboy.reconcilers.claim.run import HANDLE_KIND, ClaimRun
+from poolboy.reconcilers.claim.run import ClaimRun
 
 log = logging.getLogger(__name__)
 
@@ -127,9 +128,7 @@ class IndexedCandidates:
             ranked = itertools.chain(reservation.untried, ranked)
             if reservation.name in representatives:
                 candidate = representatives.pop(reservation.name)
-            else:
-                if reservation.handle is not None:
-                    run.ctx.kube.prefetched(reservation.handle)  # the read below needs no round trip of its own
+            else:  # the engine's index handed the reserved handle to the run's reader: no round trip of its own
                 candidate = run.read_handle(reservation.name)
             handle = None
             if candidate is not None and candidate_index.is_unbound(candidate, run.ctx.settings.domain) \
@@ -177,7 +176,7 @@ def bind_candidate(run: ClaimRun, mode: Mode, candidate: dict[str, Any],
 def try_bind(ctx: Context, handle: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any] | None:
     """Apply the bind patch; ``None`` when another writer won (422 failed test, 409, 404): try the next one."""
     try:
-        return ctx.kube.patch_json(ctx.settings.api_version, HANDLE_KIND, handle["metadata"]["name"],
+        return ctx.kube.patch_json(ctx.settings.api_version, RESOURCE_HANDLE, handle["metadata"]["name"],
                                    ctx.settings.operator_namespace, ops)
     except (kube.Invalid, kube.Conflict, kube.NotFound) as error:
         log.info("bind of handle %s lost a race (%s); trying the next candidate", handle["metadata"]["name"], error)
@@ -186,7 +185,7 @@ def try_bind(ctx: Context, handle: dict[str, Any], ops: list[dict[str, Any]]) ->
 
 def record_binding(run: ClaimRun, mode: Mode, handle: dict[str, Any], reason: str, message: str) -> None:
     """``status.resourceHandle`` and a fresh ``status.lifespan`` whose start is the bind time."""
-    run.status["resourceHandle"] = {"apiVersion": run.ctx.settings.api_version, "kind": HANDLE_KIND,
+    run.status["resourceHandle"] = {"apiVersion": run.ctx.settings.api_version, "kind": RESOURCE_HANDLE,
                                     "name": handle["metadata"]["name"], "namespace": handle["metadata"]["namespace"]}
     limits = claim_lifespan.handle_limits(handle, run.claim, mode.template_vars(handle))
     run.status["lifespan"] = claim_lifespan.status_lifespan({}, handle, limits, start=run.ctx.now)

@@ -13,8 +13,9 @@ from typing import Any
 from poolboy import keys
 from poolboy.context import Context
 from poolboy.domain import binding, claim_lifespan
+from poolboy.kinds import RESOURCE_CLAIM, RESOURCE_HANDLE
 from poolboy.reconcilers.claim.modes import Mode, context_variables
-from poolboy.reconcilers.claim.run import CLAIM_KIND, HANDLE_KIND, ClaimRun
+from poolboy.reconcilers.claim.run import ClaimRun
 from poolboy.result import Result
 from poolboy.utils import templating, timeutil
 
@@ -33,7 +34,7 @@ def delete_handles(ctx: Context, claim: dict[str, Any]) -> tuple[set[str], list[
     names = {handle_ref["name"]} if handle_ref.get("name") else set()
     selector = (f"{ctx.label('resource-claim-name')}={metadata['name']},"
                 f"{ctx.label('resource-claim-namespace')}={metadata['namespace']}")
-    for handle in ctx.kube.list(ctx.settings.api_version, HANDLE_KIND, ctx.settings.operator_namespace,
+    for handle in ctx.kube.list(ctx.settings.api_version, RESOURCE_HANDLE, ctx.settings.operator_namespace,
                                 label_selector=selector):
         if binding.bound_to(ctx, handle, claim):
             names.add(handle["metadata"]["name"])
@@ -41,7 +42,8 @@ def delete_handles(ctx: Context, claim: dict[str, Any]) -> tuple[set[str], list[
         log.info("claim %s/%s deleted before binding", metadata["namespace"], metadata["name"])
     enqueue = []
     for handle_name in sorted(names):
-        ctx.kube.delete_if_exists(ctx.settings.api_version, HANDLE_KIND, handle_name, ctx.settings.operator_namespace)
+        ctx.kube.delete_if_exists(ctx.settings.api_version, RESOURCE_HANDLE, handle_name,
+                                  ctx.settings.operator_namespace)
         enqueue.append(keys.make(keys.HANDLE, ctx.settings.operator_namespace, handle_name))
     return names, enqueue
 
@@ -54,8 +56,8 @@ def detached(ctx: Context, claim: dict[str, Any]) -> Result:
     if end > ctx.now:
         return Result(requeue_at=end)
     metadata = claim["metadata"]
-    ctx.kube.emit_event(claim, "Expired", f"Detached claim lifespan ended at {timeutil.format_timestamp(end)}")
-    ctx.kube.delete_if_exists(ctx.settings.api_version, CLAIM_KIND, metadata["name"], metadata["namespace"])
+    ctx.events.emit(claim, "Expired", f"Detached claim lifespan ended at {timeutil.format_timestamp(end)}")
+    ctx.kube.delete_if_exists(ctx.settings.api_version, RESOURCE_CLAIM, metadata["name"], metadata["namespace"])
     return Result()
 
 
@@ -65,7 +67,7 @@ def auto_delete_or_detach(run: ClaimRun, mode: Mode, handle: dict[str, Any]) -> 
     if _auto_condition(run, mode, "autoDelete", handle):
         run.event("AutoDelete", "autoDelete condition is true; deleting the claim")
         run.write_status()
-        run.ctx.kube.delete_if_exists(run.ctx.settings.api_version, CLAIM_KIND, run.meta["name"],
+        run.ctx.kube.delete_if_exists(run.ctx.settings.api_version, RESOURCE_CLAIM, run.meta["name"],
                                       run.meta["namespace"])
         return True
     if _auto_condition(run, mode, "autoDetach", handle):
@@ -74,7 +76,7 @@ def auto_delete_or_detach(run: ClaimRun, mode: Mode, handle: dict[str, Any]) -> 
         run.condition("Bound", False, "Detached", f"Detached from ResourceHandle {name}.")
         run.event("Detached", f"autoDetach condition is true; deleting ResourceHandle {name}")
         run.write_status()
-        run.ctx.kube.delete_if_exists(run.ctx.settings.api_version, HANDLE_KIND, name,
+        run.ctx.kube.delete_if_exists(run.ctx.settings.api_version, RESOURCE_HANDLE, name,
                                       handle["metadata"]["namespace"])
         return True
     return False

@@ -16,8 +16,9 @@ from poolboy import keys
 from poolboy import kube as kube_errors
 from poolboy.domain import binding, claim_lifespan
 from poolboy.domain import lifespan as lifespan_rules
+from poolboy.kinds import RESOURCE_HANDLE
 from poolboy.reconcilers.claim.modes import Mode
-from poolboy.reconcilers.claim.run import HANDLE_KIND, ClaimRun
+from poolboy.reconcilers.claim.run import ClaimRun
 from poolboy.result import PermanentError
 from poolboy.utils import timeutil
 
@@ -65,7 +66,7 @@ def propagate(run: ClaimRun, mode: Mode, handle: dict[str, Any], limits: lifespa
         return handle
     ops.insert(0, {"op": "test", "path": "/metadata/resourceVersion", "value": handle["metadata"]["resourceVersion"]})
     try:
-        handle = run.ctx.kube.patch_json(run.ctx.settings.api_version, HANDLE_KIND, handle["metadata"]["name"],
+        handle = run.ctx.kube.patch_json(run.ctx.settings.api_version, RESOURCE_HANDLE, handle["metadata"]["name"],
                                          handle["metadata"]["namespace"], ops)
     except kube_errors.Invalid as error:  # the handle changed under us: recompute from fresh reads
         raise kube_errors.Conflict(409, "Conflict", f"handle changed during propagation: {error}") from error

@@ -18,13 +18,12 @@ from poolboy import kube
 from poolboy.context import Context
 from poolboy.domain import conditions as cond
 from poolboy.domain.provider import Provider, clock_rerun
+from poolboy.kinds import RESOURCE_CLAIM, RESOURCE_HANDLE
 from poolboy.result import PermanentError, Result
 from poolboy.utils.merge import combine_merge_patches, merge_patch
 
 #: the largest object the API server stores (etcd's default request limit, 1.5 MiB), less room for the request
 MAX_OBJECT_BYTES = 1_500_000
-CLAIM_KIND = "ResourceClaim"
-HANDLE_KIND = "ResourceHandle"
 
 
 def too_large(claim: dict[str, Any], status: dict[str, Any]) -> bool:
@@ -104,7 +103,7 @@ class ClaimRun:
         return self._recorded_handle[1]
 
     def read_handle(self, name: str) -> dict[str, Any] | None:
-        return self.ctx.kube.get_or_none(self.ctx.settings.api_version, HANDLE_KIND, name,
+        return self.ctx.kube.get_or_none(self.ctx.settings.api_version, RESOURCE_HANDLE, name,
                                          self.ctx.settings.operator_namespace)
 
     # -- the staged write --
@@ -120,7 +119,7 @@ class ClaimRun:
         if not self.staged:
             return
         patch, self.staged = self.staged, {}
-        self.claim = self.ctx.kube.patch_merge(self.ctx.settings.api_version, CLAIM_KIND, self.meta["name"],
+        self.claim = self.ctx.kube.patch_merge(self.ctx.settings.api_version, RESOURCE_CLAIM, self.meta["name"],
                                                self.meta["namespace"], patch, resource_version=self.read_version)
         self.read_version = self.meta["resourceVersion"]
 
@@ -145,12 +144,12 @@ class ClaimRun:
                 self.omit_states(error.message)
                 self.replace_status()
         for reason, message, type_, action in self.events:
-            self.ctx.kube.emit_event(self.claim, reason, message, type=type_, action=action)
+            self.ctx.events.emit(self.claim, reason, message, type=type_, action=action)
         self.events.clear()
         # The bind is observed here, not by the handle reconciler: its Event on the handle is emitted here too
         # (Events are not status, so this does not break single-writer status ownership).
         for handle, reason, message in self.handle_events:
-            self.ctx.kube.emit_event(handle, reason, message)
+            self.ctx.events.emit(handle, reason, message)
         self.handle_events.clear()
 
     def replace_status(self) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from poolboy.context import Context
 from poolboy.domain import binding, claim_queue, scopes
+from poolboy.kinds import RESOURCE_POOL
 from poolboy.reconcilers.claim.run import ClaimRun
 
 NO_QUEUE = "No matching unbound ResourceHandle; handle creation is disabled."
@@ -22,9 +23,9 @@ def scope_pools(ctx: Context, scope: str) -> list[dict[str, Any]]:
     """The pools that make handles for a binding scope: the pool itself, or the pools of the provider."""
     kind, _, name = scope.partition("=")
     if kind == "pool":
-        pool = ctx.kube.get_or_none(ctx.settings.api_version, "ResourcePool", name, ctx.settings.operator_namespace)
+        pool = ctx.kube.get_or_none(ctx.settings.api_version, RESOURCE_POOL, name, ctx.settings.operator_namespace)
         return [pool] if pool else []
-    pools = ctx.kube.list(ctx.settings.api_version, "ResourcePool", ctx.settings.operator_namespace)
+    pools = ctx.kube.list(ctx.settings.api_version, RESOURCE_POOL, ctx.settings.operator_namespace)
     return [p for p in pools if name and name == scopes.first_provider(p)]
 
 

@@ -21,9 +21,10 @@ from poolboy.context import Context
 from poolboy.domain import binding, conditions, reads, refusals
 from poolboy.domain.object_meta import is_ignored
 from poolboy.domain.provider import clock_rerun
+from poolboy.kinds import RESOURCE_CLAIM, RESOURCE_HANDLE
 from poolboy.reconcilers import preamble
 from poolboy.reconcilers.handle.lifecycle import cleanup, expiry, requeue_at
-from poolboy.reconcilers.handle.names import KIND, claim_key, pool_key, unique_keys
+from poolboy.reconcilers.handle.names import claim_key, pool_key, unique_keys
 from poolboy.reconcilers.handle.regeneration import regenerate
 from poolboy.reconcilers.handle.run import HandleRun, Providers, resource_version
 from poolboy.reconcilers.handle.status import set_conditions, write_status
@@ -35,7 +36,7 @@ def _read_claim(ctx: Context, handle: dict[str, Any]) -> dict[str, Any] | None:
     ref = (handle.get("spec") or {}).get("resourceClaim")
     if not ref:
         return None
-    claim = ctx.kube.get_or_none(ref.get("apiVersion") or ctx.settings.api_version, "ResourceClaim", ref["name"],
+    claim = ctx.kube.get_or_none(ref.get("apiVersion") or ctx.settings.api_version, RESOURCE_CLAIM, ref["name"],
                                  ref["namespace"])
     return claim if claim is not None and binding.bound_to(ctx, handle, claim) else None
 
@@ -46,11 +47,11 @@ def _record_error(ctx: Context, run: HandleRun, error: PermanentError) -> None:
     set_conditions(ctx, run.status, run.handle, error)
     run.handle = write_status(ctx, run.handle, run.status)
     if previous.get("message") != error.message:
-        ctx.kube.emit_event(run.handle, error.reason, error.message, type="Warning")
+        ctx.events.emit(run.handle, error.reason, error.message, type="Warning")
 
 
 def _live(ctx: Context, handle: dict[str, Any]) -> Result:
-    ctx.kube.prefetch(reads.handle_reads(ctx, handle))  # claim, namespace, providers, resources: one round trip
+    ctx.prefetch(reads.handle_reads(ctx, handle))  # claim, namespace, providers, resources: one round trip
     namespace, name = handle["metadata"]["namespace"], handle["metadata"]["name"]
     read_version = resource_version(handle)
     claim = _read_claim(ctx, handle)
@@ -97,4 +98,4 @@ def _live(ctx: Context, handle: dict[str, Any]) -> Result:
 
 
 #: converge one handle (see the module docstring); conflicts re-run from fresh reads
-reconcile = preamble.ObjectReconciler(KIND, live=_live, deleting=cleanup)
+reconcile = preamble.ObjectReconciler(RESOURCE_HANDLE, live=_live, deleting=cleanup)

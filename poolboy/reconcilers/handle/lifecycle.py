@@ -11,8 +11,9 @@ from poolboy import keys, kube
 from poolboy.context import Context
 from poolboy.domain import binding
 from poolboy.domain.object_meta import is_ignored
+from poolboy.kinds import RESOURCE_CLAIM, RESOURCE_HANDLE
 from poolboy.reconcilers import preamble
-from poolboy.reconcilers.handle.names import KIND, claim_key, describe_reference, pool_key, unique_keys
+from poolboy.reconcilers.handle.names import claim_key, describe_reference, pool_key, unique_keys
 from poolboy.result import Result
 from poolboy.utils import timeutil
 
@@ -48,7 +49,7 @@ def _delete_bound_claim(ctx: Context, handle: dict[str, Any]) -> None:
     ref = (handle.get("spec") or {}).get("resourceClaim")
     if not ref:
         return
-    claim = ctx.kube.get_or_none(ref.get("apiVersion") or ctx.settings.api_version, "ResourceClaim", ref["name"],
+    claim = ctx.kube.get_or_none(ref.get("apiVersion") or ctx.settings.api_version, RESOURCE_CLAIM, ref["name"],
                                  ref["namespace"])
     if claim is None or claim["metadata"].get("deletionTimestamp") or not binding.bound_to(ctx, handle, claim):
         return  # gone, going, or a claim recreated under the same name (another object: never ours to delete)
@@ -60,7 +61,7 @@ def _delete_bound_claim(ctx: Context, handle: dict[str, Any]) -> None:
         return
     if status_handle.get("name") and status_handle["name"] != handle["metadata"]["name"]:
         return  # a recreated claim with its own handle
-    ctx.kube.delete_if_exists(claim["apiVersion"], "ResourceClaim", ref["name"], ref["namespace"],
+    ctx.kube.delete_if_exists(claim["apiVersion"], RESOURCE_CLAIM, ref["name"], ref["namespace"],
                               uid=claim["metadata"].get("uid"),
                               resource_version=claim["metadata"].get("resourceVersion"))
 
@@ -70,15 +71,15 @@ def cleanup(ctx: Context, handle: dict[str, Any]) -> preamble.Cleaned:
     finalizer. The pool and the claim look again."""
     for ref in _references(handle):
         if _delete_resource(ctx, ref):
-            ctx.kube.emit_event(handle, "ResourceDeleted", f"Deleted {describe_reference(ref)}")
+            ctx.events.emit(handle, "ResourceDeleted", f"Deleted {describe_reference(ref)}")
     _delete_bound_claim(ctx, handle)
     return preamble.Cleaned(Result(enqueue=unique_keys(pool_key(ctx, handle), claim_key(handle))))
 
 
 def _delete_handle(ctx: Context, handle: dict[str, Any], reason: str, message: str) -> Result:
     metadata = handle["metadata"]
-    ctx.kube.emit_event(handle, reason, message)
-    ctx.kube.delete_if_exists(handle["apiVersion"], KIND, metadata["name"], metadata["namespace"],
+    ctx.events.emit(handle, reason, message)
+    ctx.kube.delete_if_exists(handle["apiVersion"], RESOURCE_HANDLE, metadata["name"], metadata["namespace"],
                               uid=metadata.get("uid"), resource_version=metadata.get("resourceVersion"))
     return Result(enqueue=unique_keys(keys.make(keys.HANDLE, metadata["namespace"], metadata["name"]),
                                 pool_key(ctx, handle), claim_key(handle)))
@@ -93,7 +94,7 @@ def _claim_expired_event(ctx: Context, handle: dict[str, Any], claim: dict[str, 
     recorded = (claim.get("status") or {}).get("resourceHandle") or {}
     if recorded.get("detached") or (recorded.get("name") and recorded["name"] != handle["metadata"]["name"]):
         return
-    ctx.kube.emit_event(claim, "Expired", f"Lifespan end {end} has passed; deleting ResourceHandle "
+    ctx.events.emit(claim, "Expired", f"Lifespan end {end} has passed; deleting ResourceHandle "
                                           f"{handle['metadata']['name']} and this claim.")
 
 

@@ -1,5 +1,5 @@
-"""How a handle run names what it touches: its kind, the keys of its claim and its pool (what a run enqueues), and
-a managed resource as Event messages name it."""
+"""How a handle run names what it touches: the keys of its claim and its pool (what a run enqueues), and a managed
+resource as Event messages name it."""
 
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ from typing import Any
 
 from poolboy import keys
 from poolboy.context import Context
-
-KIND = "ResourceHandle"
 
 
 def claim_key(handle: dict[str, Any]) -> str | None:

@@ -8,7 +8,7 @@ import logging
 from typing import Any
 
 from poolboy.context import Context
-from poolboy.reconcilers.handle.names import KIND
+from poolboy.kinds import RESOURCE_HANDLE
 from poolboy.reconcilers.handle.run import Providers
 
 log = logging.getLogger(__name__)
@@ -56,6 +56,6 @@ def regenerate(ctx: Context, handle: dict[str, Any], claim: dict[str, Any] | Non
     if not patch:
         return handle
     metadata = handle["metadata"]
-    return ctx.kube.patch_merge(handle["apiVersion"], KIND, metadata["name"], metadata["namespace"],
+    return ctx.kube.patch_merge(handle["apiVersion"], RESOURCE_HANDLE, metadata["name"], metadata["namespace"],
                                 {"spec": patch}, resource_version=metadata["resourceVersion"])
 

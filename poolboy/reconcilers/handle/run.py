@@ -11,13 +11,12 @@ from poolboy.context import Context
 from poolboy.domain import health, linked, managed_resources
 from poolboy.domain.provider import Provider
 from poolboy.domain.requester import Requester, get_requester
+from poolboy.kinds import RESOURCE_CLAIM
 from poolboy.reconcilers.handle.names import describe_reference
 from poolboy.reconcilers.handle.status import status_resources, write_status
 from poolboy.result import PermanentError
 from poolboy.utils import templating
 from poolboy.utils.merge import deep_merge
-
-WAITING_FOR_CLAIM = "ResourceClaim"
 
 
 def resource_version(obj: dict[str, Any] | None) -> str | None:
@@ -104,7 +103,7 @@ class HandleRun:
         recorded = entry.get("reference")
         bound = bool((self.handle.get("spec") or {}).get("resourceClaim"))
         if not recorded and provider.resource_requires_claim and not bound:
-            entry["waitingFor"] = WAITING_FOR_CLAIM
+            entry["waitingFor"] = RESOURCE_CLAIM
             return
         outcome = linked.evaluate_links(provider, index, self.resources, self.states, get_provider=self.providers,
                                         resource_claim=self.claim, resource_handle=self.handle,
@@ -154,7 +153,7 @@ class HandleRun:
         """A managed resource was created by this run (not adopted): a ``ResourceCreated`` Event on the handle."""
         metadata = resource.get("metadata") or {}
         ref = {"kind": resource.get("kind"), "name": metadata.get("name"), "namespace": metadata.get("namespace")}
-        self.ctx.kube.emit_event(self.handle, "ResourceCreated", f"Created {describe_reference(ref)}")
+        self.ctx.events.emit(self.handle, "ResourceCreated", f"Created {describe_reference(ref)}")
 
     def compute_health(self) -> None:
         healthies: list[bool | None] = []
