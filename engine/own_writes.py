@@ -20,9 +20,9 @@ ids for the woken key before it ADDs it, in one script after the run's cache wri
 writes, so their events are that key's own as well.
 
 What a run *got* counts the same way: a run that read an object at version V (by name, from the cache or the API)
-has acted on V, so V's watch event, arriving during the run or after it, brings it nothing (``engine/run.py``
-passes the versions of the run's journal, :meth:`cache.journal.RunJournal.seen`, to SETTLE with the write ids). And a WAKE that
-finds a run of the woken key going on defers its write ids to that run like watch events: the run goes again only
+has acted on V, so V's watch event, arriving during the run or after it, brings it nothing (``engine/run.py`` passes
+the versions of the run's journal, :meth:`cache.journal.RunJournal.seen`, to SETTLE with the write ids). And a WAKE
+that finds a run of the woken key going on defers its write ids to that run like watch events: the run goes again only
 if it did not get those versions itself (so a claim run started by its resource's ADDED event, while the handle run
 that created the resource is still writing the handle's status, does not run a third time to find nothing to do).
 
