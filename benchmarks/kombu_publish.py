@@ -1,4 +1,4 @@
-"""CPU per kombu publish on the project's Redis transport (workers.redis_transport), direct and fanout.
+"""CPU per kombu publish on the project's Redis transport (workers.compat), direct and fanout.
 
 Task events are fanout publishes and every task is a direct one; kombu builds a redis-py client per call unless the
 channel shares one (``_SharesItsClient``). Starts its own redis-server on a free port.
@@ -29,7 +29,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=3000, help="publishes per kind (default 3000)")
     args = parser.parse_args()
-    with RedisServer() as server, Connection(server.url, transport="workers.redis_transport:Transport") as connection:
+    with RedisServer() as server, Connection(server.url, transport="workers.compat:Transport") as connection:
         channel = connection.channel()
         fanout = Producer(channel, exchange=Exchange("celeryev", type="fanout"))
         queue = Queue("bench", Exchange("bench", type="direct"), routing_key="bench")

@@ -150,7 +150,7 @@ def _with_password(url: str, endpoint: Endpoint) -> str:
 
 
 def celery_options(settings: Settings) -> dict[str, Any]:
-    """Celery's broker settings: ``broker_url``, ``broker_transport`` (:mod:`workers.redis_transport`), the
+    """Celery's broker settings: ``broker_url``, ``broker_transport`` (:mod:`workers.compat`), the
     Sentinel/socket transport options, ``broker_use_ssl``."""
     endpoint = parse(settings)
     # queue_order_strategy: a worker takes its queues strictly in the order it was given them
@@ -161,9 +161,9 @@ def celery_options(settings: Settings) -> dict[str, Any]:
     if endpoint.is_sentinel:
         transport["master_name"] = settings.redis_sentinel_master
         transport["sentinel_kwargs"] = _sentinel_kwargs(settings, tls)
-    from workers.redis_transport import SENTINEL_TRANSPORT, TRANSPORT
+    from workers.compat import SENTINEL_TRANSPORT, TRANSPORT
 
-    # kombu's Redis transports with the guard of workers.redis_transport (a Redis restart must not end a worker)
+    # kombu's Redis transports with the guard of workers.compat (a Redis restart must not end a worker)
     options: dict[str, Any] = {"broker_url": _with_password(endpoint.url, endpoint),
                                "broker_transport": SENTINEL_TRANSPORT if endpoint.is_sentinel else TRANSPORT,
                                "broker_transport_options": transport}

@@ -11,9 +11,9 @@ relies on.
 * task events on by default (``POOLBOY_TASK_EVENTS``) so Flower sees every task with its key and runtime; no
   ``task-sent`` events (the watcher publishes most tasks, and ``task-received`` already carries the arguments).
   On Redis an event is one ``PUBLISH``: nothing queues up when no monitor listens. A busy worker sends its events in
-  batches of up to a quarter of a second (:mod:`workers.task_events`).
+  batches of up to a quarter of a second (:mod:`workers.compat`).
 * the broker connection is retried forever, on kombu's Redis transport with the guard of
-  :mod:`workers.redis_transport` (a Redis restart must never end a worker).
+  :mod:`workers.compat` (a Redis restart must never end a worker).
 * beat runs celery-redbeat: its lock in Redis lets a standby replica take over (:mod:`workers.beat_scheduler`).
 """
 
@@ -78,7 +78,7 @@ def build(settings: Settings) -> dict[str, Any]:
         "worker_hijack_root_logger": True,
         "worker_send_task_events": settings.task_events,
         "task_send_sent_event": False,
-        "worker_consumer": "workers.task_events:Consumer",  # task events in batches
+        "worker_consumer": "workers.compat:Consumer",  # task events in batches
         # beat: celery-redbeat (schedule and lock in Redis), so a standby beat takes over (workers/beat_scheduler.py)
         "beat_scheduler": "workers.beat_scheduler:Scheduler",
         # also how long redbeat sleeps between attempts at its lock: a standby (or a beat whose lock Redis lost)

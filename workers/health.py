@@ -187,7 +187,9 @@ def beat_probe(service: Any, max_silence: float) -> Probe:
     """celery beat's scheduler loop (``Service._last_tick``, stamped after every pass) is still ticking."""
 
     def probe() -> str | None:
-        last = getattr(service, "_last_tick", None)
+        from workers.compat import beat_last_tick
+
+        last = beat_last_tick(service)
         if last is None:
             return "no tick yet"
         silent = time.monotonic() - last

@@ -10,7 +10,8 @@ kombu would have stored (Celery's task protocol 2: headers, properties, base64 b
 
 The parts that never change for a (task, queue, priority) come from the libraries themselves, once:
 ``app.amqp.as_task_v2`` builds the task message, kombu's channel ``prepare_message`` and the anonymous-exchange
-delivery info wrap it, and the channel names the priority list. Per message only what Celery sets per task is
+delivery info wrap it, and the channel names the priority list (the last two through private names, so in
+:mod:`workers.compat`). Per message only what Celery sets per task is
 replaced: the task id (``id``, ``root_id``, ``correlation_id``), the arguments (``argsrepr`` and the body) and
 kombu's ``delivery_tag``. :mod:`tests.integration.test_queued_messages` holds the result against ``send_task``'s.
 """
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from kombu import serialization
 
+from workers import compat
 from workers.names import route
 
 if TYPE_CHECKING:
@@ -88,6 +90,5 @@ class QueuedMessages:
             channel = connection.default_channel
             message = channel.prepare_message(body, priority, content_type, encoding, task_message.headers,
                                               properties)
-            channel._inplace_augment_message(message, "", queue)  # the anonymous exchange: routing key = queue
-            list_key = channel._q_for_pri(queue, channel.priority(priority))
+            list_key, message = compat.stored_message(channel, message, queue, priority)
         return list_key, message

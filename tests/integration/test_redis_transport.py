@@ -4,13 +4,11 @@ The sequence is the one Celery's consumer runs after a connection error (``Conne
 each channel closes it): a channel whose BRPOP was in flight when Redis died makes ``collect()`` stop midway, the
 transport forgets its connection info, and the channel holding an unacked message (acks_late: a running task) is
 closed afterwards. Stock kombu 5.7.0 raises ``AttributeError`` there, which Celery calls unrecoverable (the worker
-exits); :mod:`workers.redis_transport` closes the channel (restoring what Redis still has) instead.
+exits); :mod:`workers.compat` closes the channel (restoring what Redis still has) instead.
 """
 
 from __future__ import annotations
 
-import json
-import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -18,8 +16,7 @@ import redis
 from kombu import Connection, Consumer, Producer, Queue
 
 from stack.testing import RedisServer
-from tests.waiting import wait_for
-from workers.redis_transport import STAMP, TRANSPORT
+from workers.compat import TRANSPORT
 
 
 @pytest.fixture()
@@ -75,10 +72,6 @@ def test_guarded_transport_fails_with_a_connection_error_while_redis_is_away(ser
         holding.close()
 
 
-def _commands(client: redis.Redis) -> dict[str, int]:
-    return {name.removeprefix("cmdstat_"): int(stats["calls"]) for name, stats in client.info("commandstats").items()}
-
-
 def _deliver_one(connection: Connection, declared: Callable[[], None] = lambda: None) -> list:
     """Publish one message and deliver it unacked to a consumer; ``declared`` runs once the queue exists."""
     queue = Queue("tasks")
@@ -94,56 +87,14 @@ def _deliver_one(connection: Connection, declared: Callable[[], None] = lambda: 
     return delivered
 
 
-def test_unacked_bookkeeping_is_one_command_per_delivery_and_one_per_ack(server: RedisServer) -> None:
-    """A delivery is recorded (the message and its delivery time, in one hash) and its ack erases the record: one
-    HSET and one HDEL per message, no index, no MULTI/EXEC (kombu sends eight commands)."""
+def test_unacked_messages_are_kept_in_kombus_own_layout(server: RedisServer) -> None:
+    """The guarded transport keeps kombu's Redis layout, so other Celery tools (a second app, ``celery purge``,
+    kombu's visibility-timeout restore in any worker) read it: the delivered message in ``unacked``, its delivery
+    time in ``unacked_index``, both gone after the ack."""
     client = redis.Redis.from_url(server.url)
-    before: dict[str, int] = {}
     with Connection(server.url, transport=TRANSPORT) as connection:
-        delivered = _deliver_one(connection, lambda: before.update(_commands(client)))
-        tag = delivered[0].delivery_tag
-        assert set(client.hkeys("unacked")) == {tag.encode(), f"{tag}{STAMP}".encode()}
-        assert float(client.hget("unacked", f"{tag}{STAMP}")) == pytest.approx(time.time(), abs=60)
-        delivered[0].ack()
-        after = _commands(client)
-    assert client.hlen("unacked") == 0 and not client.exists("unacked_index")
-    spent = {name: after.get(name, 0) - before.get(name, 0) for name in ("hset", "hdel", "zadd", "zrem", "multi")}
-    assert spent == {"hset": 1, "hdel": 1, "zadd": 0, "zrem": 0, "multi": 0}
-
-
-def test_an_unacked_message_past_the_visibility_timeout_is_restored(server: RedisServer) -> None:
-    """What the bookkeeping is for still works: a consumer that dies holding a message gives it back, through the
-    visibility-timeout restore another consumer runs."""
-    client = redis.Redis.from_url(server.url)
-    options = {"visibility_timeout": 0.2}
-    dying = Connection(server.url, transport=TRANSPORT, transport_options=options)
-    try:
-        _deliver_one(dying)  # never acked, and the consumer does not close while the other restores (as if killed)
-        assert client.llen("tasks") == 0 and client.hlen("unacked") == 2
-        with Connection(server.url, transport=TRANSPORT, transport_options=options) as other:
-            channel = other.channel()
-
-            def restored() -> bool:
-                channel.qos.restore_visible(interval=1)
-                return client.llen("tasks") == 1
-
-            wait_for(restored, timeout=10, message="the unacked message back on its queue")
-        assert client.hlen("unacked") == 0 and client.zcard("unacked_index") == 0
-    finally:
-        dying.release()
-
-
-def test_what_an_older_release_recorded_in_the_index_is_still_restored(server: RedisServer) -> None:
-    """A message an older release delivered (recorded in ``unacked_index``) and never acked comes back as before,
-    and leaves no record behind."""
-    client = redis.Redis.from_url(server.url)
-    client.flushall()
-    message = {"body": "e30=", "content-encoding": "utf-8", "content-type": "application/json", "headers": {},
-               "properties": {"delivery_tag": "old", "delivery_info": {"exchange": "", "routing_key": "tasks"},
-                              "priority": 0, "body_encoding": "base64"}}
-    client.hset("unacked", "old", json.dumps([message, "", "tasks"]))
-    client.zadd("unacked_index", {"old": time.time() - 10})
-    with Connection(server.url, transport=TRANSPORT, transport_options={"visibility_timeout": 1}) as connection:
-        connection.channel().qos.restore_visible(interval=1)
-    assert client.llen("tasks") == 1
-    assert client.hlen("unacked") == 0 and client.zcard("unacked_index") == 0
+        (message,) = _deliver_one(connection)
+        tag = message.delivery_tag
+        assert client.hexists("unacked", tag) and client.zscore("unacked_index", tag) is not None
+        message.ack()
+    assert not client.hexists("unacked", tag) and client.zscore("unacked_index", tag) is None

@@ -1,6 +1,6 @@
 """Task events, as Flower and ``celery events`` receive them, from a real worker on a real Redis: every task's
 ``task-received``, ``task-started`` and ``task-succeeded`` arrives, and a busy worker sends them in batches
-(:mod:`workers.task_events`), not one ``PUBLISH`` per event."""
+(:mod:`workers.compat`), not one ``PUBLISH`` per event."""
 
 from __future__ import annotations
 
