@@ -150,3 +150,22 @@ def test_sigkill_of_whole_worker_mid_run(redis_server, r, enqueuer):
         with WorkerProcess(redis_server.url, ["claims"], 2, env=ENV):
             wait_for(lambda: er.completed(r, key) >= 1, 4 * LEASE + 10, message="the key ran again")
     assert len(er.starts(r, key)) == 2
+
+
+def test_a_killed_workers_retry_runs_on_another_worker_at_its_time(redis_server, r, enqueuer):
+    """A transient failure's retry waits in Redis, not in the worker that failed: killed right after the failure, it
+    runs on another worker at its time, within a pump tick, with no beat and no periodic sweep to find it."""
+    key = "claim/kill/retrying"
+    r.hset(f"behave:{key}", mapping={"raise": "transient", "retry_after": "3", "fail_times": "1"})
+    with WorkerProcess(redis_server.url, ["claims"], 2, env=ENV, pool="threads") as doomed:
+        enqueuer.add(key)
+        wait_for(lambda: er.completed(r, key) >= 1 and r.zscore(keyspace.DUE, key) is not None, 15,
+                 message="the first run failed and its retry is due later")
+        due = float(r.zscore(keyspace.DUE, key))
+        doomed.kill()  # the worker that failed the run is gone, and with it anything it held in memory
+    assert due - time.time() > 0.5, "killed before the retry's time"
+    with WorkerProcess(redis_server.url, ["claims"], 2, env=ENV, pool="threads"):
+        wait_for(lambda: er.completed(r, key) >= 2, due - time.time() + 15, message="the retry ran")
+    first, retry = er.starts(r, key)
+    assert retry >= due - 0.01, "not before its time"
+    assert r.zscore(keyspace.DUE, key) is None and er.idle(r)
