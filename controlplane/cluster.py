@@ -259,10 +259,10 @@ class ControlPlane(InTemporaryDirectory):
 
     def set_faults(self, error_rate: float = 0.0, codes: list[int] | None = None, retry_after: int | None = None,
                    latency_ms: float = 0.0, verbs: list[str] | None = None, kinds: list[str] | None = None,
-                   include_watch: bool = False) -> dict[str, Any]:
+                   include_watch: bool = False, after_commit: bool = False) -> dict[str, Any]:
         """Inject faults into the requests that go through the fault proxy (devcluster's ``set_faults``)."""
         faults = Faults(error_rate, codes or [500], retry_after, latency_ms, verbs or None, kinds or None,
-                        include_watch)
+                        include_watch, after_commit)
         return dict(self._proxy_admin(faults.to_json()))
 
     def clear_faults(self) -> None:

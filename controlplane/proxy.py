@@ -6,7 +6,9 @@ caller's identity on the way the API server's aggregation layer does: a client c
 ``X-Remote-User`` / ``X-Remote-Group`` headers, sent with the proxy's own front-proxy certificate (a CA of its own,
 trusted only for those headers); a bearer token goes through untouched, for the API server to authenticate. Watches
 stream through chunk by chunk. ``PUT /_proxy/faults`` takes devcluster's fault JSON (:class:`devcluster.faults.Faults`):
-error rate and codes, Retry-After, latency, verbs and kinds; ``{}`` clears it.
+error rate and codes, Retry-After, latency, verbs and kinds; ``{}`` clears it. With ``"after_commit": true`` a faulted
+request is forwarded first and, when kube-apiserver answered it with a success, that answer is dropped and the error
+sent instead: the write is in etcd, the client told it failed (an answer lost after the commit).
 
     python -m controlplane.proxy --target https://127.0.0.1:6443 --port 7443 --pki DIR  # prints "proxy ready at URL"
 """
@@ -24,6 +26,7 @@ import orjson
 from aiohttp import web
 from multidict import CIMultiDict
 
+from devcluster.errors import ApiError
 from devcluster.faults import Faults
 
 #: headers a client may not set: the proxy alone says who the caller is
@@ -88,8 +91,9 @@ class FaultProxy:
                 await asyncio.sleep(self.faults.latency_ms / 1000)
             error = self.faults.pick_error()
             if error is not None:
-                return web.Response(status=error.code, body=orjson.dumps(error.status()),
-                                    content_type="application/json", headers=error.headers)
+                if self.faults.serves_first(target[0]):
+                    return await self.forward(request, replace=error)
+                return error_response(error)
         return await self.forward(request)
 
     async def admin(self, request: web.Request) -> web.Response:
@@ -98,7 +102,9 @@ class FaultProxy:
             self.faults = Faults.from_json(orjson.loads(raw) if raw.strip() else {})
         return web.Response(body=orjson.dumps(self.faults.to_json()), content_type="application/json")
 
-    async def forward(self, request: web.Request) -> web.StreamResponse:
+    async def forward(self, request: web.Request, replace: ApiError | None = None) -> web.StreamResponse:
+        """Pass the request to kube-apiserver and stream its answer back; a success is answered with ``replace``
+        instead when given (commit then fail)."""
         assert self.session is not None
         headers = CIMultiDict((k, v) for k, v in request.headers.items()
                               if k.lower() not in HOP_HEADERS and not k.lower().startswith(IDENTITY_HEADERS))
@@ -113,6 +119,9 @@ class FaultProxy:
         async with self.session.request(request.method, self.target + request.path_qs, headers=headers,
                                         data=body or None, allow_redirects=False,
                                         skip_auto_headers=("Content-Type",)) as upstream:
+            if replace is not None and 200 <= upstream.status < 300:
+                await upstream.read()  # the API server has answered: the write is stored
+                return error_response(replace)
             response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
             for key, value in upstream.headers.items():
                 if key.lower() not in HOP_HEADERS:
@@ -122,6 +131,11 @@ class FaultProxy:
                 await response.write(chunk)
             await response.write_eof()
             return response
+
+
+def error_response(error: ApiError) -> web.Response:
+    return web.Response(status=error.code, body=orjson.dumps(error.status()), content_type="application/json",
+                        headers=error.headers)
 
 
 def peer_identity(request: web.Request) -> tuple[str, list[str]]:

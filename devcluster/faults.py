@@ -1,5 +1,9 @@
 """Fault injection for tests of retry/backoff paths: random error codes, Retry-After, added latency, optionally
-restricted to verbs and kinds. Never applies to ``/_devcluster/*`` or discovery; watches only when asked."""
+restricted to verbs and kinds. Never applies to ``/_devcluster/*`` or discovery; watches only when asked.
+
+``after_commit`` makes the faults "commit then fail": the request is served first and, when it succeeded, its
+answer is replaced by the error, so a write is stored while the client is told it failed (an API server whose answer
+is lost after etcd committed). A watch never starts this way: it gets the error before it is served."""
 
 from __future__ import annotations
 
@@ -27,6 +31,8 @@ class Faults:
     verbs: list[str] | None = None
     kinds: list[str] | None = None
     include_watch: bool = False
+    #: serve the request, then answer the error instead of its success (see the module docstring)
+    after_commit: bool = False
 
     @classmethod
     def from_json(cls, body: dict[str, Any]) -> Faults:
@@ -34,12 +40,13 @@ class Faults:
             error_rate=float(body.get("error_rate", 0.0)), codes=[int(c) for c in body.get("codes") or [500]],
             retry_after=body.get("retry_after"), latency_ms=float(body.get("latency_ms", 0.0)),
             verbs=body.get("verbs"), kinds=body.get("kinds"), include_watch=bool(body.get("include_watch")),
+            after_commit=bool(body.get("after_commit")),
         )
 
     def to_json(self) -> dict[str, Any]:
         return {"error_rate": self.error_rate, "codes": self.codes, "retry_after": self.retry_after,
                 "latency_ms": self.latency_ms, "verbs": self.verbs, "kinds": self.kinds,
-                "include_watch": self.include_watch}
+                "include_watch": self.include_watch, "after_commit": self.after_commit}
 
     @property
     def active(self) -> bool:
@@ -55,6 +62,10 @@ class Faults:
             if not names & set(self.kinds):
                 return False
         return True
+
+    def serves_first(self, verb: str) -> bool:
+        """Whether a picked error replaces the answer of the request served (``after_commit``), not the request."""
+        return self.after_commit and verb != "watch"
 
     def pick_error(self) -> ApiError | None:
         if self.error_rate <= 0 or random.random() >= self.error_rate:

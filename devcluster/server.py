@@ -105,7 +105,10 @@ class Server:
                 await asyncio.sleep(self.faults.latency_ms / 1000)
             fault = self.faults.pick_error()
             if fault is not None:
-                return error_response(fault)
+                if not self.faults.serves_first(verb):
+                    return error_response(fault)
+                response = await self.dispatch(request, verb, target)  # commit then fail: stored, yet an error
+                return error_response(fault) if 200 <= response.status < 300 else response
         return await self.dispatch(request, verb, target)
 
     # --- paths -----------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from poolboy.utils import timeutil
 
 if TYPE_CHECKING:
     from poolboy.context import Context
+    from poolboy.kube.interfaces import Reader
 
 
 #: Label (``D/resource-claim-waiting``) on a claim that found no matching unbound handle and may not create one.
@@ -108,15 +109,16 @@ def waiting_claim_keys(ctx: Context, handle: Mapping[str, Any]) -> tuple[str, ..
     return tuple(keys.make(keys.CLAIM, c["metadata"]["namespace"], c["metadata"]["name"]) for c in claims)
 
 
-def list_unbound(ctx: Context, scope: str, *fallbacks: str) -> list[dict[str, Any]]:
+def list_unbound(ctx: Context, scope: str, *fallbacks: str, reader: Reader | None = None) -> list[dict[str, Any]]:
     """The unbound handles serving ``scope`` (and the ``fallbacks`` scopes), through the reader's list by the unbound
     index (:func:`poolboy.domain.candidates.unbound_in`): the shared cache answers from the index, the API client
     lists and applies the index's rule (:func:`~poolboy.domain.candidates.is_unbound`: ignored handles are left out,
     since binding writes to the handle and Poolboy writes nothing to an ignored object).
 
     The label selector (:func:`unbound_selector`: a pool's handles carry its label) narrows what the API server
-    sends; both readers apply it as well as the index."""
-    return ctx.kube.list(ctx.settings.api_version, RESOURCE_HANDLE, ctx.settings.operator_namespace,
+    sends; both readers apply it as well as the index. ``reader`` is :attr:`Context.kube` unless given (the pool
+    passes :attr:`Context.api_reader` to count before it creates)."""
+    return (reader or ctx.kube).list(ctx.settings.api_version, RESOURCE_HANDLE, ctx.settings.operator_namespace,
                          label_selector=unbound_selector(ctx, None if fallbacks else scope_pool(scope)),
                          index=candidates.unbound_in(ctx.settings.domain, scope, *fallbacks))
 

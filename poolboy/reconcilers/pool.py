@@ -1,8 +1,15 @@
 """ResourcePool reconciler (docs/behaviour.md#pools, #scalings for the pool side, #deletion for a deleted pool).
 
-Every decision is made from a fresh list of the pool's unbound handles, and exactly the deficit is created, so a
-repeated reconcile never over-provisions (the gate runs one reconcile per pool at a time). The pool never writes a
-scaling's status: it enqueues the scaling, whose own reconciler counts the handles labelled with its name.
+The pool never makes more handles than it needs, whatever failed between its creates. Every step reads the run's
+cheap view (the shared cache's index summaries), which lags the API server: a create of an earlier run reaches it
+only with the watch, and a create whose answer was lost (stored, then a 500, a 503 or a cut connection) never comes
+back to the run that made it. So a run whose cheap view shows a deficit first counts again from the API server
+(:attr:`~poolboy.context.Context.api_reader`: one consistent list of the pool's unbound handles, and the active
+scaling's handles and status when a scaling is being served), and creates exactly the deficit that count shows; a
+run with nothing to create makes no extra request. Every create of an earlier run, answered or not, is in that
+count, and the gate runs one reconcile per pool at a time, so the pool never goes above ``minAvailable`` (plus a
+rollout's surge, autoscaling's extra, a scaling's count). The pool never writes a scaling's status: it enqueues the
+scaling, whose own reconciler counts the handles labelled with its name.
 
 Steps of a run: delete unhealthy handles (``deleteUnhealthyResourceHandles``), take the next step of a rollout of
 outdated handles (``updateStrategy: Replace``, :mod:`poolboy.reconcilers.pool_rollout`), size the pool to demand
@@ -13,6 +20,7 @@ deleting unbound handles is :mod:`poolboy.reconcilers.pool_members`.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -29,9 +37,11 @@ log = logging.getLogger(__name__)
 
 
 
-def pool_scalings(ctx: Context, pool_name: str) -> list[dict[str, Any]]:
-    """The pool's scalings, oldest ``creationTimestamp`` first, then name (docs/behaviour.md#scalings: "first")."""
-    scalings = ctx.kube.list(ctx.settings.api_version, RESOURCE_POOL_SCALING, ctx.settings.operator_namespace)
+def pool_scalings(ctx: Context, pool_name: str, reader: kube.Reader | None = None) -> list[dict[str, Any]]:
+    """The pool's scalings, oldest ``creationTimestamp`` first, then name (docs/behaviour.md#scalings: "first"),
+    from ``reader`` (:attr:`Context.kube` unless given)."""
+    scalings = (reader or ctx.kube).list(ctx.settings.api_version, RESOURCE_POOL_SCALING,
+                                         ctx.settings.operator_namespace)
     mine = [s for s in scalings if ((s.get("spec") or {}).get("resourcePool") or {}).get("name") == pool_name
             and not s["metadata"].get("deletionTimestamp")]
     return sorted(mine, key=lambda s: (s["metadata"].get("creationTimestamp") or "", s["metadata"]["name"]))
@@ -42,9 +52,9 @@ def scaling_at(scaling: dict[str, Any], now: datetime) -> datetime:
     return timeutil.parse_timestamp(at) if at else now
 
 
-def scaling_handle_names(ctx: Context, scaling_name: str) -> list[str]:
-    handles = ctx.kube.list(ctx.settings.api_version, RESOURCE_HANDLE, ctx.settings.operator_namespace,
-                            label_selector=f"{ctx.label('resource-pool-scaling-name')}={scaling_name}")
+def scaling_handle_names(ctx: Context, scaling_name: str, reader: kube.Reader | None = None) -> list[str]:
+    handles = (reader or ctx.kube).list(ctx.settings.api_version, RESOURCE_HANDLE, ctx.settings.operator_namespace,
+                                        label_selector=f"{ctx.label('resource-pool-scaling-name')}={scaling_name}")
     return [h["metadata"]["name"] for h in handles]
 
 
@@ -58,9 +68,10 @@ def _delete_unhealthy(ctx: Context, pool: dict[str, Any], handles: list[dict[str
     return pool, [h for h in handles if h["metadata"]["name"] not in deleted], enqueue
 
 
-def _active_scaling(ctx: Context, pool: dict[str, Any], scalings: list[dict[str, Any]]) -> tuple[
-        dict[str, Any] | None, int, datetime | None]:
-    """The first active scaling and how many handles it still needs; plus the next future ``at``."""
+def _active_scaling(ctx: Context, pool: dict[str, Any], scalings: list[dict[str, Any]],
+                    reader: kube.Reader | None = None) -> tuple[dict[str, Any] | None, int, datetime | None]:
+    """The first active scaling and how many handles it still needs (its handles read from ``reader``); plus the
+    next future ``at``."""
     next_at: datetime | None = None
     for scaling in scalings:
         try:
@@ -70,36 +81,72 @@ def _active_scaling(ctx: Context, pool: dict[str, Any], scalings: list[dict[str,
         if at > ctx.now:
             next_at = at if next_at is None else min(next_at, at)
             continue
-        created = pool_handles.scaling_created(scaling, scaling_handle_names(ctx, scaling["metadata"]["name"]), pool)
+        names = scaling_handle_names(ctx, scaling["metadata"]["name"], reader)
+        created = pool_handles.scaling_created(scaling, names, pool)
         remaining = int((scaling.get("spec") or {}).get("count") or 0) - len(created)
         if remaining > 0:
             return scaling, remaining, next_at
     return None, 0, next_at
 
 
-def _create_handles(ctx: Context, pool: dict[str, Any], providers: list[Provider], handles: list[dict[str, Any]],
-                    scaling: dict[str, Any] | None, scaling_remaining: int, surge: int) -> list[dict[str, Any]]:
-    """Create up to ``minAvailable`` (plus a rollout's ``surge``), then what the active scaling still needs."""
+@dataclass(frozen=True)
+class _Demand:
+    """What the pool is to create from: its unbound handles, and the active scaling with how many handles it still
+    needs, as one reader (the run's cheap view, or the API server) sees them."""
+
+    handles: list[dict[str, Any]]
+    scaling: dict[str, Any] | None
+    scaling_remaining: int
+
+
+def _plan(pool: dict[str, Any], demand: _Demand, surge: int) -> tuple[int, int]:
+    """How many handles to create for the pool (up to ``minAvailable`` plus ``surge``) and then for the active
+    scaling, together no more than ``maxUnready`` leaves room for."""
     spec = pool.get("spec") or {}
-    min_available = int(spec.get("minAvailable") or 0) + surge
+    deficit = max(0, int(spec.get("minAvailable") or 0) + surge - len(demand.handles))
+    wanted = deficit + (demand.scaling_remaining if demand.scaling else 0)
     max_unready = spec.get("maxUnready")
-    available = len(handles)
-    unready = sum(1 for h in handles if (h.get("status") or {}).get("ready") is not True)
+    if max_unready is not None:
+        unready = sum(1 for h in demand.handles if (h.get("status") or {}).get("ready") is not True)
+        wanted = min(wanted, max(0, int(max_unready) - unready))
+    return min(deficit, wanted), wanted - min(deficit, wanted)
+
+
+def _counted(ctx: Context, pool: dict[str, Any], cached: _Demand) -> _Demand:
+    """The demand as the API server counts it (see the module docstring): the pool's unbound handles, and the
+    scalings again when the cheap view has an active one (a view that lags misses handles and records, so it counts
+    more missing, never fewer: a scaling it counts as done is done)."""
+    api, name = ctx.api_reader, pool["metadata"]["name"]
+    handles = pool_members.unbound_handles(ctx, name, reader=api)
+    if cached.scaling is None:
+        return _Demand(handles, None, 0)
+    scaling, remaining, _ = _active_scaling(ctx, pool, pool_scalings(ctx, name, reader=api), reader=api)
+    return _Demand(handles, scaling, remaining)
+
+
+def _create(ctx: Context, pool: dict[str, Any], providers: list[Provider], count: int,
+            scaling: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Create ``count`` handles (labelled with ``scaling`` when given)."""
     created: list[dict[str, Any]] = []
-    while (max_unready is None or unready < int(max_unready)) and \
-            (available < min_available or scaling_remaining > 0):
-        for_scaling = available >= min_available
+    while len(created) < count:
         body = pool_handles.build_pool_handle(
-            ctx, pool, providers, scaling_name=scaling["metadata"]["name"] if for_scaling and scaling else None)
+            ctx, pool, providers, scaling_name=scaling["metadata"]["name"] if scaling else None)
         try:
             created.append(ctx.kube.create(body))
         except kube.AlreadyExists:
             continue  # name collision: try another random name
-        available += 1
-        unready += 1
-        if for_scaling:
-            scaling_remaining -= 1
     return created
+
+
+def _create_handles(ctx: Context, pool: dict[str, Any], providers: list[Provider], cached: _Demand,
+                    surge: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Create up to ``minAvailable`` (plus a rollout's ``surge``), then what the active scaling still needs, as
+    counted by the API server when the cheap view shows anything to create. Returns the unbound handles as last
+    counted and the handles created."""
+    demand = _counted(ctx, pool, cached) if any(_plan(pool, cached, surge)) else cached
+    for_pool, for_scaling = _plan(pool, demand, surge)
+    created = _create(ctx, pool, providers, for_pool) + _create(ctx, pool, providers, for_scaling, demand.scaling)
+    return demand.handles, created
 
 
 def _status(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]]) -> dict[str, Any]:
@@ -172,8 +219,8 @@ def _live(ctx: Context, pool: dict[str, Any]) -> Result:
             if not surge:  # never shrink during a rollout: its surge handles are not surplus
                 pool, handles, surplus_keys = pool_autoscaling.scale_down(ctx, pool, handles, sized)
                 enqueue += surplus_keys
-            created = _create_handles(ctx, pool, providers, handles, scaling, remaining,
-                                      surge + pool_autoscaling.extra(sized, pool))
+            handles, created = _create_handles(ctx, pool, providers, _Demand(handles, scaling, remaining),
+                                               surge + pool_autoscaling.extra(sized, pool))
     except PermanentError as error:
         _fail(ctx, pool, error)
         raise

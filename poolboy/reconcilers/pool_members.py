@@ -24,14 +24,15 @@ log = logging.getLogger(__name__)
 TIME_TO_READY = "_timeToReady"
 
 
-def unbound_handles(ctx: Context, pool_name: str) -> list[dict[str, Any]]:
-    """The pool's unbound handles (:func:`poolboy.domain.binding.list_unbound`), whole, by name.
+def unbound_handles(ctx: Context, pool_name: str, reader: kube.Reader | None = None) -> list[dict[str, Any]]:
+    """The pool's unbound handles (:func:`poolboy.domain.binding.list_unbound`), whole, by name, from ``reader``
+    (:attr:`Context.kube` unless given).
 
     Ignored handles (``D/ignore``) are left out: no claim can bind them, so they are not available and the pool
     replaces them; and the pool neither lists, deletes (unhealthy, outdated, pool deleted) nor otherwise touches
     them.
     """
-    handles = binding.list_unbound(ctx, scopes.pool_scope(pool_name))
+    handles = binding.list_unbound(ctx, scopes.pool_scope(pool_name), reader=reader)
     return sorted(handles, key=lambda h: h["metadata"]["name"])
 
 

@@ -118,6 +118,23 @@ def test_the_fault_proxy_injects_errors_and_passes_the_caller_on(control_plane: 
     client.CoreV1Api(control_plane.api_client()).list_namespaced_config_map("default")
 
 
+def test_the_fault_proxy_commits_then_fails_a_create(control_plane: ControlPlane) -> None:
+    """``after_commit``: kube-apiserver stores the object, the client is answered the injected error."""
+    ns = namespace(control_plane, "commit")
+    core = client.CoreV1Api(control_plane.api_client())
+    control_plane.set_faults(error_rate=1.0, codes=[500], verbs=["create"], kinds=["configmaps"], after_commit=True)
+    try:
+        with pytest.raises(client.ApiException) as injected:
+            core.create_namespaced_config_map(ns, {"metadata": {"name": "stored"}})
+        assert injected.value.status == 500
+        with pytest.raises(client.ApiException) as own:
+            core.create_namespaced_config_map(ns, {"metadata": {"name": "stored"}})
+        assert own.value.status == 409, "a request the API server refuses is answered with its own error"
+    finally:
+        control_plane.clear_faults()
+    assert core.read_namespaced_config_map("stored", ns).metadata.name == "stored", "the create was not stored"
+
+
 def test_a_watch_from_a_compacted_revision_meets_410_gone_after_a_restart(control_plane: ControlPlane) -> None:
     ns = namespace(control_plane, "compact")
     core = client.CoreV1Api(control_plane.api_client())

@@ -57,6 +57,22 @@ def test_error_rate_one_fails_every_request_with_500(fresh: tuple[DevCluster, cl
     assert failure(core.read_namespaced_config_map, "new", namespace).status == 404, "a faulted create took effect"
 
 
+def test_after_commit_stores_the_write_and_answers_the_error(fresh: tuple[DevCluster, client.CoreV1Api, str]) -> None:
+    cluster, core, namespace = fresh
+    cluster.request("PUT", "/_devcluster/faults", {"error_rate": 1.0, "codes": [503], "verbs": ["create", "patch"],
+                                                   "kinds": ["configmaps"], "after_commit": True})
+    created = failure(core.create_namespaced_config_map, namespace, {"metadata": {"name": "new"}})
+    assert created is not None and created.status == 503, "the client was not told the create failed"
+    patched = failure(core.patch_namespaced_config_map, "cm", namespace, {"data": {"a": "1"}}, _content_type=MERGE)
+    assert patched is not None and patched.status == 503
+    again = failure(core.create_namespaced_config_map, namespace, {"metadata": {"name": "new"}})
+    assert again is not None and again.status == 409 and status_of(again)["reason"] == "AlreadyExists", \
+        "a request that fails on its own is answered with its own error"
+    cluster.request("PUT", "/_devcluster/faults", {})
+    assert core.read_namespaced_config_map("new", namespace).metadata.name == "new", "the create was not stored"
+    assert core.read_namespaced_config_map("cm", namespace).data == {"a": "1"}, "the patch was not stored"
+
+
 def test_injected_429_carries_retry_after(fresh: tuple[DevCluster, client.CoreV1Api, str]) -> None:
     cluster, core, namespace = fresh
     cluster.request("PUT", "/_devcluster/faults", {"error_rate": 1.0, "codes": [429], "retry_after": 2})

@@ -87,10 +87,14 @@ class Burst:
     def config_maps(self) -> list[Any]:
         return client.CoreV1Api(self.api.api_client).list_namespaced_config_map(self.namespace).items
 
+    def unbound_pool(self) -> list[dict]:
+        """The pool's unbound handles that are not being deleted."""
+        return [h for h in self.handles() if not h["spec"].get("resourceClaim")
+                and h["metadata"].get("labels", {}).get(f"{D}/resource-pool-name") == self.name
+                and not h["metadata"].get("deletionTimestamp")]
+
     def unbound_pool_handles(self) -> int:
-        return len([h for h in self.handles() if not h["spec"].get("resourceClaim")
-                    and h["metadata"].get("labels", {}).get(f"{D}/resource-pool-name") == self.name
-                    and not h["metadata"].get("deletionTimestamp")])
+        return len(self.unbound_pool())
 
     def bound_count(self) -> int:
         return sum(1 for c in self.claims() if (c.get("status") or {}).get("resourceHandle"))
