@@ -19,6 +19,8 @@ from tests.waiting import wait_for
 from workers import redis_client
 from workers.enqueue import Enqueuer
 
+pytestmark = pytest.mark.openssl
+
 PASSWORD = "s3cret pass"
 
 
