@@ -1,12 +1,12 @@
 """Shared fixtures: a real devcluster subprocess and a real redis-server, each on a free loopback port; the tests
 that need the real control plane (marked ``control_plane``: ``tests/controlplane``, and every test of ``tests/e2e``,
 ``tests/chaos`` and ``tests/corpus`` when they run on it, see :mod:`tests.clusters`) and those that build and run the
-container image (marked ``image``, :mod:`tests.deploy.image`) and those that run ``kubectl`` (marked ``kubectl``)
-skipped with one summary line, or failed at once in CI, where they cannot run."""
+container image (marked ``image``, :mod:`tests.deploy.image`) and those that run an external tool (marked with its
+name, :mod:`tests.tools`: ``kubectl``, ``helm``, ``openssl``, ...) skipped with one summary line, or failed at once in
+CI, where they cannot run."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -14,7 +14,7 @@ import pytest
 
 from devcluster.testing import DEFAULT_CRDS, DevCluster
 from stack.testing import RedisServer
-from tests import clusters
+from tests import clusters, tools
 from tests.deploy import image
 
 #: the directories whose stacks run on :data:`tests.clusters.E2E_CLUSTER`
@@ -27,6 +27,8 @@ _HERE = Path(__file__).resolve().parent
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "control_plane: needs the real control plane (controlplane/)")
     config.addinivalue_line("markers", "image: builds and runs the container image (scripts/build-image.sh)")
+    for tool in tools.UNAVAILABLE:
+        config.addinivalue_line("markers", f"{tool}: runs the external tool {tool} (tests/tools.py)")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -34,18 +36,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         parts = Path(item.path).resolve().relative_to(_HERE).parts
         if parts and (parts[0] in ON_CONTROL_PLANE or (clusters.E2E_CLUSTER == "real" and parts[0] in ON_E2E_CLUSTER)):
             item.add_marker(pytest.mark.control_plane)
+            if parts[0] in ON_E2E_CLUSTER:
+                item.add_marker(pytest.mark.helm)  # its stack's service accounts get the chart's RBAC, rendered by helm
     _skip_or_fail(config, items, "control_plane", "real control plane", "POOLBOY_REQUIRE_CONTROL_PLANE",
                   clusters.REQUIRED, clusters.unavailable)
     _skip_or_fail(config, items, "image", "container image build", "POOLBOY_REQUIRE_IMAGE", image.REQUIRED,
                   image.unavailable)
-    _skip_or_fail(config, items, "kubectl", "kubectl binary", "POOLBOY_REQUIRE_CONTROL_PLANE", clusters.REQUIRED,
-                  _kubectl_unavailable)
-
-
-def _kubectl_unavailable() -> str | None:
-    if shutil.which("kubectl"):
-        return None
-    return "kubectl is not on PATH (scripts/bootstrap.sh installs it into .venv/bin; ./run puts that on PATH)"
+    for tool, unavailable in tools.UNAVAILABLE.items():
+        _skip_or_fail(config, items, tool, f"{tool} tool", "POOLBOY_REQUIRE_CONTROL_PLANE", clusters.REQUIRED,
+                      unavailable)
 
 
 def _skip_or_fail(config: pytest.Config, items: list[pytest.Item], marker: str, what: str, variable: str,

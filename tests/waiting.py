@@ -21,3 +21,27 @@ def wait_for(condition: Callable[[], Any], timeout: float = 10.0, interval: floa
             last_error = error
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {message}; last error: {last_error!r}")
+
+
+def holds_until(invariant: Callable[[], Any], control: Callable[[], Any], timeout: float = 30.0,
+                interval: float = 0.1, extend: float = 0.0, message: str = "the control") -> int:
+    """Check ``invariant`` (an assertion) on every poll until ``control`` holds, then for ``extend`` times as long
+    again, and return how many checks it passed: what must *not* happen is watched over a window that something
+    which does happen in it (the control) shows to be long enough. Fails when the control does not hold within
+    ``timeout``."""
+    start = time.monotonic()
+    checks = 0
+    while True:
+        invariant()
+        checks += 1
+        if control():
+            break
+        if time.monotonic() - start > timeout:
+            raise AssertionError(f"timed out after {timeout}s waiting for {message}, the window's control")
+        time.sleep(interval)
+    end = time.monotonic() + extend * (time.monotonic() - start)
+    while time.monotonic() < end:
+        time.sleep(interval)
+        invariant()
+        checks += 1
+    return checks

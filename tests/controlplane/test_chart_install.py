@@ -29,6 +29,8 @@ from tests.controlplane.helm_release import (
 from tests.controlplane.operator_crds import OPERATOR_CRDS
 from tests.waiting import wait_for
 
+pytestmark = pytest.mark.helm
+
 D, V1 = "poolboy.gpte.redhat.com", "v1"
 OTHER_DOMAIN = "chart-install.gpte.redhat.com"
 KEPT_DOMAIN = "chart-kept.gpte.redhat.com"

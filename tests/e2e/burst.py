@@ -208,32 +208,43 @@ class Watchdog:
 
     def _check_cleanup(self, obj: dict) -> None:
         """An object is gone, so its finalizer was removed: its cleanup must be done already
-        (docs/behaviour.md#design-rules, rule 5)."""
+        (docs/behaviour.md#design-rules, rule 5). What cannot be read is a violation too: unknown is not gone."""
         name = obj["metadata"]["name"]
+        core = client.CoreV1Api(self.burst.api.api_client)
         if obj["kind"] == "ResourceHandle":
             for ref in [r.get("reference") or {} for r in (obj.get("status") or {}).get("resources", [])]:
-                if ref.get("name") and self._exists(lambda r=ref: client.CoreV1Api(self.burst.api.api_client)
-                                                    .read_namespaced_config_map(r["name"], r["namespace"])):
-                    self.violations.append(f"handle {name} gone while its resource {ref['name']} still exists")
-        elif (ref := (obj.get("status") or {}).get("resourceHandle")) and self._exists(
-                lambda: self.burst.api.get_namespaced_custom_object(D, "v1", NS, "resourcehandles", ref["name"])):
-            self.violations.append(f"claim {name} gone while its handle {ref['name']} is not being deleted")
+                if ref.get("name"):
+                    self._check_gone(f"handle {name} gone while its resource {ref['name']}",
+                                     lambda r=ref: core.read_namespaced_config_map(r["name"], r["namespace"]))
+        elif ref := (obj.get("status") or {}).get("resourceHandle"):
+            self._check_gone(f"claim {name} gone while its handle {ref['name']}",
+                             lambda: self.burst.api.get_namespaced_custom_object(D, "v1", NS, "resourcehandles",
+                                                                                 ref["name"]))
+
+    def _check_gone(self, what: str, read: Any) -> None:
+        live = self._live(read)
+        if isinstance(live, str):
+            self.violations.append(f"{what} could not be read to tell whether it is gone: {live}")
+        elif live:
+            self.violations.append(f"{what} still exists and is not being deleted")
 
     @staticmethod
-    def _exists(read: Any) -> bool:
-        """True when the object exists and is not being deleted (API faults are retried)."""
-        for _ in range(20):
+    def _live(read: Any, patience: float = 30.0) -> bool | str:
+        """True when the object exists and is not being deleted, False when it is gone or being deleted; the last
+        error when it could not be read within ``patience`` seconds (API faults are retried)."""
+        deadline = time.monotonic() + patience
+        while True:
             try:
                 found = read()
-            except client.ApiException as error:
-                if error.status == 404:
+            except Exception as error:  # an API fault, or the API server away (a chaos run restarts it): retried
+                if isinstance(error, client.ApiException) and error.status == 404:
                     return False
-                time.sleep(0.05)
+                if time.monotonic() > deadline:
+                    return f"{type(error).__name__}: {' '.join(str(error).split())}"[:300]
+                time.sleep(0.1)
                 continue
             metadata = found["metadata"] if isinstance(found, dict) else found.metadata.to_dict()
             return not metadata.get("deletion_timestamp") and not metadata.get("deletionTimestamp")
-        return False
-
 
 
 def wait_settled(burst: Burst, timeout: float = 60.0, log_dir: Path | None = None,

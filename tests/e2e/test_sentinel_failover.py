@@ -22,6 +22,8 @@ from tests.e2e.burst import Burst, Watchdog, custom_api, wait_settled
 from tests.e2e.conftest import FAST_INTERVALS
 from tests.waiting import wait_for
 
+pytestmark = pytest.mark.redis_sentinel
+
 POOL = 30
 CLAIMS = 60
 KILL_AT = 20

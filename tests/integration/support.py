@@ -3,7 +3,7 @@
 Both families need their own operator and user namespaces, a real ``KubeClient`` and a
 :class:`tests.converge.Converger` driving the domain reconcilers directly. The families' factories and "driving"
 helpers differ in signature (claim tests name claims, handle tests name a kind and an object), so those stay in
-``test_claim_support`` (:class:`ClaimEnv`) and ``test_handle_support`` (:class:`HandleEnv`); what is the same logic
+``claim_support`` (:class:`ClaimEnv`) and ``handle_support`` (:class:`HandleEnv`); what is the same logic
 lives here once.
 """
 

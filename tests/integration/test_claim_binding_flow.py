@@ -11,7 +11,7 @@ from poolboy.domain import binding
 from poolboy.domain.handle_factory import handle_name
 from poolboy.reconcilers.claim.bind import try_bind
 from tests.converge import api_context
-from tests.integration.test_claim_support import ClaimEnv, env_fixture, parse_ts, ts  # noqa: F401 - env_fixture provides "env"
+from tests.integration.claim_support import ClaimEnv, env_fixture, parse_ts, ts  # noqa: F401 - env_fixture provides "env"
 
 
 def _pool_handle(env: ClaimEnv, name: str, *, template: dict | None = None, pool: str = "pool1",

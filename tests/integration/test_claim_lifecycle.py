@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_claim_support import ClaimEnv, env_fixture, parse_ts, ts  # noqa: F401 - env_fixture provides "env"
+from tests.integration.claim_support import ClaimEnv, env_fixture, parse_ts, ts  # noqa: F401 - env_fixture provides "env"
 
 
 def _bound(env: ClaimEnv, **provider_spec: Any) -> dict:

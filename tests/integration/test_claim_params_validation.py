@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from poolboy.result import PermanentError
-from tests.integration.test_claim_support import ClaimEnv, env_fixture  # noqa: F401 - env_fixture provides "env"
+from tests.integration.claim_support import ClaimEnv, env_fixture  # noqa: F401 - env_fixture provides "env"
 
 SIZE_SCHEMA = {"type": "object", "properties": {"data": {"type": "object", "additionalProperties": False,
                                                          "properties": {"size": {"type": "string",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from poolboy.result import PermanentError, Result
-from tests.integration.test_claim_support import ClaimEnv, env_fixture, ts  # noqa: F401 - env_fixture provides "env"
+from tests.integration.claim_support import ClaimEnv, env_fixture, ts  # noqa: F401 - env_fixture provides "env"
 
 
 def test_ignored_claim_gets_no_finalizer_and_no_status(env: ClaimEnv) -> None:

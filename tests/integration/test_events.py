@@ -17,7 +17,7 @@ import pytest
 from kubernetes import client, config
 
 from poolboy.kube import event_recorder
-from tests.integration.test_claim_support import ClaimEnv, env_fixture, ts  # noqa: F401 - env_fixture provides "env"
+from tests.integration.claim_support import ClaimEnv, env_fixture, ts  # noqa: F401 - env_fixture provides "env"
 
 
 @pytest.fixture()

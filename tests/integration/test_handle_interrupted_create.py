@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import pytest
 
 from poolboy.kube import ServerError
+from tests.integration.handle_support import HandleEnv
 from tests.integration.support import open_env
-from tests.integration.test_handle_support import HandleEnv
 
 
 @pytest.fixture()

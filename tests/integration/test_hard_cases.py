@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from tests.integration.test_claim_support import ClaimEnv, env_fixture  # noqa: F401 - env_fixture provides "env"
+from tests.integration.claim_support import ClaimEnv, env_fixture  # noqa: F401 - env_fixture provides "env"
 
 
 def _claim(env: ClaimEnv, name: str = "c") -> None:

@@ -7,8 +7,8 @@ exactly that: it follows only the keys a result enqueues, never a watch event.
 
 from __future__ import annotations
 
-from tests.integration import test_handle_support as support
-from tests.integration.test_handle_support import HandleEnv
+from tests.integration import handle_support as support
+from tests.integration.handle_support import HandleEnv
 
 henv = support.henv  # the fixture
 

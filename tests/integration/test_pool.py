@@ -11,8 +11,8 @@ from datetime import timedelta
 
 from poolboy.context import utcnow
 from poolboy.utils.timeutil import parse_timestamp
-from tests.integration import test_handle_support as support
-from tests.integration.test_handle_support import HandleEnv, ts
+from tests.integration import handle_support as support
+from tests.integration.handle_support import HandleEnv, ts
 
 henv = support.henv  # the fixture
 

@@ -17,9 +17,9 @@ from devcluster.testing import DevCluster
 from poolboy.context import Context
 from poolboy.kube import KubeClient, ServerError
 from poolboy.reconcilers import pool
-from tests.integration import test_handle_support as support
+from tests.integration import handle_support as support
+from tests.integration.handle_support import HandleEnv
 from tests.integration.support import open_env
-from tests.integration.test_handle_support import HandleEnv
 
 henv = support.henv  # the fixture
 

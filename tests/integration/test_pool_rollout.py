@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.integration import test_handle_support as support
-from tests.integration.test_handle_support import HandleEnv
+from tests.integration import handle_support as support
+from tests.integration.handle_support import HandleEnv
 
 henv = support.henv  # the fixture
 

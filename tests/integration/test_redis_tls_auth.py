@@ -21,6 +21,8 @@ from tests.integration.engine_settings import ENV
 from tests.waiting import wait_for
 from workers.messages import QueuedMessages
 
+pytestmark = pytest.mark.openssl
+
 PASSWORD = "s3cret pass"
 
 
