@@ -187,6 +187,16 @@ def _start_health(**_: object) -> None:
 
 
 @beat_init.connect
+def _configure_beat_runtime(**_: object) -> None:
+    """Beat adds the keys of the sweeps it runs itself (workers.beat_scheduler) through the same runtime as a
+    worker's, built on first use."""
+    from engine import runtime
+    from workers.messages import QueuedMessages
+
+    runtime.configure(app, settings, QueuedMessages(app).encode)
+
+
+@beat_init.connect
 def _start_beat_health(sender: object = None, **_: object) -> None:
     """/healthz: beat's scheduler loop ticks; /readyz: Redis answers too (beat makes no Kubernetes API call)."""
     from workers import health

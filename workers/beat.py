@@ -1,13 +1,15 @@
 """Beat's periodic tasks (queue ``periodic``): per-kind manage sweeps and the full resync. (Deadlines and retries
 are released by every worker's pump, :mod:`workers.pump`, not by beat.)
 
-Every task here only *adds keys to the gate*, so running it twice is harmless: the queue coalesces duplicate
+Every task here only *adds keys to the work queue*, so running it twice is harmless: the queue coalesces duplicate
 adds, so even two beats ticking at once would cost nothing but duplicate sweeps. Beat runs
 celery-redbeat (:mod:`workers.beat_scheduler`): run two replicas, the holder of the Redis lock ticks and the other
 takes over when it dies.
 
-The manage sweeps and the resync list objects page by page (bounded memory) and add them at priority ``resync``,
-so a big resync never delays a live event (Redis message priorities, prefetch 1).
+A manage sweep the shared cache can answer runs in beat itself (:func:`sweep_cached`): at rest it adds nothing and
+sends no task, so Flower shows only the reconciles a sweep finds owed. The resync, and a sweep the cache cannot answer,
+are tasks for a worker, which has API credentials. They list objects page by page (bounded memory) and add them at
+priority ``resync``, so a big resync never delays a live event (Redis message priorities, prefetch 1).
 """
 
 from __future__ import annotations
@@ -27,24 +29,39 @@ log = logging.getLogger(__name__)
 #: kinds listed in every namespace; all others live in the operator namespace
 CLUSTER_WIDE = {keys.CLAIM}
 MANAGED = {"claims": keys.CLAIM, "handles": keys.HANDLE, "pools": keys.POOL}
+#: task name of each kind's manage sweep
+MANAGE_TASKS = {f"{PERIODIC_PREFIX}manage_{plural}": kind for plural, kind in MANAGED.items()}
+
+
+def sweep_cached(kind: str, priority: str = "resync") -> int | None:
+    """Add the objects of ``kind`` a sweep must run (:mod:`engine.sweeps`: converged claims and handles are passed
+    over) from the shared cache's index: how many, or None when the cache cannot answer. Needs Redis only, so beat
+    runs it itself (:class:`workers.beat_scheduler.Scheduler`) and sends no task when it can answer."""
+    rt = runtime()
+    if rt.cache is None:
+        return None
+    namespace = None if kind in CLUSTER_WIDE else rt.settings.operator_namespace
+    cached = rt.cache.names(rt.settings.api_version, keys.KINDS[kind], namespace)
+    if cached is None:
+        return None
+    found = [keys.make(kind, ns, name) for ns, name in cached]  # the watcher caches no ignored object
+    if kind in sweeps.FILTERED:
+        found = sweeps.dirty_keys(rt.redis, rt.settings, found)
+        metrics.SWEEP_SKIPPED.labels(kind=kind).inc(len(cached) - len(found))
+    rt.enqueuer.add_many(found, priority)
+    return len(found)
 
 
 def enqueue_kind(kind: str, priority: str = "resync", *, from_cache: bool = True) -> int:
-    """Add every object of ``kind`` (not labelled ``<domain>/ignore``) to the gate: from the shared cache's index
-    when it can answer (a periodic sweep then costs no API request), else from the API one page at a time."""
+    """Add every object of ``kind`` (not labelled ``<domain>/ignore``) to the queue: from the shared cache's index
+    when it can answer (:func:`sweep_cached`), else from the API one page at a time."""
     rt = runtime()
     if rt.kube is None:
         raise RuntimeError("no Kubernetes client configured")
+    found = sweep_cached(kind, priority) if from_cache else None
+    if found is not None:
+        return found
     namespace = None if kind in CLUSTER_WIDE else rt.settings.operator_namespace
-    cached = rt.cache.names(rt.settings.api_version, keys.KINDS[kind], namespace) \
-        if from_cache and rt.cache is not None else None
-    if cached is not None:  # the watcher caches only objects without the ignore label
-        found = [keys.make(kind, ns, name) for ns, name in cached]
-        if kind in sweeps.FILTERED:  # converged objects are passed over (see engine.sweeps)
-            found = sweeps.dirty_keys(rt.redis, rt.settings, found)
-            metrics.SWEEP_SKIPPED.labels(kind=kind).inc(len(cached) - len(found))
-        rt.enqueuer.add_many(found, priority)
-        return len(found)
     selector = "!" + rt.settings.label("ignore")
     total = 0
     for page in rt.kube.list_pages(rt.settings.api_version, keys.KINDS[kind], namespace, label_selector=selector):

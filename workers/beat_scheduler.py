@@ -1,4 +1,5 @@
-"""Beat without a single point of failure: celery-redbeat's scheduler, made to survive a Redis loss.
+"""Beat without a single point of failure: celery-redbeat's scheduler, made to survive a Redis loss, and running the
+sweeps the shared cache can answer itself (:meth:`Scheduler.apply_async`).
 
 redbeat keeps the schedule in Redis and lets only the holder of a Redis lock run it, so two (or more) ``poolboy beat``
 replicas can run: one is active, the others wait on the lock and take over at most ``POOLBOY_BEAT_LOCK_TIMEOUT``
@@ -47,6 +48,24 @@ class Scheduler(RedBeatScheduler):
         except (redis.RedisError, LockError) as error:
             log.warning("beat: Redis unavailable or lock lost (%s); retrying in %.0fs", error, RETRY_TICK)
             return min(RETRY_TICK, self.max_interval)
+
+    def apply_async(self, entry: Any, producer: Any = None, advance: bool = True, **kwargs: Any) -> Any:
+        """A manage sweep the shared cache can answer runs here, with no task (:func:`workers.beat.sweep_cached`);
+        anything else is sent as Celery's beat sends it."""
+        from workers.beat import MANAGE_TASKS, sweep_cached
+
+        kind = MANAGE_TASKS.get(entry.task)
+        if kind is not None:
+            try:
+                swept = sweep_cached(kind) is not None
+            except redis.RedisError as error:
+                log.warning("beat: sweep of %s: %s; the next sweep tries again", kind, error)
+                swept = True
+            if swept:
+                if advance:
+                    self.reserve(entry)
+                return None
+        return super().apply_async(entry, producer, advance, **kwargs)
 
     def _holds_lock(self) -> bool:
         return self.lock is not None and bool(self.lock.owned())
