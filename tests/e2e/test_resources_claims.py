@@ -23,7 +23,7 @@ from stack.local import LocalStack
 from tests.e2e import provider_support
 from tests.e2e.provider_support import condition, status
 from tests.waiting import wait_for
-from workers.due import DUE
+from workqueue.keyspace import DUE
 
 D = "poolboy.gpte.redhat.com"
 V1 = f"{D}/v1"
