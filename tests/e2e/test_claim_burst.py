@@ -1,4 +1,5 @@
-"""Concurrency on the real stack: 200 claims at once against a pool of 100, with a worker SIGKILLed mid-burst.
+"""Concurrency on the real stack: 200 claims at once against a pool of 100, with a worker SIGKILLed mid-burst while
+it runs reconciles (the runs it cut short are seen holding their gate leases after the kill).
 
 Outcomes that must hold however the work is spread over worker processes (docs/behaviour.md#binding, #pools,
 #design-rules rule 3):
@@ -8,17 +9,25 @@ handles), and the pool refilled to minAvailable.
 
 from __future__ import annotations
 
+import ast
 import signal
+import socket
+import time
 from collections import Counter
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+import redis
 from kubernetes import client, config
 
+from poolboy.settings import Settings
 from stack.local import LocalStack
 from tests.clusters import e2e_options
 from tests.e2e.conftest import FAST_INTERVALS
 from tests.waiting import wait_for
+from workers import gate
+from workers.redis_client import probe_app
 
 D = "poolboy.gpte.redhat.com"
 NS = "poolboy"
@@ -63,6 +72,43 @@ def setup_provider_and_pool(stack: LocalStack, api: client.CustomObjectsApi) -> 
     })
 
 
+def runs_in_progress(probe: Any, client: redis.Redis, index: int) -> dict[str, str]:
+    """The reconciles worker ``index`` is executing, as key -> the gate lease token of that run: a task the worker
+    reports active whose key's lease (``gate:{key}:active``) is held by a token of that task's id."""
+    hostname = f"worker{index}@{socket.gethostname()}"
+    active = (probe.control.inspect(destination=[hostname], timeout=1).active() or {}).get(hostname) or []
+    held = {}
+    for task in active:
+        args = ast.literal_eval(task["args"]) if isinstance(task["args"], str) else task["args"]
+        token = client.get(gate.active_key(args[0])) if args else None
+        if token and token.startswith(f"{task['id']}/"):
+            held[args[0]] = token
+    return held
+
+
+def kill_mid_run(stack: LocalStack, index: int, timeout: float = 60) -> list[str]:
+    """SIGKILL worker ``index`` while it runs reconciles, and return the keys whose runs the kill cut short: their
+    leases still hold those runs' tokens after the kill, so no DONE released them (a run that ended first is not
+    counted); fails when the worker is never caught mid-run."""
+    probe = probe_app(Settings.from_env(stack.env))
+    client = redis.Redis.from_url(stack.redis_url, decode_responses=True)
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            held = runs_in_progress(probe, client, index)
+            if held:
+                stack.child(f"worker-{index}").signal(signal.SIGKILL)
+                cut = [key for key, token in held.items() if client.get(gate.active_key(key)) == token]
+                if cut:
+                    assert all(client.zscore(gate.LEASES, key) is not None for key in cut), cut
+                    return cut
+                raise AssertionError(f"worker-{index} finished {sorted(held)} before the kill reached it")
+        raise AssertionError(f"worker-{index} was never seen running a reconcile within {timeout}s")
+    finally:
+        client.close()
+        probe.close()
+
+
 def handles(api: client.CustomObjectsApi) -> list[dict]:
     return api.list_namespaced_custom_object(D, "v1", NS, "resourcehandles")["items"]
 
@@ -86,7 +132,7 @@ def test_200_claims_against_a_pool_of_100_with_a_worker_killed(burst_stack: Loca
             "spec": {"provider": {"name": "burst", "parameterValues": {"value": "x"}}},
         })
         if index == CLAIMS // 4:
-            burst_stack.child("worker-1").signal(signal.SIGKILL)
+            kill_mid_run(burst_stack, 1)
 
     def all_bound() -> bool:
         return all(c.get("status", {}).get("resourceHandle") for c in claims(api)) and len(claims(api)) == CLAIMS

@@ -1,15 +1,15 @@
 """The shared read cache on a real redis-server and devcluster: what the watcher writes, what a reader trusts, and
-what happens when the cache is stale, flushed or not kept by any watcher (issue 10 item 1, issue 11 item 1)."""
+what happens when the cache is stale, flushed or not kept by any watcher."""
 
 from __future__ import annotations
 
 import os
 import signal
-import time
 
 import pytest
 import redis
 from celery import Celery
+from prometheus_client import REGISTRY
 
 from cache.journal import RunJournal
 from cache.reader import CachedKubeClient
@@ -227,15 +227,21 @@ def test_flushed_redis_is_noticed_and_every_key_re_added(stack, kube: KubeClient
     key = f"pool/{opns}/{name}"
     running.recorder.wait(key)
     wait_for(lambda: cached(cache, opns, name), message="pool cached")
-    before = running.recorder.count(key)
-    flushed = time.monotonic()
+    before, losses = running.recorder.count(key), _redis_losses()
     rb.flushall()
-    running.recorder.wait(key, at_least=before + 1, timeout=10)
-    readded = time.monotonic() - flushed
-    wait_for(lambda: cached(cache, opns, name), timeout=10, message="the cache refilled after FLUSHALL")
+    # the watcher's epoch check notices the loss and re-lists: the key comes back after the flush, within a deadline
+    # that the periodic resync (the other way back) cannot meet
+    patience = 30.0
+    assert Settings.from_env().resync_interval > 10 * patience
+    wait_for(lambda: _redis_losses() > losses, timeout=patience, message="the watcher noticed the lost epoch")
+    running.recorder.wait(key, at_least=before + 1, timeout=patience)
+    wait_for(lambda: cached(cache, opns, name), timeout=patience, message="the cache refilled after FLUSHALL")
     assert rb.get(EPOCH) is not None and rb.exists(ALIVE)
-    print(f"key re-added {readded:.2f}s after FLUSHALL")
-    assert readded < 5.0, "Redis loss must be repaired within seconds, not at the next resync"
+
+
+def _redis_losses() -> float:
+    """Times this process's watchers re-listed everything because Redis lost their epoch."""
+    return REGISTRY.get_sample_value("poolboy_redis_state_lost_total") or 0.0
 
 
 def test_stale_cache_costs_one_conflict_and_a_fresh_read(stack, kube: KubeClient,  # noqa: F811
@@ -457,9 +463,7 @@ def test_redis_answering_again_after_an_outage_re_adds_every_key(kube: KubeClien
                 assert running.recorder.count(key) == before
             finally:
                 os.kill(server.process.pid, signal.SIGCONT)
-            resumed = time.monotonic()
-            running.recorder.wait(key, at_least=before + 1, timeout=10)
-            print(f"key re-added {time.monotonic() - resumed:.2f}s after Redis answered again")
+            running.recorder.wait(key, at_least=before + 1, timeout=30)
     finally:
         client.close()
         server.stop()
