@@ -26,8 +26,8 @@ from stack.local import LocalStack
 from tests.clusters import e2e_options
 from tests.e2e.conftest import FAST_INTERVALS
 from tests.waiting import wait_for
-from workers import gate
 from workers.redis_client import probe_app
+from workqueue import keyspace
 
 D = "poolboy.gpte.redhat.com"
 NS = "poolboy"
@@ -74,13 +74,13 @@ def setup_provider_and_pool(stack: LocalStack, api: client.CustomObjectsApi) -> 
 
 def runs_in_progress(probe: Any, client: redis.Redis, index: int) -> dict[str, str]:
     """The reconciles worker ``index`` is executing, as key -> the gate lease token of that run: a task the worker
-    reports active whose key's lease (``gate:{key}:active``) is held by a token of that task's id."""
+    reports active whose key's lease (:func:`workqueue.keyspace.active`) is held by a token of that task's id."""
     hostname = f"worker{index}@{socket.gethostname()}"
     active = (probe.control.inspect(destination=[hostname], timeout=1).active() or {}).get(hostname) or []
     held = {}
     for task in active:
         args = ast.literal_eval(task["args"]) if isinstance(task["args"], str) else task["args"]
-        token = client.get(gate.active_key(args[0])) if args else None
+        token = client.get(keyspace.active(args[0])) if args else None
         if token and token.startswith(f"{task['id']}/"):
             held[args[0]] = token
     return held
@@ -98,9 +98,9 @@ def kill_mid_run(stack: LocalStack, index: int, timeout: float = 60) -> list[str
             held = runs_in_progress(probe, client, index)
             if held:
                 stack.child(f"worker-{index}").signal(signal.SIGKILL)
-                cut = [key for key, token in held.items() if client.get(gate.active_key(key)) == token]
+                cut = [key for key, token in held.items() if client.get(keyspace.active(key)) == token]
                 if cut:
-                    assert all(client.zscore(gate.LEASES, key) is not None for key in cut), cut
+                    assert all(client.zscore(keyspace.LEASES, key) is not None for key in cut), cut
                     return cut
                 raise AssertionError(f"worker-{index} finished {sorted(held)} before the kill reached it")
         raise AssertionError(f"worker-{index} was never seen running a reconcile within {timeout}s")

@@ -21,7 +21,7 @@ from stack.local import LocalStack
 from tests.e2e.conftest import FAST_INTERVALS
 from tests.e2e.provider_support import NS, User, config_map_provider, parse, status, timestamp
 from tests.waiting import holds_until, wait_for
-from workers.due import DUE
+from workqueue.keyspace import DUE
 
 HANDLES_INTERVAL = float(FAST_INTERVALS["POOLBOY_TIME_DEPENDENT_INTERVAL"])
 #: how long a deadline may take to be met on a loaded machine: a deadline for the test, not a measurement
