@@ -47,7 +47,8 @@ class Failed:
 @dataclass(frozen=True)
 class Refused:
     error: PermanentError
-    #: the epoch second the key runs again to see whether the error is fixed
+    #: seconds until, and the epoch second when, the key runs again to see whether the error is fixed
+    recheck_after: float
     recheck_at: float
     wake: tuple[str, ...] = ()
     result = "permanent_error"

@@ -57,9 +57,10 @@ def _succeeded(result: Any) -> Succeeded:
     return Succeeded(result.requeue_at, tuple(result.enqueue), tuple(result.batch))
 
 
-def _refused(kind: str, error: PermanentError) -> Refused:
+def _refused(rt: Runtime, kind: str, error: PermanentError) -> Refused:
     metrics.RECONCILE_ERRORS.labels(controller=kind).inc()
-    return Refused(error, time.time() + error.recheck_after, tuple(error.enqueue))
+    after = error.recheck_after if error.recheck_after is not None else rt.settings.permanent_error_recheck
+    return Refused(error, after, time.time() + after, tuple(error.enqueue))
 
 
 def _failed(rt: Runtime, kind: str, key: str, error: BaseException) -> Failed:
@@ -93,9 +94,9 @@ def reconcile_once(rt: Runtime, kind: str, key: str, kube: CachedKubeClient | No
         with shutdown.interruptible(rt.settings.reconcile_soft_time_limit):
             result = reconciler(run_context(rt, kube), namespace, name)
     except PermanentError as error:
-        return _refused(kind, error)
+        return _refused(rt, kind, error)
     except Forbidden as error:  # a refusal the kind did not report on its object: still the installer's to fix
-        return _refused(kind, refusals.permanent(error))
+        return _refused(rt, kind, refusals.permanent(error))
     except Exception as error:
         if not _api_fault(error):
             log.exception("%s: reconcile failed; retrying with backoff", key)

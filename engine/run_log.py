@@ -97,10 +97,10 @@ def _fingerprint(error: PermanentError) -> str:
     return hashlib.sha1(f"{error.reason}\0{error.message}".encode(), usedforsecurity=False).hexdigest()[:16]
 
 
-def permanent_level(client: redis.Redis, key: str, error: PermanentError) -> int:
+def permanent_level(client: redis.Redis, key: str, error: PermanentError, recheck_after: float) -> int:
     """WARNING when this error is news for ``key`` (first seen, changed, or last announced more than its re-check
     interval ago), DEBUG otherwise. Redis away: WARNING (better a repeat than a lost warning)."""
-    memory, fingerprint, ttl = logged_key(key), _fingerprint(error), max(1, int(error.recheck_after))
+    memory, fingerprint, ttl = logged_key(key), _fingerprint(error), max(1, int(recheck_after))
     try:
         if client.set(memory, fingerprint, ex=ttl, nx=True):
             return logging.WARNING
@@ -124,7 +124,7 @@ def describe(outcome: Outcome, client: redis.Redis, key: str) -> tuple[str, int 
             return requeue_text(at), None
         case Failed(text=text):
             return text, logging.INFO
-        case Refused(error=error):
-            return (f"permanent error {error.reason}: {error.message} (re-check in {error.recheck_after:g}s)",
-                    permanent_level(client, key, error))
+        case Refused(error=error, recheck_after=after):
+            return (f"permanent error {error.reason}: {error.message} (re-check in {after:g}s)",
+                    permanent_level(client, key, error, after))
     return "handed back (worker stopping)", logging.INFO

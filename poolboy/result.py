@@ -46,11 +46,12 @@ class PermanentError(Exception):
     """A user-fixable problem: bad spec, missing provider, invalid template, missing API.
 
     The reconciler has already written it to the object's status as a condition with ``reason`` and
-    ``message`` and emitted an Event; the engine only re-checks it slowly (``recheck_after`` seconds) or when
-    the object or its provider changes. Never retried in a hot loop.
+    ``message`` and emitted an Event; the engine only re-checks it slowly (``recheck_after`` seconds; None: the
+    operator's ``permanent_error_recheck``) or when the object or its provider changes. Never retried in a hot loop.
     """
 
-    def __init__(self, reason: str, message: str, recheck_after: float = 300.0, enqueue: tuple[str, ...] = ()):
+    def __init__(self, reason: str, message: str, recheck_after: float | None = None,
+                 enqueue: tuple[str, ...] = ()):
         message = shorten(message)  # one bounded text for the condition, the Event and the log, however long the input
         super().__init__(message)
         self.reason = reason

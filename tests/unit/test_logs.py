@@ -107,19 +107,19 @@ def client() -> Iterator[redis.Redis]:
 def test_a_permanent_error_is_announced_once_per_change(client: redis.Redis) -> None:
     client.flushall()
     error = PermanentError("ValidationFailed", "spec.x: bad", recheck_after=300)
-    assert run_log.permanent_level(client, KEY, error) == logging.WARNING
-    assert run_log.permanent_level(client, KEY, error) == logging.DEBUG, "the same error again: not news"
+    assert run_log.permanent_level(client, KEY, error, 300) == logging.WARNING
+    assert run_log.permanent_level(client, KEY, error, 300) == logging.DEBUG, "the same error again: not news"
     changed = PermanentError("ValidationFailed", "spec.x: still bad", recheck_after=300)
-    assert run_log.permanent_level(client, KEY, changed) == logging.WARNING
-    assert run_log.permanent_level(client, KEY, changed) == logging.DEBUG
+    assert run_log.permanent_level(client, KEY, changed, 300) == logging.WARNING
+    assert run_log.permanent_level(client, KEY, changed, 300) == logging.DEBUG
     assert 0 < client.ttl(run_log.logged_key(KEY)) <= 300, "announced again after the re-check interval"
 
 
 def test_a_success_forgets_the_announced_error(client: redis.Redis) -> None:
     client.flushall()
     error = PermanentError("ValidationFailed", "spec.x: bad")
-    assert run_log.permanent_level(client, KEY, error) == logging.WARNING
+    assert run_log.permanent_level(client, KEY, error, 300) == logging.WARNING
     rt = runtime.build(app, Settings(read_cache=False), None, client)
     rt.queue.start(KEY, "t1")
     run.finish(rt, "claim", KEY, "t1", Succeeded(), own_writes.Collector(), None)
-    assert run_log.permanent_level(client, KEY, error) == logging.WARNING, "broken again after a fix is news"
+    assert run_log.permanent_level(client, KEY, error, 300) == logging.WARNING, "broken again after a fix is news"
