@@ -19,7 +19,7 @@ from engine.enqueue import Enqueuer
 from poolboy.settings import Settings
 from stack.testing import RedisServer, WorkerProcess
 from tests.integration import engine_reconcilers as er
-from tests.integration.test_engine import ENV, LEASE
+from tests.integration.engine_settings import ENV, LEASE, RECONCILERS
 from tests.waiting import wait_for
 from workqueue.queue import Gate
 
@@ -50,7 +50,8 @@ def burst(server: RedisServer, client: redis.Redis, events: int = 1000, nkeys: i
         client.hset(f"behave:{key}", "sleep", "0.05")
     app = Celery("bench", broker=server.url, set_as_current=False)
     enqueuer = Enqueuer(Settings.from_env(redis_url=server.url, gate_lease_seconds=LEASE), app)
-    with WorkerProcess(server.url, ["claims"], 2, env=ENV), WorkerProcess(server.url, ["claims"], 2, env=ENV):
+    with WorkerProcess(server.url, ["claims"], 2, reconcilers=RECONCILERS, env=ENV), \
+            WorkerProcess(server.url, ["claims"], 2, reconcilers=RECONCILERS, env=ENV):
         began = time.perf_counter()
         outcomes = [enqueuer.add(keys[i % nkeys]) for i in range(events)]
         publish_s = time.perf_counter() - began

@@ -16,7 +16,9 @@ from stack import log_options
 if TYPE_CHECKING:
     from cache.writer import CacheWriter
     from engine.enqueue import GateIntake
+    from poolboy.kube import KubeClient
     from poolboy.settings import Settings
+    from watcher.main import Watcher
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     log_options.add_arguments(parser)
 
 
-def _serve_health(settings, watcher, kube) -> None:  # type: ignore[no-untyped-def]
+def _serve_health(settings: Settings, watcher: Watcher, kube: KubeClient) -> None:
     from watcher import health as watcher_health
     from workers import health
 

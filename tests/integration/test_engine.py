@@ -17,7 +17,7 @@ import redis
 
 from stack.testing import BeatProcess, WorkerProcess
 from tests.integration import engine_reconcilers as er
-from tests.integration.engine_settings import ENV, LEASE
+from tests.integration.engine_settings import ENV, LEASE, RECONCILERS
 from tests.waiting import wait_for
 from workqueue import keyspace
 
@@ -26,7 +26,8 @@ pytestmark = pytest.mark.slow
 @pytest.fixture()
 def stack(redis_server, r) -> Iterator[WorkerProcess]:
     """One worker (prefork, 2 processes) consuming every queue, plus beat."""
-    with WorkerProcess(redis_server.url, ["claims", "handles", "pools", "periodic"], 2, env=ENV) as worker, \
+    with WorkerProcess(redis_server.url, ["claims", "handles", "pools", "periodic"], 2, reconcilers=RECONCILERS,
+                       env=ENV) as worker, \
             BeatProcess(redis_server.url, env=ENV):
         yield worker
 
@@ -101,8 +102,8 @@ def test_no_overlap_and_liveness_two_workers(redis_server, r, enqueuer):
     for key in keys:
         r.hset(f"behave:{key}", "sleep_range", "0.02,0.15")
     last_event: dict[str, float] = {}
-    with WorkerProcess(redis_server.url, ["claims"], 2, env=ENV), WorkerProcess(redis_server.url, ["claims"], 2,
-                                                                                env=ENV):
+    with WorkerProcess(redis_server.url, ["claims"], 2, reconcilers=RECONCILERS, env=ENV), \
+            WorkerProcess(redis_server.url, ["claims"], 2, reconcilers=RECONCILERS, env=ENV):
         deadline = time.monotonic() + 3.0
         events = 0
         while time.monotonic() < deadline:
@@ -126,7 +127,7 @@ def test_no_overlap_and_liveness_two_workers(redis_server, r, enqueuer):
 def test_sigkill_of_pool_child_mid_run(redis_server, r, enqueuer):
     key = "claim/kill/child"
     r.hset(f"behave:{key}", "sleep_first", "30")
-    with WorkerProcess(redis_server.url, ["claims", "periodic"], 2, env=ENV) as worker, \
+    with WorkerProcess(redis_server.url, ["claims", "periodic"], 2, reconcilers=RECONCILERS, env=ENV) as worker, \
             BeatProcess(redis_server.url, env=ENV):
         enqueuer.add(key)
         first = wait_for(lambda: er.runs(r, key), 15, message="first run")[0]
@@ -142,11 +143,11 @@ def test_sigkill_of_whole_worker_mid_run(redis_server, r, enqueuer):
     key = "claim/kill/worker"
     r.hset(f"behave:{key}", "sleep_first", "30")
     with BeatProcess(redis_server.url, env=ENV), \
-            WorkerProcess(redis_server.url, ["periodic"], 1, env=ENV, pool="solo"):
-        with WorkerProcess(redis_server.url, ["claims"], 2, env=ENV) as doomed:
+            WorkerProcess(redis_server.url, ["periodic"], 1, reconcilers=RECONCILERS, env=ENV, pool="solo"):
+        with WorkerProcess(redis_server.url, ["claims"], 2, reconcilers=RECONCILERS, env=ENV) as doomed:
             enqueuer.add(key)
             wait_for(lambda: er.runs(r, key), 15, message="first run")
             doomed.kill()  # node loss: parent and children, no warm shutdown
-        with WorkerProcess(redis_server.url, ["claims"], 2, env=ENV):
+        with WorkerProcess(redis_server.url, ["claims"], 2, reconcilers=RECONCILERS, env=ENV):
             wait_for(lambda: er.completed(r, key) >= 1, 4 * LEASE + 10, message="the key ran again")
     assert len(er.starts(r, key)) == 2

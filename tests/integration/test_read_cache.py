@@ -195,7 +195,8 @@ def stack(kube: KubeClient, rb: redis.Redis, redis_server):  # noqa: F811
     opns = create_namespace(kube, unique("op"))
     settings = settings_for(opns)
     writer = CacheWriter(rb, settings.domain, alive_seconds=5, check_interval=0.2)
-    with RunningWatcher(settings, kube, gate_intake(redis_server.url, rb, writer), leader_election=False, cache=writer) as running:
+    intake = gate_intake(redis_server.url, rb, writer)
+    with RunningWatcher(settings, kube, intake, leader_election=False, cache=writer) as running:
         yield running, opns, ObjectCache(rb, settings.domain)
 
 

@@ -16,7 +16,7 @@ from engine.enqueue import Enqueuer
 from poolboy.settings import Settings
 from stack.testing import RedisServer, WorkerProcess, free_port
 from tests.integration import engine_reconcilers as er
-from tests.integration.engine_settings import ENV
+from tests.integration.engine_settings import ENV, RECONCILERS
 from tests.waiting import wait_for
 
 PASSWORD = "s3cret pass"
@@ -65,7 +65,7 @@ def test_a_worker_runs_reconciles_over_tls_with_a_password(tls_redis: tuple[str,
     r.flushall()
     app = redis_client.probe_app(settings)
     enqueuer = Enqueuer(settings, app)
-    with WorkerProcess(url, ["claims"], 1, env={**ENV, **env}) as worker:
+    with WorkerProcess(url, ["claims"], 1, reconcilers=RECONCILERS, env={**ENV, **env}) as worker:
         assert enqueuer.add("claim/tls/a") == "published"
         wait_for(lambda: er.completed(r, "claim/tls/a") == 1, 20, message=f"run over TLS\n{worker.log()[-3000:]}")
     app.close()

@@ -47,7 +47,18 @@ def test_a_runtime_nobody_configured_says_what_is_missing() -> None:
 
 
 def test_the_worker_configures_the_runtime_with_its_app_when_it_starts() -> None:
-    result = _python("from engine import runtime; from workers import app; app._preload_reconcilers(None); "
-                     "a, s, _ = runtime._configured; print(a is app.app, s is app.settings)")
+    result = _python("from engine import runtime; from workers import app; from poolboy import reconcilers; "
+                     "app._preload_reconcilers(None); a, s, _, r = runtime._configured; "
+                     "print(a is app.app, s is app.settings, r is reconcilers.RECONCILERS)")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "True True"
+    assert result.stdout.strip() == "True True True"
+
+
+def test_the_reconcilers_given_to_the_worker_are_the_ones_its_runtime_runs() -> None:
+    """``poolboy worker --reconcilers`` hands the mapping to ``app.Worker``, which keeps it in its options."""
+    result = _python("from types import SimpleNamespace; from engine import runtime; from workers import app; "
+                     "given = {'claim': len}; "
+                     "app._preload_reconcilers(SimpleNamespace(options={'reconcilers': given}, pool_cls='threads')); "
+                     "print(runtime.reconcilers() is given)")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "True"
