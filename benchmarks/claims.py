@@ -72,6 +72,7 @@ from poolboy.kube import AlreadyExists, KubeClient
 from stack.local import StackOptions
 from stack.worker import DEFAULT_CONCURRENCY, DEFAULT_POOL, POOLS, local_concurrency
 from workers.names import CONSUME_ORDER
+from workqueue import keyspace
 
 Stack = ProjectStack | UpstreamStack
 
@@ -328,13 +329,14 @@ class Bench:
         return self.stack.pids()
 
     def wait_drained(self, timeout: float = 900.0) -> None:
-        """Until no reconcile is queued or running (the broker's queue lists empty, no gate lease held), then until
-        the API is quiet again: runs that write nothing do not show in :meth:`wait_idle`. Project only."""
+        """Until no reconcile is queued, running or due within seconds (the broker's queue lists empty, no lease
+        held, nothing in the delaying queue about to be released), then until the API is quiet again: runs that
+        write nothing do not show in :meth:`wait_idle`. Project only."""
         if self.redis is None:
             return
 
         def drained() -> bool:
-            busy = self.redis.zcard("gate:leases")
+            busy = self.redis.zcard(keyspace.LEASES) + self.redis.zcount(keyspace.DUE, "-inf", time.time() + 2)
             for queue in CONSUME_ORDER:
                 busy += sum(self.redis.llen(f"{queue}{suffix}") for suffix in ("", "\x06\x163", "\x06\x166",
                                                                               "\x06\x169"))

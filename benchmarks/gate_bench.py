@@ -16,16 +16,18 @@ import redis
 from celery import Celery
 
 from engine.enqueue import Enqueuer
+from engine.runtime import work_queue
 from poolboy.settings import Settings
 from stack.testing import RedisServer, WorkerProcess
 from tests.integration import engine_reconcilers as er
-from tests.integration.test_engine import ENV, LEASE
+from tests.integration.engine_settings import ENV, LEASE, RECONCILERS
 from tests.waiting import wait_for
-from workqueue.queue import Gate
+from workers.messages import QueuedMessages
+from workqueue.queue import WorkQueue
 
 
 def add_cost(client: redis.Redis, n: int = 20000) -> dict[str, float]:
-    gate = Gate(client)
+    gate = WorkQueue(client)
     began = time.perf_counter()
     for i in range(n):
         gate.add(f"claim/bench/k{i}")
@@ -49,8 +51,10 @@ def burst(server: RedisServer, client: redis.Redis, events: int = 1000, nkeys: i
     for key in keys:
         client.hset(f"behave:{key}", "sleep", "0.05")
     app = Celery("bench", broker=server.url, set_as_current=False)
-    enqueuer = Enqueuer(Settings.from_env(redis_url=server.url, gate_lease_seconds=LEASE), app)
-    with WorkerProcess(server.url, ["claims"], 2, env=ENV), WorkerProcess(server.url, ["claims"], 2, env=ENV):
+    settings = Settings.from_env(redis_url=server.url, gate_lease_seconds=LEASE)
+    enqueuer = Enqueuer(work_queue(settings, QueuedMessages(app).encode), app)
+    with WorkerProcess(server.url, ["claims"], 2, reconcilers=RECONCILERS, env=ENV), \
+            WorkerProcess(server.url, ["claims"], 2, reconcilers=RECONCILERS, env=ENV):
         began = time.perf_counter()
         outcomes = [enqueuer.add(keys[i % nkeys]) for i in range(events)]
         publish_s = time.perf_counter() - began

@@ -31,7 +31,8 @@ QUEUES = ("claims", "handles", "pools", "providers", "scalings", "periodic", "ce
 PRIORITY_SEP = "\\x06\\x16"
 KEYLESS = {"ping", "client", "select", "script", "info", "hello", "auth", "multi", "exec", "discard", "time",
            "command", "config", "monitor", "readonly", "echo", "quit", "reset", "dbsize", "flushall", "flushdb"}
-PREFIXES = (("gate:", "gate"), ("selfwrites:", "own writes"), ("poolboy:cache:i:", "index"),
+PREFIXES = (("poolboy:queue:due", "due"), ("poolboy:queue:", "gate"), ("poolboy:runlog:", "gate"),
+            ("poolboy:ownwrites:", "own writes"), ("poolboy:cache:i:", "index"),
             ("poolboy:cache:resv:", "index"), ("poolboy:cache:", "cache"), ("poolboy:epoch", "cache"),
             ("poolboy:beat:", "beat"), ("_kombu.binding", "broker"), ("unacked", "broker"),
             ("celeryev", "broker"))
@@ -72,8 +73,8 @@ def purpose(command: Command) -> str:
         if key.startswith(prefix):
             return name
     base = key.split(PRIORITY_SEP, 1)[0]
-    if base in QUEUES or base.endswith(".pidbox") or base == "due":
-        return "due" if base == "due" else "broker"
+    if base in QUEUES or base.endswith(".pidbox"):
+        return "broker"
     return "other"
 
 

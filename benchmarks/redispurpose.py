@@ -26,10 +26,11 @@ _ARG = re.compile(r'"((?:[^"\\]|\\.)*)"')
 
 #: (key prefix, purpose), first match wins
 _PREFIXES: tuple[tuple[str, str], ...] = (
-    ("selfwrites:", "own writes"),
-    ("gate:", "gate"),
+    ("poolboy:ownwrites:", "own writes"),
+    ("poolboy:queue:due", "delaying queue"),
+    ("poolboy:queue:", "work queue"),
+    ("poolboy:runlog:", "work queue"),
     ("poolboy:cache:", "cache"),
-    ("poolboy:due", "due index"),
     ("poolboy:beat", "beat"),
     ("unacked", "broker: unacked"),
     ("_kombu.", "broker"),
@@ -61,7 +62,8 @@ _VARIABLE = re.compile(r"\{[^}]*\}|[0-9a-f]{8}-[0-9a-f-]{27}|\d+")
 
 
 def key_shape(key: str) -> str:
-    """A key with what names one object or message left out (``gate:{…}:pending``), so keys group by their role."""
+    """A key with what names one object or message left out (``poolboy:queue:{…}:pending``), so keys group by
+    their role."""
     shape = _VARIABLE.sub("…", key)
     return ":".join(shape.split(":")[:4])
 
@@ -70,21 +72,23 @@ def key_shape(key: str) -> str:
 def script_names() -> dict[str, str]:
     """SHA1 -> name of every Lua script the stack registers, so ``EVALSHA`` lines say which script ran."""
     from cache import handle_index, store
-    from workqueue import delaying as due
-    from workqueue import queue as gate
+    from engine import own_writes
+    from workqueue import delaying
+    from workqueue import queue as work_queue
 
-    sources = {f"gate {name}": gate._source(name) for name in ("add", "wake", "observe", "start", "done", "renew",
-                                                                  "reap")}
+    sources = {f"queue {name}": work_queue.source(name)
+               for name in ("add", "start", "done", "renew", "reap", "hold", "forget_due")}
+    sources.update({f"own writes {name}": own_writes._source(name) for name in ("observe", "wake", "note", "settle")})
     sources.update({"cache put": store._INDEX_FUNCTIONS + store._PUT,
                     "cache delete": store._INDEX_FUNCTIONS + store._DELETE,
                     "index reserve": handle_index._RESERVE, "index release": handle_index._RELEASE,
-                    "due pop": due._POP_DUE, "due schedule": due._SCHEDULE})
+                    "due": delaying._DUE, "add after": delaying._ADD_AFTER})
     return {hashlib.sha1(source.encode()).hexdigest(): name for name, source in sources.items()}
 
 
 class Tally:
     """Commands by purpose, fed one command at a time in the order Redis ran them; ``detail`` counts them by purpose,
-    command and key shape (``gate: SADD gate:…:ids``), which says what to cut."""
+    command and key shape (``work queue: SET poolboy:queue:…:pending``), which says what to cut."""
 
     def __init__(self) -> None:
         self.counts: collections.Counter[str] = collections.Counter()

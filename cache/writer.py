@@ -82,20 +82,10 @@ class CacheWriter:
             CACHE_ERRORS.inc()
             log.warning("%s: could not fill the cache from the list: %s", informer.name, error)
 
-    def on_event(self, event_type: str, obj: dict) -> None:
-        call = self.event_call(event_type, obj)
-        if call is None:
-            return
-        try:
-            call.script(keys=call.keys, args=call.args)
-        except Exception as error:
-            self.event_written(event_type, obj, error)
-            return
-        self.event_written(event_type, obj)
-
     def event_call(self, event_type: str, obj: dict) -> ScriptCall | None:
-        """What a watch event writes, as (script, keys, args) for a caller that pipelines it (None: nothing; a
-        LISTED object was written by :meth:`on_list`)."""
+        """What a watch event writes, as (script, keys, args) for the watcher's intake to pipeline with the keys the
+        event wakes (:class:`engine.enqueue.GateIntake`; None: nothing, a LISTED object was written by
+        :meth:`on_list`)."""
         if event_type == "LISTED":
             return None
         return self.cache.delete_call(obj) if event_type == "DELETED" else self.cache.put_call(obj)

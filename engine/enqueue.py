@@ -91,12 +91,9 @@ class GateIntake:
         self.own_writes = own_writes
         self.cache = cache
 
-    def deliver(self, event_type: str, obj: dict, wakes: Wakes) -> list[str]:
-        return self.deliver_many([(event_type, obj, wakes)])[0]
-
     def deliver_many(self, events: Sequence[tuple[str, dict, Wakes]]) -> list[list[str]]:
-        """:meth:`deliver` for several events in one round trip, in event order, so each event's cache write still
-        precedes the keys it wakes."""
+        """Each event's cache write, then the OBSERVE of each key it wakes, for all events in one round trip, in
+        event order, so each event's cache write precedes the keys it wakes."""
         trip = RoundTrip(self.enqueuer.queue.redis)
         written: list[tuple[str, dict, Reply | None]] = []
         observed: list[list[tuple[str, Reply[Added]]]] = []

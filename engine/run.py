@@ -90,7 +90,7 @@ def reconcile_once(rt: Runtime, kind: str, key: str, kube: CachedKubeClient | No
     :class:`engine.shutdown.HandBack`, which is not one)."""
     _, namespace, name = parse(key)
     try:
-        reconciler = reconcilers().lookup(kind)
+        reconciler = reconcilers()[kind]
         with shutdown.interruptible(rt.settings.reconcile_soft_time_limit):
             result = reconciler(run_context(rt, kube), namespace, name)
     except PermanentError as error:

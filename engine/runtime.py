@@ -8,8 +8,8 @@ processes.
 from __future__ import annotations
 
 import logging
-import os
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -24,6 +24,7 @@ from engine import redis_client
 from engine.enqueue import Enqueuer
 from engine.own_writes import OwnWrites
 from engine.sweeps import CleanMarks
+from poolboy.reconcilers import RECONCILERS, Reconciler
 from poolboy.settings import Settings
 from workqueue.delaying import DelayingQueue
 from workqueue.lease import Renewer
@@ -33,20 +34,7 @@ from workqueue.ratelimit import RateLimiter
 if TYPE_CHECKING:
     from celery import Celery
 
-    from poolboy.reconcilers import Registry
-
 log = logging.getLogger(__name__)
-
-#: ``<module>:<attr>`` of a mapping of kind token to reconciler, run instead of the domain's (the integration tests'
-#: instrumented reconcilers); see :func:`poolboy.reconcilers.registry`
-RECONCILERS_ENV = "POOLBOY_RECONCILERS"
-
-
-def reconcilers() -> Registry:
-    """The one registry this worker runs: the domain's, or the one ``POOLBOY_RECONCILERS`` names."""
-    from poolboy.reconcilers import registry  # the domain is imported when the first task (or preload) needs it
-
-    return registry(os.environ.get(RECONCILERS_ENV))
 
 
 @dataclass
@@ -87,17 +75,26 @@ class Runtime:
 #: held while the process's :class:`Runtime` is built: under the threads pool the first tasks (and the warm-up,
 #: workers.app) may ask for it at once, and there must be one queue, one lease renewer, one set of hooks
 _building = threading.Lock()
-#: the worker's app, settings and message encoder, given by the app itself (:func:`configure`) rather than imported
-#: from it, so that the runtime depends on no particular app and the app module on nothing of the runtime until its
-#: worker starts
-_configured: tuple[Celery, Settings, Encoder] | None = None
+#: the worker's app, settings, message encoder and reconcilers (kind token -> reconciler), given by the app itself
+#: (:func:`configure`) rather than imported from it, so that the runtime depends on no particular app and the app
+#: module on nothing of the runtime until its worker starts
+_configured: tuple[Celery, Settings, Encoder, Mapping[str, Reconciler]] | None = None
 
 
-def configure(app: Celery, settings: Settings, encoder: Encoder) -> None:
-    """Name the app whose tasks this process runs, its settings and how the queue encodes its messages; the worker's
-    app does it when the worker starts (``worker_init``: before the pool forks, so pool children inherit it)."""
+def configure(app: Celery, settings: Settings, encoder: Encoder,
+              reconcilers: Mapping[str, Reconciler] = RECONCILERS) -> None:
+    """Name the app whose tasks this process runs, its settings, how the queue encodes its messages and the
+    reconcilers it runs (the domain's unless the worker is given others); the worker's app does it when the worker
+    starts (``worker_init``: before the pool forks, so pool children inherit it)."""
     global _configured
-    _configured = (app, settings, encoder)
+    _configured = (app, settings, encoder, reconcilers)
+
+
+def reconcilers() -> Mapping[str, Reconciler]:
+    """Kind token -> the reconciler this worker runs (:func:`configure`)."""
+    if _configured is None:
+        raise _not_configured()
+    return _configured[3]
 
 
 def runtime() -> Runtime:
@@ -110,13 +107,17 @@ def _runtime() -> Runtime:
     from engine import metrics, own_writes, run_log
 
     if _configured is None:
-        raise RuntimeError("engine.runtime.configure(app, settings, encoder) was not called: a worker's app calls it "
-                           "when the worker starts (workers.app)")
-    app, settings, encoder = _configured
+        raise _not_configured()
+    app, settings, encoder, _ = _configured
     metrics.install_api_hook()
     own_writes.install_write_hook()
     run_log.install()
     return build(app, settings, encoder, redis_client.client(settings))
+
+
+def _not_configured() -> RuntimeError:
+    return RuntimeError("engine.runtime.configure(app, settings, encoder) was not called: a worker's app calls it "
+                        "when the worker starts (workers.app)")
 
 
 def build(app: Celery, settings: Settings, encoder: Encoder | None, client: redis.Redis) -> Runtime:

@@ -66,18 +66,23 @@ class _ServiceProcess(ChildProcess):
 class WorkerProcess(_ServiceProcess):
     """``with WorkerProcess(redis.url, ["claims"], 2) as worker:`` — a real ``poolboy worker``, ready when entered.
 
-    Readiness is a remote-control ping to the worker's own node name, with a deadline.
+    ``reconcilers`` (``<module>:<attr>``) is the mapping of kind to reconciler the worker runs instead of the
+    domain's (``poolboy worker --reconcilers``). Readiness is a remote-control ping to the worker's own node name,
+    with a deadline.
     """
 
     command = "worker"
 
     def __init__(self, redis_url: str, queues: list[str] | tuple[str, ...] = ("claims",), concurrency: int = 2,
                  env: dict[str, str] | None = None, kubeconfig: str | Path | None = None, pool: str = "prefork",
-                 startup_timeout: float = 30.0, log_path: str | Path | None = None) -> None:
+                 startup_timeout: float = 30.0, log_path: str | Path | None = None,
+                 reconcilers: str | None = None) -> None:
         self.node = f"test-{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
         self.startup_timeout = startup_timeout
         args = ["--queues", ",".join(queues), "--concurrency", str(concurrency), "--pool", pool,
                 "--hostname", self.node, "--log-level", "INFO"]
+        if reconcilers:
+            args += ["--reconcilers", reconcilers]
         super().__init__(redis_url, args, env, kubeconfig, log_path)
 
     def __enter__(self) -> WorkerProcess:

@@ -8,20 +8,29 @@ worker as online from its heartbeats and its tasks from the events; off, neither
 With a metrics port, prometheus-client runs in multiprocess mode: ``PROMETHEUS_MULTIPROC_DIR`` is set (and
 emptied) *before* anything imports the client, pool children write their samples there, and the parent serves the
 sum.
+
+``--reconcilers <module>:<attr>`` names the mapping of kind token to reconciler the worker runs instead of the
+domain's (:data:`poolboy.reconcilers.RECONCILERS`): the integration tests' instrumented reconcilers.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import shutil
 import socket
 import tempfile
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from stack import log_options
 from workers.names import DEFAULT_QUEUES
+
+if TYPE_CHECKING:
+    from poolboy.reconcilers import Reconciler
 
 #: Celery execution pools a worker may use (``-P``)
 POOLS = ("prefork", "solo", "threads", "gevent")
@@ -69,6 +78,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Prometheus port served by the worker parent (default $POOLBOY_METRICS_PORT, 0 = off)")
     parser.add_argument("--task-events", choices=("on", "off"), default=None,
                         help="send task events and heartbeats for Flower (default $POOLBOY_TASK_EVENTS, on)")
+    parser.add_argument("--reconcilers", metavar="MODULE:ATTR", default=None,
+                        help="the mapping of kind to reconciler to run instead of the domain's (tests)")
 
 
 def _prepare_metrics_dir() -> None:
@@ -80,6 +91,19 @@ def _prepare_metrics_dir() -> None:
         path.mkdir(parents=True)
     else:
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="poolboy-metrics-")
+
+
+def resolve_reconcilers(target: str) -> Mapping[str, Reconciler]:
+    """The mapping ``<module>:<attr>`` names; exits with the reason if there is none (the worker must not start
+    with reconcilers other than those it was told to run)."""
+    module_name, _, attr = target.partition(":")
+    try:
+        found = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError, ValueError) as error:
+        raise SystemExit(f"poolboy worker: --reconcilers {target}: {error}") from error
+    if not isinstance(found, Mapping):
+        raise SystemExit(f"poolboy worker: --reconcilers {target}: a {type(found).__name__}, not a mapping")
+    return cast("Mapping[str, Reconciler]", found)
 
 
 def worker_options(args: argparse.Namespace, task_events: bool) -> dict[str, object]:
@@ -113,6 +137,8 @@ def run(args: argparse.Namespace) -> int:
     from celery import maybe_patch_concurrency
 
     maybe_patch_concurrency(["-P", args.pool])
+    if args.reconcilers:  # imported once gevent has patched and the metrics directory is set, as the domain is
+        options["reconcilers"] = resolve_reconcilers(args.reconcilers)  # handed to worker_init (workers.app)
     from workers.app import app
 
     # app.Worker, as `celery worker` builds it, without Celery's command line: the CLI loads every installed

@@ -161,8 +161,6 @@ class DeliveryQueue(Generic[T]):
                     self._progress.notify_all()
 
 
-#: where keys go without an intake (the return value, e.g. ``Enqueuer.add``'s task id, is not used)
-Sink = Callable[[str], object]
 #: the keys one event wakes, each with the event's write id (:func:`watcher.mapping.write_id`, None: not a candidate
 #: for an own write)
 Wakes = list[tuple[str, "str | None"]]
@@ -171,42 +169,37 @@ Event = tuple[str, dict, Wakes]
 
 
 class Intake(Protocol):
-    def deliver(self, event_type: str, obj: dict, wakes: Wakes) -> list[str]:
-        """Write the event into the cache and hand each woken key to the gate; the gate's outcome per key
-        (:data:`workqueue.queue.ADD_OUTCOMES`). Raises when Redis cannot be reached (the watcher retries the whole
-        delivery, which is idempotent)."""
-        ...
-
     def deliver_many(self, events: Sequence[Event]) -> list[list[str]]:
-        """:meth:`deliver` for several events, in order, in one round trip; the outcomes per event."""
+        """Write each event into the cache and hand each key it wakes to the gate, in order, in one round trip; the
+        gate's outcome per key of each event (:data:`workqueue.queue.ADD_OUTCOMES`). Raises when Redis cannot be
+        reached (the watcher retries the whole delivery, which is idempotent)."""
         ...
 
 
 class EventDelivery:
-    """``on_event(route, event_type, obj)`` from an informer: the event to the cache and its keys to the gate.
+    """``on_event(route, event_type, obj)`` from an informer: the event to the ``intake``, through its route's
+    :class:`DeliveryQueue`.
 
-    With an ``intake`` (``poolboy watcher``), events go through one :class:`DeliveryQueue` per route while
-    :meth:`start` ed, else at once in the caller's thread (a test driving events by hand). Without one, the event
-    goes to the ``cache`` writer and each key to ``sink(key)``, so tests can record keys and ``--record-keys`` works
-    without Redis. ``observe(event_type, obj)`` sees every event of a Poolboy kind first (the watcher's metrics);
-    ``watching()`` says whether the watcher still holds its lease, ``stopping`` whether it is shutting down: a
-    failed delivery is retried until either says to give up.
+    The queues run between :meth:`start` and :meth:`stop` (the watcher starts them before its informers); ``cache``
+    is the writer a (re)list fills and prunes (:meth:`list_callback`), None without a read cache.
+    ``observe(event_type, obj)`` sees every event of a Poolboy kind first (the watcher's metrics); ``watching()``
+    says whether the watcher still holds its lease, ``stopping`` whether it is shutting down: a failed delivery is
+    retried until either says to give up.
     """
 
-    def __init__(self, settings: Settings, *, intake: Intake | None, cache: CacheWriter | None, sink: Sink,
+    def __init__(self, settings: Settings, *, intake: Intake, cache: CacheWriter | None,
                  observe: Callable[[str, dict], None], watching: Callable[[], bool],
                  stopping: threading.Event) -> None:
         self.settings = settings
         self.intake = intake
         self.cache = cache
-        self.sink = sink
         self.observe = observe
         self.watching = watching
         self.stopping = stopping
-        #: one queue per watched source, so that a busy stream does not hold up another; running while watching
+        #: one queue per watched source, so that a busy stream does not hold up another
         self.queues: dict[mapping.Route, DeliveryQueue[Event]] = {
             route: DeliveryQueue(self._deliver_batch, name=f"event delivery ({route.kind or 'managed'})")
-            for route in mapping.ROUTES} if intake is not None else {}
+            for route in mapping.ROUTES}
         metrics.DELIVERY_QUEUED.set_function(self.pending)
 
     def start(self) -> None:
@@ -226,24 +219,12 @@ class EventDelivery:
         return sum(queue.pending() for queue in self.queues.values())
 
     def on_event(self, route: mapping.Route, event_type: str, obj: dict) -> None:
-        """One event of ``route``'s source: into the cache first (a run reads at least this version), then to the
-        watcher's own bookkeeping, then each key the route wakes to the gate."""
+        """One event of ``route``'s source: first to the watcher's own bookkeeping, then onto the route's queue with
+        the keys the route wakes (the intake writes the cache before it hands them to the gate)."""
         if route.poolboy:
             self.observe(event_type, obj)
         wakes: Wakes = [(key, mapping.write_id(event_type, obj)) for key in route.keys(obj, self.settings)]
-        intake = self.intake
-        queue = self.queues.get(route)
-        if queue is not None and queue.running:
-            queue.submit((event_type, obj, wakes))
-            return
-        if intake is not None:  # not watching (a test driving events by hand): at once, in the caller's thread
-            self._retrying(lambda: _count(wakes, intake.deliver(event_type, obj, wakes)), _wakes_text(wakes))
-            return
-        if self.cache is not None:
-            self.cache.on_event(event_type, obj)
-        for key, _ in wakes:
-            self._retrying(partial(self.sink, key), key)
-        _count(wakes, ["added"] * len(wakes))
+        self.queues[route].submit((event_type, obj, wakes))
 
     def list_callback(self, route: mapping.Route) -> ListCallback | None:
         """What a (re)list of ``route``'s source calls: fills and prunes the cache (None: no cache)."""
@@ -254,30 +235,27 @@ class EventDelivery:
         (:meth:`DeliveryQueue.drain`): an older event delivered after the prune would put back an object the list
         no longer has."""
         assert self.cache is not None
-        queue = self.queues.get(route)
-        if queue is not None:
-            queue.drain()
+        self.queues[route].drain()
         self.cache.on_list(informer, items)
 
     def _deliver_batch(self, batch: list[Event]) -> None:
         """The delivery thread's work: the events that queued up, in one round trip, retried while Redis is away."""
-        intake = self.intake
-        assert intake is not None
         if not self.watching():
             return  # the lease was lost meanwhile: the next leader lists everything
         metrics.DELIVERY_BATCH.observe(len(batch))
 
         def deliver() -> None:
-            for (_, _, wakes), outcomes in zip(batch, intake.deliver_many(batch), strict=True):
+            for (_, _, wakes), outcomes in zip(batch, self.intake.deliver_many(batch), strict=True):
                 _count(wakes, outcomes)
 
         self._retrying(deliver, f"{len(batch)} events" if len(batch) > 1 else _wakes_text(batch[0][2]))
 
-    def _retrying(self, deliver: Callable[[], object], what: str) -> None:
+    def _retrying(self, deliver: Callable[[], None], what: str) -> None:
         """Deliver, retrying while it fails (e.g. Redis down): dropping it would lose the change.
 
-        Blocking here stalls only this informer's stream; if that lasts, the API server ends the watch and the
-        re-list afterwards delivers the current state anyway.
+        Blocking here stalls only this source's queue; once it is full, its informer waits (the health probe reports
+        both), and if that lasts, the API server ends the watch and the re-list afterwards delivers the current
+        state anyway.
         """
         backoff = Backoff(base=0.1, cap=5.0)
         while True:

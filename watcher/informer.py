@@ -56,7 +56,7 @@ class Informer:
         self.resource_version: str = ""
         self.synced = threading.Event()
         #: monotonic time at which the callback now running began (None when idle): a delivery that never ends
-        #: (e.g. a sink retrying while Redis is away) is a stuck watch loop, which /healthz reports
+        #: (e.g. a full delivery queue while Redis is away) is a stuck watch loop, which /healthz reports
         self.busy_since: float | None = None
         self._stream: Any = None  # the open watch response, so stop() can interrupt a quiet stream
 

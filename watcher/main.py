@@ -4,12 +4,11 @@ Every event — spec, metadata or status-only — goes to the cache and wakes ea
 (:data:`watcher.mapping.ROUTES`, the whole event path in one table); a (re)list hands over every key again, so a
 restarted watcher loses nothing. The watcher holds no domain logic: what a key means is the workers' business.
 
-The informers' callback is :class:`watcher.delivery.EventDelivery`, the event path itself. Where events go is
-pluggable: ``poolboy watcher`` passes an intake (:class:`engine.enqueue.GateIntake`) that writes the cache and hands
+The informers' callback is :class:`watcher.delivery.EventDelivery`, the event path itself, which hands the events to
+the watcher's intake: ``poolboy watcher`` gives :class:`engine.enqueue.GateIntake`, which writes the cache and hands
 every key to the gate in one Redis round trip per event (per batch of the events a source queued up meanwhile), and
-leaves out the events of the operator's own writes (:mod:`engine.own_writes`). Without one, the event goes to the
-``cache`` writer and each key to ``sink(key)``, so tests can record keys and ``--record-keys`` works without Redis.
-This module keeps the lifecycle: the lease, which informers run, and the metrics derived from what they see.
+leaves out the events of the operator's own writes (:mod:`engine.own_writes`). This module keeps the lifecycle: the
+lease, which informers run, and the metrics derived from what they see.
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ from poolboy.kube import KubeClient
 from poolboy.settings import Settings
 from poolboy.utils.backoff import Backoff
 from watcher import mapping, metrics
-from watcher.delivery import EventDelivery, Intake, Sink
+from watcher.delivery import EventDelivery, Intake
 from watcher.informer import Informer, ListCallback
 from watcher.leader import LeaderElector
 from watcher.managed import ManagedResources
@@ -47,9 +46,11 @@ def default_identity() -> str:
 
 
 class Watcher:
-    def __init__(self, settings: Settings, kube: KubeClient, sink: Sink, *, identity: str | None = None,
-                 leader_election: bool = True, watch_timeout: int = 300,
-                 intake: Intake | None = None, cache: CacheWriter | None = None) -> None:
+    """``Watcher(settings, kube, intake, cache=writer).run()``: while it holds the lease, every event goes to
+    ``intake``; ``cache`` is the read cache's writer, which every (re)list fills and prunes (None: no read cache)."""
+
+    def __init__(self, settings: Settings, kube: KubeClient, intake: Intake, *, cache: CacheWriter | None = None,
+                 identity: str | None = None, leader_election: bool = True, watch_timeout: int = 300) -> None:
         self.settings = settings
         self.cache = cache
         if cache is not None:
@@ -69,7 +70,7 @@ class Watcher:
         self.pool_stats = PoolStats(settings.label(WAITING_LABEL), settings.label(pool_revision.ANNOTATION))
         self.pool_flow = PoolFlow()
         #: the event path: every informer's callback (:mod:`watcher.delivery`)
-        self.events = EventDelivery(settings, intake=intake, cache=cache, sink=sink, observe=self._observe,
+        self.events = EventDelivery(settings, intake=intake, cache=cache, observe=self._observe,
                                     watching=self._watching, stopping=self._stop)
 
     # --- lifecycle -------------------------------------------------------------------------------------------

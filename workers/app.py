@@ -72,31 +72,35 @@ def _warm_up() -> None:
     import threading
 
     from engine import runtime
+    from poolboy.reconcilers import preload
 
     with contextlib.suppress(AttributeError, OSError):
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
 
-    runtime.reconcilers().preload()
+    preload(runtime.reconcilers())
     runtime.runtime().kube  # noqa: B018 (built on first use; this is the first use)
 
 
 @worker_init.connect
 def _preload_reconcilers(sender: object = None, **_: object) -> None:
     """Prefork: import the domain in the parent, before the pool forks, so the children inherit it (see
-    Registry.preload). Other pools run reconciles in this process: the same warm-up runs once the consumer is
-    ready (:func:`_warm_up_after_ready`), off the path to ready — about 0.7 s of CPU per worker, which on a node
+    poolboy.reconcilers.preload). Other pools run reconciles in this process: the same warm-up runs once the consumer
+    is ready (:func:`_warm_up_after_ready`), off the path to ready — about 0.7 s of CPU per worker, which on a node
     starting several workers at once is most of their start-up; a task that comes first waits on the import lock.
-    First of all, the runtime is told which app and settings its tasks run with."""
+    First of all, the runtime is told which app, settings and reconcilers its tasks run with: the domain's, or those
+    ``poolboy worker --reconcilers`` gave the worker (``app.Worker(reconcilers=…)``, kept in the worker's options)."""
     from engine import runtime
+    from poolboy.reconcilers import RECONCILERS, preload
     from workers.messages import QueuedMessages
 
-    runtime.configure(app, settings, QueuedMessages(app).encode)
+    reconcilers = getattr(sender, "options", {}).get("reconcilers", RECONCILERS)
+    runtime.configure(app, settings, QueuedMessages(app).encode, reconcilers)
     if not _forks_children(sender):
         _deferred_warm_up.append(True)
         return
     import gc
 
-    runtime.reconcilers().preload()
+    preload(runtime.reconcilers())
     # Move everything imported so far out of the collector's reach: a collection in a child would otherwise write
     # to every object's header and copy the parent's pages (measured: worker tree PSS 123 -> 101 MiB, 2 children)
     gc.freeze()

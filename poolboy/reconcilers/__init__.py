@@ -1,14 +1,14 @@
-"""Domain reconcilers, one per kind: ``reconcile(ctx, namespace, name) -> Result``; and the one registry of them.
+"""Domain reconcilers, one per kind: ``reconcile(ctx, namespace, name) -> Result``; and the mapping of them.
 
 A kind's ``reconcile`` is its declaration to the shared preamble
 (:class:`~poolboy.reconcilers.preamble.ObjectReconciler`: read, ignore, finalize, converge), so that the engine
 calls the preamble and the preamble the kind; the provider's, which neither finalizes nor ignores, is a plain
-function. The engine looks reconcilers up by kind token (see :mod:`poolboy.keys`) in the :class:`Registry` that
-:func:`registry` returns: :data:`RECONCILERS` by default, or any mapping of kind token to callable named
-``<module>:<attr>`` (the worker passes ``POOLBOY_RECONCILERS``; the integration tests use it to run trivial,
-instrumented reconcilers in real workers). Modules are imported on first use so that importing the registry stays
-cheap and a broken kind cannot stop the others from loading; :meth:`Registry.preload` imports them all at once (in
-the worker parent, before the pool forks).
+function. The engine looks reconcilers up by kind token (see :mod:`poolboy.keys`) in the mapping its runtime is
+configured with (:func:`engine.runtime.configure`): :data:`RECONCILERS`, unless the worker is given another
+(``poolboy worker --reconcilers <module>:<attr>``, how the integration tests run trivial, instrumented reconcilers
+in real workers). Each kind's module is imported on its first lookup so that importing this package stays cheap and
+a broken kind cannot stop the others from loading; :func:`preload` imports them all at once (in the worker parent,
+before the pool forks).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from __future__ import annotations
 import importlib
 import logging
 from collections.abc import Callable, Iterator, Mapping
-from functools import cache, cached_property
 from typing import cast
 
 from poolboy.context import Context
@@ -55,55 +54,23 @@ class _LazyReconcilers(Mapping[str, Reconciler]):
         return len(_MODULES)
 
 
+#: every kind's reconciler: the domain's
 RECONCILERS: Mapping[str, Reconciler] = _LazyReconcilers()
-#: the default ``<module>:<attr>`` of :func:`registry`
-DEFAULT = "poolboy.reconcilers:RECONCILERS"
 
 
-class Registry:
-    """Which callable reconciles which kind, resolved from ``<module>:<attr>`` on first use (so a worker starts
-    even while that module is missing, and reports it on the tasks that need it)."""
+def preload(reconcilers: Mapping[str, Reconciler]) -> list[str]:
+    """Import every reconciler of ``reconcilers`` now; returns the kinds that failed (logged, never fatal).
 
-    def __init__(self, target: str) -> None:
-        self.target = target
-
-    @cached_property
-    def reconcilers(self) -> Mapping[str, Reconciler]:
-        """The mapping ``target`` names, imported on first use (a failed import is tried again next time)."""
-        module_name, _, attr = self.target.partition(":")
-        return cast(Mapping[str, Reconciler], getattr(importlib.import_module(module_name), attr or "RECONCILERS"))
-
-    def lookup(self, kind: str) -> Reconciler:
-        """The reconciler of ``kind``; raises LookupError if none is registered."""
+    Called in the worker parent before the prefork pool starts, so the children inherit the imported modules
+    instead of each paying for them on its first task (importing jsonschema's format checkers compiles a
+    grammar: about a second of CPU, which made the first reconcile of every child, and every claim queued
+    behind it, slow).
+    """
+    failed = []
+    for kind in reconcilers:
         try:
-            return self.reconcilers[kind]
-        except (KeyError, ModuleNotFoundError, AttributeError) as error:
-            raise LookupError(f"no reconciler registered for kind {kind!r}: {error}") from error
-
-    def preload(self) -> list[str]:
-        """Import every registered reconciler now; returns the kinds that failed (logged, never fatal).
-
-        Called in the worker parent before the prefork pool starts, so the children inherit the imported modules
-        instead of each paying for them on its first task (importing jsonschema's format checkers compiles a
-        grammar: about a second of CPU, which made the first reconcile of every child, and every claim queued
-        behind it, slow).
-        """
-        failed = []
-        try:
-            kinds = list(self.reconcilers)
-        except (ModuleNotFoundError, AttributeError) as error:
-            log.warning("reconcilers not preloaded: %s", error)
-            return ["*"]
-        for kind in kinds:
-            try:
-                self.lookup(kind)
-            except Exception as error:  # a broken kind must not stop the worker; its tasks report it when they run
-                log.warning("reconciler for %s not preloaded: %s", kind, error)
-                failed.append(kind)
-        return failed
-
-
-@cache
-def registry(target: str | None = None) -> Registry:
-    """The registry of ``target`` (``<module>:<attr>``; None or empty: :data:`RECONCILERS`), one per target."""
-    return Registry(target or DEFAULT)
+            reconcilers[kind]
+        except Exception as error:  # a broken kind must not stop the worker; its tasks report it when they run
+            log.warning("reconciler for %s not preloaded: %s", kind, error)
+            failed.append(kind)
+    return failed

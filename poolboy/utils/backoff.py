@@ -1,7 +1,7 @@
 """The one backoff policy of every retry loop: exponential with full jitter, on tenacity's
 :class:`~tenacity.wait_random_exponential` (the AWS "full jitter" scheme client-go's workqueue uses too).
 
-Reconcile retries (``workqueue.ratelimit``: per-key failure counts kept in Redis), the watcher's re-list and sink
+Reconcile retries (``workqueue.ratelimit``: per-key failure counts kept in Redis), the watcher's re-list and delivery
 loops (:class:`Backoff`), and the Event recorder (tenacity's retrying directly) all wait this way, so the spread
 of competing retries and the caps are read in one place.
 """

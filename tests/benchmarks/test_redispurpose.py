@@ -10,9 +10,9 @@ LINES = r'''OK
 1795825821.03 [0 127.0.0.1:1] "ZADD" "unacked_index" "1.5" "tag"
 1795825821.04 [0 127.0.0.1:1] "HSET" "unacked" "tag" "[...]"
 1795825821.05 [0 127.0.0.1:1] "EXEC"
-1795825821.06 [0 127.0.0.1:2] "EVALSHA" "abc" "5" "gate:{claim/ns/a}:pending" "gate:{claim/ns/a}:active" "x" "y" "z"
-1795825821.07 [0 lua] "SISMEMBER" "selfwrites:{claim/ns/a}" "u/1"
-1795825821.08 [0 lua] "MGET" "gate:{claim/ns/a}:pending" "gate:{claim/ns/a}:active"
+1795825821.06 [0 127.0.0.1:2] "EVALSHA" "abc" "1" "poolboy:queue:{claim/ns/a}:pending"
+1795825821.07 [0 lua] "SISMEMBER" "poolboy:ownwrites:{claim/ns/a}" "u/1"
+1795825821.08 [0 lua] "MGET" "poolboy:queue:{claim/ns/a}:pending" "poolboy:queue:{claim/ns/a}:active"
 1795825821.09 [0 lua] "TIME"
 1795825821.10 [0 lua] "LPUSH" "claims" "{}"
 1795825821.11 [0 127.0.0.1:2] "EVALSHA" "def" "1" "poolboy:cache:o:v1|Namespace||default" "2" "{}"
@@ -27,9 +27,9 @@ LINES = r'''OK
 def test_commands_are_counted_by_what_they_are_for() -> None:
     counts = redispurpose.classify(LINES.splitlines())
     assert counts == {
-        "broker": 2,  # BRPOP; the gate script's LPUSH publishes
+        "broker": 2,  # BRPOP; the queue script's LPUSH publishes
         "broker: unacked": 4,
-        "gate": 3,  # the script call, its MGET and its clock
+        "work queue": 3,  # the script call, its MGET and its clock
         "own writes": 1,
         "cache": 3,  # the put script, its HMGET, its clock
         "broker: task events": 1,
@@ -46,11 +46,14 @@ def test_per_claim_puts_the_total_first() -> None:
 def test_a_script_call_is_named_by_the_script_it_runs() -> None:
     import hashlib
 
-    from workqueue import queue as gate
+    from workqueue import keyspace
+    from workqueue import queue as work_queue
 
-    sha = hashlib.sha1(gate._source("start").encode()).hexdigest()
+    sha = hashlib.sha1(work_queue.source("start").encode()).hexdigest()
     tally = redispurpose.Tally()
-    tally.feed(False, ["EVALSHA", sha, "3", "gate:{claim/ns/a}:pending", "gate:{claim/ns/a}:active", "gate:leases"])
-    tally.feed(False, ["EVALSHA", "0" * 40, "1", "gate:{claim/ns/b}:pending"])
-    assert tally.detail == {"gate: EVALSHA gate start": 1, "gate: EVALSHA gate:…:pending": 1}, \
+    tally.feed(False, ["EVALSHA", sha, "3", keyspace.pending("claim/ns/a"), keyspace.active("claim/ns/a"),
+                       keyspace.LEASES])
+    tally.feed(False, ["EVALSHA", "0" * 40, "1", keyspace.pending("claim/ns/b")])
+    assert tally.detail == {"work queue: EVALSHA queue start": 1,
+                            "work queue: EVALSHA poolboy:queue:…:pending": 1}, \
         "an unknown script is named by its first key's shape"

@@ -1,4 +1,5 @@
-"""Trivial, instrumented reconcilers for the engine's integration tests (``POOLBOY_RECONCILERS=<this>:RECONCILERS``).
+"""Trivial, instrumented reconcilers for the engine's integration tests (``poolboy worker --reconcilers
+<this>:RECONCILERS``, ``engine_settings.RECONCILERS``).
 
 Each run appends ``{"e": "start"|"end", "t": epoch, "pid": pid}`` to the Redis list ``runs:<key>``; what a run does
 is read from the hash ``behave:<key>``:

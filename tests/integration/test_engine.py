@@ -17,7 +17,7 @@ import redis
 
 from stack.testing import BeatProcess, WorkerProcess
 from tests.integration import engine_reconcilers as er
-from tests.integration.engine_settings import ENV, LEASE
+from tests.integration.engine_settings import ENV, LEASE, RECONCILERS
 from tests.waiting import wait_for
 from workqueue import keyspace
 
@@ -26,7 +26,8 @@ pytestmark = pytest.mark.slow
 @pytest.fixture()
 def stack(redis_server, r) -> Iterator[WorkerProcess]:
     """One worker (prefork, 2 processes) consuming every queue, plus beat."""
-    with WorkerProcess(redis_server.url, ["claims", "handles", "pools", "periodic"], 2, env=ENV) as worker, \
+    with WorkerProcess(redis_server.url, ["claims", "handles", "pools", "periodic"], 2, reconcilers=RECONCILERS,
+                       env=ENV) as worker, \
             BeatProcess(redis_server.url, env=ENV):
         yield worker
 
@@ -101,8 +102,8 @@ def test_no_overlap_and_liveness_two_workers(redis_server, r, enqueuer):
     for key in keys:
         r.hset(f"behave:{key}", "sleep_range", "0.02,0.15")
     last_event: dict[str, float] = {}
-    with WorkerProcess(redis_server.url, ["claims"], 2, env=ENV), WorkerProcess(redis_server.url, ["claims"], 2,
-                                                                                env=ENV):
+    with WorkerProcess(redis_server.url, ["claims"], 2, reconcilers=RECONCILERS, env=ENV), \
+            WorkerProcess(redis_server.url, ["claims"], 2, reconcilers=RECONCILERS, env=ENV):
         deadline = time.monotonic() + 3.0
         events = 0
         while time.monotonic() < deadline:
@@ -126,7 +127,7 @@ def test_no_overlap_and_liveness_two_workers(redis_server, r, enqueuer):
 def test_sigkill_of_pool_child_mid_run(redis_server, r, enqueuer):
     key = "claim/kill/child"
     r.hset(f"behave:{key}", "sleep_first", "30")
-    with WorkerProcess(redis_server.url, ["claims", "periodic"], 2, env=ENV) as worker, \
+    with WorkerProcess(redis_server.url, ["claims", "periodic"], 2, reconcilers=RECONCILERS, env=ENV) as worker, \
             BeatProcess(redis_server.url, env=ENV):
         enqueuer.add(key)
         first = wait_for(lambda: er.runs(r, key), 15, message="first run")[0]
@@ -142,12 +143,12 @@ def test_sigkill_of_whole_worker_mid_run(redis_server, r, enqueuer):
     key = "claim/kill/worker"
     r.hset(f"behave:{key}", "sleep_first", "30")
     with BeatProcess(redis_server.url, env=ENV), \
-            WorkerProcess(redis_server.url, ["periodic"], 1, env=ENV, pool="solo"):
-        with WorkerProcess(redis_server.url, ["claims"], 2, env=ENV) as doomed:
+            WorkerProcess(redis_server.url, ["periodic"], 1, reconcilers=RECONCILERS, env=ENV, pool="solo"):
+        with WorkerProcess(redis_server.url, ["claims"], 2, reconcilers=RECONCILERS, env=ENV) as doomed:
             enqueuer.add(key)
             wait_for(lambda: er.runs(r, key), 15, message="first run")
             doomed.kill()  # node loss: parent and children, no warm shutdown
-        with WorkerProcess(redis_server.url, ["claims"], 2, env=ENV):
+        with WorkerProcess(redis_server.url, ["claims"], 2, reconcilers=RECONCILERS, env=ENV):
             wait_for(lambda: er.completed(r, key) >= 1, 4 * LEASE + 10, message="the key ran again")
     assert len(er.starts(r, key)) == 2
 
@@ -157,14 +158,14 @@ def test_a_killed_workers_retry_runs_on_another_worker_at_its_time(redis_server,
     runs on another worker at its time, within a pump tick, with no beat and no periodic sweep to find it."""
     key = "claim/kill/retrying"
     r.hset(f"behave:{key}", mapping={"raise": "transient", "retry_after": "3", "fail_times": "1"})
-    with WorkerProcess(redis_server.url, ["claims"], 2, env=ENV, pool="threads") as doomed:
+    with WorkerProcess(redis_server.url, ["claims"], 2, reconcilers=RECONCILERS, env=ENV, pool="threads") as doomed:
         enqueuer.add(key)
         wait_for(lambda: er.completed(r, key) >= 1 and r.zscore(keyspace.DUE, key) is not None, 15,
                  message="the first run failed and its retry is due later")
         due = float(r.zscore(keyspace.DUE, key))
         doomed.kill()  # the worker that failed the run is gone, and with it anything it held in memory
     assert due - time.time() > 0.5, "killed before the retry's time"
-    with WorkerProcess(redis_server.url, ["claims"], 2, env=ENV, pool="threads"):
+    with WorkerProcess(redis_server.url, ["claims"], 2, reconcilers=RECONCILERS, env=ENV, pool="threads"):
         wait_for(lambda: er.completed(r, key) >= 2, due - time.time() + 15, message="the retry ran")
     _, retry = er.starts(r, key)
     assert retry >= due - 0.01, "not before its time"

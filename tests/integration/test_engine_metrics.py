@@ -9,7 +9,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from stack.testing import WorkerProcess, free_port
 from tests.integration import engine_reconcilers as er
-from tests.integration.engine_settings import ENV
+from tests.integration.engine_settings import ENV, RECONCILERS
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.slow
@@ -28,7 +28,8 @@ def test_reconcile_counts_are_summed_over_children(redis_server, r, enqueuer):
     for key in keys:
         r.hset(f"behave:{key}", "sleep", "0.05")
     r.hset("behave:claim/metrics/bad", mapping={"raise": "permanent", "recheck_after": "3600"})
-    with WorkerProcess(redis_server.url, ["claims"], 2, env={**ENV, "POOLBOY_METRICS_PORT": str(port)}):
+    with WorkerProcess(redis_server.url, ["claims"], 2, reconcilers=RECONCILERS,
+                       env={**ENV, "POOLBOY_METRICS_PORT": str(port)}):
         enqueuer.add_many([*keys, "claim/metrics/bad"])
         wait_for(lambda: all(er.completed(r, k) for k in [*keys, "claim/metrics/bad"]), 20, message="all runs")
         success = ("controller_runtime_reconcile_total", (("controller", "claim"), ("result", "success")))

@@ -12,7 +12,7 @@ from poolboy.kube import KubeClient
 from poolboy.settings import Settings
 from stack.testing import BeatProcess, WorkerProcess
 from tests.integration import engine_reconcilers as er
-from tests.integration.engine_settings import ENV
+from tests.integration.engine_settings import ENV, RECONCILERS
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.slow
@@ -44,7 +44,8 @@ def test_flushall_mid_run_then_resync_converges(devcluster, redis_server, r, enq
     def converged(value: str) -> bool:
         return all(r.get(f"observed:{key}") == value for key in keys)
 
-    with WorkerProcess(redis_server.url, ["claims", "periodic"], 2, env=env, kubeconfig=devcluster.kubeconfig), \
+    with WorkerProcess(redis_server.url, ["claims", "periodic"], 2, reconcilers=RECONCILERS, env=env,
+                       kubeconfig=devcluster.kubeconfig), \
             BeatProcess(redis_server.url, env=env, kubeconfig=devcluster.kubeconfig):
         enqueuer.add_many(keys)
         wait_for(lambda: converged("v1"), 20, message="first convergence")

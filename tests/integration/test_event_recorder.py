@@ -153,7 +153,7 @@ def test_a_stopping_worker_child_sends_its_queued_events(fresh_devcluster, redis
     second."""
     from stack.testing import WorkerProcess
     from tests.integration import engine_reconcilers as er
-    from tests.integration.engine_settings import ENV
+    from tests.integration.engine_settings import ENV, RECONCILERS
 
     kube = make_kube(fresh_devcluster)
     try:
@@ -161,7 +161,8 @@ def test_a_stopping_worker_child_sends_its_queued_events(fresh_devcluster, redis
         key = f"claim/{namespace}/stopping"
         r.hset(f"behave:{key}", "event", "Stopping")
         fresh_devcluster.set_faults(error_rate=1.0, codes=[429], retry_after=3, verbs=["create"], kinds=["events"])
-        with WorkerProcess(redis_server.url, ["claims"], 1, env=ENV, kubeconfig=fresh_devcluster.kubeconfig) as worker:
+        with WorkerProcess(redis_server.url, ["claims"], 1, reconcilers=RECONCILERS, env=ENV,
+                           kubeconfig=fresh_devcluster.kubeconfig) as worker:
             assert enqueuer.add(key) == "published"
             wait_for(lambda: er.completed(r, key) == 1, timeout=15, message="the run that emits the Event")
             wait_for(lambda: event_requests(fresh_devcluster, namespace).get("create", 0) >= 1, timeout=15,

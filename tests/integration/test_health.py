@@ -1,8 +1,8 @@
 """``/healthz`` and ``/readyz`` of real watcher, worker and beat processes (workers/health.py, watcher/health.py).
 
 Each loop is stopped for real and the endpoint must fail, then recover: Redis killed and restarted on the same port
-(the worker consumer loses its broker connection, the watcher's sink blocks its informer), the API server frozen
-with SIGSTOP (readiness), and each process frozen as a whole (a probe gets no answer at all).
+(the worker consumer loses its broker connection, the watcher retries the delivery of an event), the API server
+frozen with SIGSTOP (readiness), and each process frozen as a whole (a probe gets no answer at all).
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ def test_redis_outage_fails_the_probes_and_they_recover(stack: Stack) -> None:
     stack.redis.stop()
     stack.wait_all("/readyz", 503)
     stack["worker"].wait("/healthz", 503)  # the consumer lost its broker connection and cannot get one back
-    # an event the watcher cannot hand to the gate: its informer stays stuck in the sink
+    # an event the watcher cannot hand to the gate: its delivery thread stays stuck retrying it
     stack.kube.create({"apiVersion": "poolboy.gpte.redhat.com/v1", "kind": "ResourceClaim",
                        "metadata": {"name": "c1", "namespace": "users"}, "spec": {"provider": {"name": "p"}}})
     stack["watcher"].wait("/healthz", 503)

@@ -1,5 +1,5 @@
 """Own writes end to end: a real watcher (``poolboy watcher``), a real worker, devcluster and Redis, with the
-instrumented reconcilers below (``POOLBOY_RECONCILERS=tests.integration.test_own_writes:RECONCILERS``).
+instrumented reconcilers below (the worker's ``--reconcilers tests.integration.test_own_writes:RECONCILERS``).
 
 A reconcile of a claim or handle copies its ``test/value`` annotation into ``status.observed`` (a conditional status
 write: its own object), and a claim annotated ``test/touch-handle: <name>`` also stamps that handle (a write to
@@ -196,9 +196,10 @@ def stack() -> Iterator[Stack]:
         kubeconfig = str(cluster.kubeconfig)
         kube = KubeClient.from_settings(Settings.from_env(api_timeout=10.0), kubeconfig=kubeconfig)
         kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": op}})
-        env = {**ENV, "POOLBOY_RECONCILERS": RECONCILERS_REF, "POOLBOY_NAMESPACE": op}
+        env = {**ENV, "POOLBOY_NAMESPACE": op}
         r = redis.Redis.from_url(server.url, decode_responses=True)
-        with WorkerProcess(server.url, ["claims", "handles"], 1, env=env, kubeconfig=kubeconfig) as worker, \
+        with WorkerProcess(server.url, ["claims", "handles"], 1, env=env, kubeconfig=kubeconfig,
+                           reconcilers=RECONCILERS_REF) as worker, \
                 WatcherProcess(server.url, kubeconfig, env) as watcher:
             try:
                 wait_for(lambda: watcher.metrics().get(("poolboy_watcher_informers", (("group", "poolboy"),))),

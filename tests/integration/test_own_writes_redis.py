@@ -4,8 +4,9 @@ round trip per event) and its fallbacks, and what :mod:`poolboy.kube` reports fo
 
 from __future__ import annotations
 
+import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import pytest
@@ -23,7 +24,7 @@ from poolboy.observability import Write
 from poolboy.settings import Settings
 from stack.testing import free_port
 from watcher import mapping
-from watcher.main import Watcher
+from watcher.delivery import EventDelivery, Intake, Wakes
 from workqueue import keyspace
 from workqueue.queue import Publish, WorkQueue
 from workqueue.roundtrip import RoundTrip, send_all
@@ -234,11 +235,33 @@ def _intake(redis_url: str, client: redis.Redis, cache: bool = False) -> Recordi
     return RecordingIntake(RecordingEnqueuer(queue, app), OwnWrites(queue), writer)
 
 
-def _watcher(intake: RecordingIntake) -> Watcher:
-    settings = Settings.from_env(operator_namespace="op")
-    watcher = Watcher(settings, None, print, leader_election=False, intake=intake)  # type: ignore[arg-type]
-    watcher._informers = [object()]  # type: ignore[list-item]  # "watching", so a failed delivery is retried
-    return watcher
+@pytest.fixture()
+def delivering() -> Iterator[Callable[[Intake], EventDelivery]]:
+    """``delivering(intake)``: the watcher's event path to ``intake``, running as while the watcher holds its lease
+    (so a failed delivery is retried), stopped after the test."""
+    started: list[EventDelivery] = []
+
+    def start(intake: Intake) -> EventDelivery:
+        events = EventDelivery(Settings.from_env(operator_namespace="op"), intake=intake, cache=None,
+                               observe=lambda *_: None, watching=lambda: True, stopping=threading.Event())
+        events.start()
+        started.append(events)
+        return events
+
+    yield start
+    for events in started:
+        events.stop()
+
+
+def _event(events: EventDelivery, route: mapping.Route, event_type: str, obj: dict) -> None:
+    """One watch event through the event path, delivered when this returns."""
+    events.on_event(route, event_type, obj)
+    events.queues[route].drain()
+
+
+def _deliver(intake: Intake, event_type: str, obj: dict, wakes: Wakes) -> list[str]:
+    """The outcomes of one event delivered alone."""
+    return intake.deliver_many([(event_type, obj, wakes)])[0]
 
 
 def _claim(version: str, **metadata: object) -> dict:
@@ -246,35 +269,36 @@ def _claim(version: str, **metadata: object) -> dict:
             "metadata": {"name": "a", "namespace": "ns", "uid": "u", "resourceVersion": version, **metadata}}
 
 
-def test_watcher_skips_only_modified_and_added_events_of_live_objects(redis_server, r: redis.Redis) -> None:
+def test_watcher_skips_only_modified_and_added_events_of_live_objects(redis_server, r: redis.Redis,
+                                                                       delivering) -> None:
     """MODIFIED and ADDED events carrying a recorded write id are the run's own (an ADDED with the very version a
     run's create returned is that create); DELETED, LISTED, an object being deleted, another version: a key."""
     intake = _intake(redis_server.url, r)
     intake.gate.start(KEY, "t1")
     intake.gate.done(KEY, "t1", writes=["u/1"])
-    watcher = _watcher(intake)
-    watcher.events.on_event(ROUTE_CLAIM, "MODIFIED", _claim("1"))
-    watcher.events.on_event(ROUTE_CLAIM, "ADDED", _claim("1"))
+    events = delivering(intake)
+    _event(events, ROUTE_CLAIM, "MODIFIED", _claim("1"))
+    _event(events, ROUTE_CLAIM, "ADDED", _claim("1"))
     assert intake.published == []
     for event_type in ("DELETED", "LISTED"):
-        watcher.events.on_event(ROUTE_CLAIM, event_type, _claim("1"))
+        _event(events, ROUTE_CLAIM, event_type, _claim("1"))
         r.delete(keyspace.pending(KEY))  # as if the published run had started: the next event publishes again
     for claim in (_claim("1", deletionTimestamp="2020-01-01T00:00:00Z"), _claim("2")):
-        watcher.events.on_event(ROUTE_CLAIM, "MODIFIED", claim)
+        _event(events, ROUTE_CLAIM, "MODIFIED", claim)
         r.delete(keyspace.pending(KEY))
-    watcher.events.on_event(ROUTE_CLAIM, "ADDED", _claim("3"))  # starts to match the watch with somebody else's version
+    _event(events, ROUTE_CLAIM, "ADDED", _claim("3"))  # starts to match the watch with somebody else's version
     assert intake.published == [KEY] * 5
 
 
 def test_intake_writes_the_cache_before_the_key_in_one_delivery(redis_server, r: redis.Redis) -> None:
     intake = _intake(redis_server.url, r, cache=True)
     claim = _claim("7")
-    assert intake.deliver("MODIFIED", claim, [(KEY, "u/7")]) == ["published"]
+    assert _deliver(intake, "MODIFIED", claim, [(KEY, "u/7")]) == ["published"]
     cached = ObjectCache(r, Settings().domain)
     assert r.hget(object_key("poolboy.gpte.redhat.com/v1|ResourceClaim|ns|a"), "rv") == "7"
     assert cached.redis.hget(object_key("poolboy.gpte.redhat.com/v1|ResourceClaim|ns|a"), "doc")
     assert intake.published == [KEY]
-    assert intake.deliver("DELETED", claim, [(KEY, None)]) == ["coalesced"]
+    assert _deliver(intake, "DELETED", claim, [(KEY, None)]) == ["coalesced"]
 
 
 def test_intake_delivers_a_batch_in_order_each_event_as_if_alone(redis_server, r: redis.Redis) -> None:
@@ -291,17 +315,12 @@ def test_intake_delivers_a_batch_in_order_each_event_as_if_alone(redis_server, r
     assert intake.deliver_many([]) == []
 
 
-def test_a_watching_watcher_delivers_through_its_queue(redis_server, r: redis.Redis) -> None:
+def test_a_watching_watcher_delivers_through_its_queue(redis_server, r: redis.Redis, delivering) -> None:
     intake = _intake(redis_server.url, r, cache=True)
-    watcher = _watcher(intake)
-    queue = watcher.events.queues[ROUTE_CLAIM]
-    queue.start()
-    try:
-        for version in ("1", "2", "3"):
-            watcher.events.on_event(ROUTE_CLAIM, "MODIFIED", _claim(version))
-        queue.drain()
-    finally:
-        watcher.stop()
+    events = delivering(intake)
+    for version in ("1", "2", "3"):
+        events.on_event(ROUTE_CLAIM, "MODIFIED", _claim(version))
+    events.queues[ROUTE_CLAIM].drain()
     assert intake.published == [KEY], "one run for the three versions: the gate coalesced the later ones"
     assert r.hget(object_key("poolboy.gpte.redhat.com/v1|ResourceClaim|ns|a"), "rv") == "3"
 
@@ -316,7 +335,7 @@ def test_intake_hands_the_key_over_when_the_cache_cannot_hold_the_object(redis_s
         node["x"] = {}
         node = node["x"]
     claim = {**_claim("9"), "spec": deep}
-    assert intake.deliver("MODIFIED", claim, [(KEY, "u/9")]) == ["published"]
+    assert _deliver(intake, "MODIFIED", claim, [(KEY, "u/9")]) == ["published"]
     assert intake.published == [KEY]
     assert not r.exists(object_key("poolboy.gpte.redhat.com/v1|ResourceClaim|ns|a"))
 
@@ -325,30 +344,31 @@ def test_intake_falls_back_to_add_when_the_check_fails(redis_server, r: redis.Re
     intake = _intake(redis_server.url, r)
     intake.gate.start(KEY, "t1")
     r.sadd(keyspace.deferred_events(KEY), "u/0")  # not a string: deferring the event fails with WRONGTYPE
-    assert intake.deliver("MODIFIED", _claim("1"), [(KEY, "u/1")]) == ["pending-while-running"]
+    assert _deliver(intake, "MODIFIED", _claim("1"), [(KEY, "u/1")]) == ["pending-while-running"]
     assert intake.gate.done(KEY, "t1").rerun is not None, "the plain ADD still owes the key one more run"
 
 
 def test_intake_raises_when_redis_is_away_so_the_watcher_delivers_again(redis_server) -> None:
     intake = _intake(redis_server.url, dead_redis())
     with pytest.raises(redis.exceptions.ConnectionError):
-        intake.deliver("MODIFIED", _claim("1"), [(KEY, "u/1")])
+        _deliver(intake, "MODIFIED", _claim("1"), [(KEY, "u/1")])
 
 
-def test_watcher_skips_a_managed_resource_written_by_its_handle_run(redis_server, r: redis.Redis) -> None:
+def test_watcher_skips_a_managed_resource_written_by_its_handle_run(redis_server, r: redis.Redis,
+                                                                       delivering) -> None:
     handle_key = "handle/op/guid-h"
     intake = _intake(redis_server.url, r)
     intake.gate.start(handle_key, "t1")
     intake.gate.done(handle_key, "t1", writes=["m/3"])
-    watcher = _watcher(intake)
+    events = delivering(intake)
     resource = {"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": "x", "namespace": "ns", "uid": "m", "resourceVersion": "3",
                              "annotations": {"poolboy.gpte.redhat.com/resource-handle-name": "guid-h",
                                              "poolboy.gpte.redhat.com/resource-handle-namespace": "op"}}}
-    watcher.events.on_event(mapping.MANAGED, "MODIFIED", resource)
+    _event(events, mapping.MANAGED, "MODIFIED", resource)
     assert intake.published == []
     resource["metadata"]["resourceVersion"] = "4"  # its controller changed it afterwards
-    watcher.events.on_event(mapping.MANAGED, "MODIFIED", resource)
+    _event(events, mapping.MANAGED, "MODIFIED", resource)
     assert intake.published == [handle_key]
 
 

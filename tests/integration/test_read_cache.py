@@ -31,6 +31,7 @@ from tests.integration.test_watcher import (
     settings_for,
     unique,
 )
+from tests.integration.watcher_keys import gate_intake
 from tests.waiting import wait_for
 from workqueue.roundtrip import send_all
 
@@ -190,11 +191,12 @@ def test_an_object_recreated_after_its_tombstone_is_indexed_again(rb: redis.Redi
 
 
 @pytest.fixture()
-def stack(kube: KubeClient, rb: redis.Redis):  # noqa: F811
+def stack(kube: KubeClient, rb: redis.Redis, redis_server):  # noqa: F811
     opns = create_namespace(kube, unique("op"))
     settings = settings_for(opns)
     writer = CacheWriter(rb, settings.domain, alive_seconds=5, check_interval=0.2)
-    with RunningWatcher(settings, kube, leader_election=False, cache=writer) as running:
+    intake = gate_intake(redis_server.url, rb, writer)
+    with RunningWatcher(settings, kube, intake, leader_election=False, cache=writer) as running:
         yield running, opns, ObjectCache(rb, settings.domain)
 
 
@@ -451,7 +453,8 @@ def test_redis_answering_again_after_an_outage_re_adds_every_key(kube: KubeClien
     try:
         opns = create_namespace(kube, unique("op"))
         writer = CacheWriter(client, DOMAIN, alive_seconds=5, check_interval=0.2)
-        with RunningWatcher(settings_for(opns), kube, leader_election=False, cache=writer) as running:
+        with RunningWatcher(settings_for(opns), kube, gate_intake(server.url, client, writer), leader_election=False,
+                            cache=writer) as running:
             name = unique("pool")
             kube.create(poolboy_obj("ResourcePool", opns, name, {"minAvailable": 0}))
             key = f"pool/{opns}/{name}"

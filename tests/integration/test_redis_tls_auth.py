@@ -17,7 +17,7 @@ from engine.runtime import work_queue
 from poolboy.settings import Settings
 from stack.testing import RedisServer, WorkerProcess, free_port
 from tests.integration import engine_reconcilers as er
-from tests.integration.engine_settings import ENV
+from tests.integration.engine_settings import ENV, RECONCILERS
 from tests.waiting import wait_for
 from workers.messages import QueuedMessages
 
@@ -69,7 +69,7 @@ def test_a_worker_runs_reconciles_over_tls_with_a_password(tls_redis: tuple[str,
     r.flushall()
     app = redis_client.probe_app(settings)
     enqueuer = Enqueuer(work_queue(settings, QueuedMessages(app).encode), app)
-    with WorkerProcess(url, ["claims"], 1, env={**ENV, **env}) as worker:
+    with WorkerProcess(url, ["claims"], 1, reconcilers=RECONCILERS, env={**ENV, **env}) as worker:
         assert enqueuer.add("claim/tls/a") == "published"
         wait_for(lambda: er.completed(r, "claim/tls/a") == 1, 20, message=f"run over TLS\n{worker.log()[-3000:]}")
     app.close()

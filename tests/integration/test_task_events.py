@@ -15,7 +15,7 @@ import redis
 
 from stack.testing import WorkerProcess
 from tests.integration import engine_reconcilers as er
-from tests.integration.engine_settings import ENV
+from tests.integration.engine_settings import ENV, RECONCILERS
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.slow
@@ -74,7 +74,7 @@ def listener(r) -> Iterator[EventListener]:
 def test_a_burst_sends_every_task_event_in_batches(redis_server, r, enqueuer, listener):
     keys = [f"claim/events/k{i}" for i in range(60)]
     env = {**ENV, "POOLBOY_TASK_EVENTS": "1"}
-    with WorkerProcess(redis_server.url, ["claims"], 4, env=env, pool="threads") as worker:
+    with WorkerProcess(redis_server.url, ["claims"], 4, reconcilers=RECONCILERS, env=env, pool="threads") as worker:
         for key in keys:
             assert enqueuer.add(key) == "published"
         wait_for(lambda: all(er.completed(r, key) >= 1 for key in keys), 60, message="every key ran")

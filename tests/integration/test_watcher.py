@@ -1,6 +1,7 @@
 """The watcher against a real devcluster: which events give which keys, managed-resource discovery, 410 re-lists,
-restarts, leader failover and fault injection. Process behaviour (restart, failover, 410 after a pause) uses real
-``poolboy watcher`` subprocesses recording keys to a file; the rest runs a Watcher in a thread with a recording sink.
+restarts, leader failover and fault injection. Process behaviour (restart, failover, 410 after a pause) uses watcher
+subprocesses recording keys to a file (:mod:`tests.integration.watcher_keys`); the rest runs a Watcher in a thread
+with a recording intake.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from prometheus_client import REGISTRY
 from poolboy.kube import AlreadyExists, ApiError, KubeClient
 from poolboy.settings import Settings
 from tests.integration.manifests import crd
+from tests.integration.watcher_keys import KeyRecorder
 from tests.waiting import wait_for
+from watcher.delivery import Intake
 from watcher.leader import LEASE_API, LeaderElector
 from watcher.main import Watcher
 
@@ -33,26 +36,6 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 # --- helpers -----------------------------------------------------------------------------------------------------
-
-
-class Recorder:
-    """A thread-safe recording sink."""
-
-    def __init__(self) -> None:
-        self.keys: list[str] = []
-        self._lock = threading.Lock()
-
-    def __call__(self, key: str) -> None:
-        with self._lock:
-            self.keys.append(key)
-
-    def count(self, key: str) -> int:
-        with self._lock:
-            return self.keys.count(key)
-
-    def wait(self, key: str, at_least: int = 1, timeout: float = 15) -> None:
-        wait_for(lambda: self.count(key) >= at_least, timeout=timeout,
-                 message=f"{key} recorded {at_least} time(s); have {self.count(key)}")
 
 
 def unique(prefix: str) -> str:
@@ -92,10 +75,11 @@ def poolboy_obj(kind: str, namespace: str, name: str, spec: dict | None = None, 
 
 
 class RunningWatcher:
-    """A Watcher in a thread, stopped at the end of the test."""
+    """A Watcher in a thread recording the keys it hands over (to ``inner`` too, when given), stopped at the end of
+    the test."""
 
-    def __init__(self, settings: Settings, kube: KubeClient, **kwargs) -> None:
-        self.recorder = Recorder()
+    def __init__(self, settings: Settings, kube: KubeClient, inner: Intake | None = None, **kwargs) -> None:
+        self.recorder = KeyRecorder(inner)
         self.watcher = Watcher(settings, kube, self.recorder, **kwargs)
         self.thread = threading.Thread(target=self.watcher.run, daemon=True)
 
@@ -278,7 +262,7 @@ def watch_errors() -> float:
 
 
 class WatcherProcess:
-    """``poolboy watcher --record-keys FILE`` as a real subprocess."""
+    """A watcher process recording its keys to a file (:func:`tests.integration.watcher_keys.main`)."""
 
     def __init__(self, cluster, tmp_path: Path, operator_namespace: str, identity: str, lease_seconds: float = 3,
                  watch_timeout: int = 2) -> None:
@@ -288,9 +272,8 @@ class WatcherProcess:
         env = {**os.environ, "POOLBOY_NAMESPACE": operator_namespace,
                "POOLBOY_WATCHER_LEASE_SECONDS": str(lease_seconds), "POOLBOY_API_TIMEOUT": "5",
                "PYTHONUNBUFFERED": "1"}
-        cmd = [sys.executable, "-m", "stack.cli", "watcher", "--kubeconfig", str(cluster.kubeconfig),
-               "--record-keys", str(self.keys_file), "--identity", identity,
-               "--watch-timeout", str(watch_timeout), "--metrics-port", "0"]
+        cmd = [sys.executable, "-m", "tests.integration.watcher_keys", str(self.keys_file),
+               "--kubeconfig", str(cluster.kubeconfig), "--identity", identity, "--watch-timeout", str(watch_timeout)]
         self._log = open(self.log_file, "a")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
                                         start_new_session=True)

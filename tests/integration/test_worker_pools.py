@@ -8,7 +8,7 @@ import pytest
 
 from stack.testing import WorkerProcess
 from tests.integration import engine_reconcilers as er
-from tests.integration.engine_settings import ENV
+from tests.integration.engine_settings import ENV, RECONCILERS
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.slow
@@ -19,7 +19,7 @@ def test_io_bound_pool_runs_keys_concurrently_in_one_process(redis_server, r, en
     keys = [f"claim/pool-{pool}/k{i}" for i in range(4)]
     for key in keys:
         r.hset(f"behave:{key}", "sleep", "2.0")
-    with WorkerProcess(redis_server.url, ["claims"], 4, env=ENV, pool=pool) as worker:
+    with WorkerProcess(redis_server.url, ["claims"], 4, reconcilers=RECONCILERS, env=ENV, pool=pool) as worker:
         for key in keys:
             assert enqueuer.add(key) == "published"
         wait_for(lambda: all(er.completed(r, key) >= 1 for key in keys), 30, message="every key ran")
@@ -37,7 +37,7 @@ def test_threads_pool_ends_a_run_past_its_soft_time_limit_and_retries_it(redis_s
     key = "claim/pool-limit/slow"
     r.hset(f"behave:{key}", "sleep_first", "600")
     env = {**ENV, "POOLBOY_RECONCILE_SOFT_TIME_LIMIT": "1", "POOLBOY_RECONCILE_TIME_LIMIT": "30"}
-    with WorkerProcess(redis_server.url, ["claims"], 2, env=env, pool="threads") as worker:
+    with WorkerProcess(redis_server.url, ["claims"], 2, reconcilers=RECONCILERS, env=env, pool="threads") as worker:
         assert enqueuer.add(key) == "published"
         wait_for(lambda: er.completed(r, key) >= 2, 30, message=f"the retry ran\n{worker.log()[-3000:]}")
         assert "soft time limit of 1s" in worker.log()

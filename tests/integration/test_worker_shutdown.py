@@ -14,7 +14,7 @@ import pytest
 
 from stack.testing import WorkerProcess
 from tests.integration import engine_reconcilers as er
-from tests.integration.engine_settings import ENV
+from tests.integration.engine_settings import ENV, RECONCILERS
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.slow
@@ -40,7 +40,7 @@ def test_sigterm_lets_a_running_reconcile_finish_within_the_grace(redis_server, 
     key = f"claim/graceful/short-{pool}"
     r.hset(f"behave:{key}", "sleep", "2")
     env = {**ENV, "POOLBOY_WORKER_SHUTDOWN_GRACE": "15"}
-    with WorkerProcess(redis_server.url, QUEUES, 1, env=env, pool=pool) as worker:
+    with WorkerProcess(redis_server.url, QUEUES, 1, reconcilers=RECONCILERS, env=env, pool=pool) as worker:
         assert enqueuer.add(key) == "published"
         wait_for(lambda: er.starts(r, key), 15, message="run started")
         stop(worker, "parent")
@@ -60,8 +60,8 @@ def test_sigterm_hands_a_long_reconcile_back_to_another_worker_at_once(redis_ser
     key = f"claim/graceful/long-{pool}-{how}"
     r.hset(f"behave:{key}", "sleep_first", "600")  # the first run would outlast any test; later runs are instant
     env = {**ENV, "POOLBOY_WORKER_SHUTDOWN_GRACE": "1"}
-    with WorkerProcess(redis_server.url, QUEUES, 1, env=env, pool=pool) as first, \
-            WorkerProcess(redis_server.url, QUEUES, 1, env=env, pool=pool) as second:
+    with WorkerProcess(redis_server.url, QUEUES, 1, reconcilers=RECONCILERS, env=env, pool=pool) as first, \
+            WorkerProcess(redis_server.url, QUEUES, 1, reconcilers=RECONCILERS, env=env, pool=pool) as second:
         assert enqueuer.add(key) == "published"
         started = wait_for(lambda: er.runs(r, key), 15, message="first run started")[0]
         holder, other = (first, second) if runs_on(first, started["pid"]) else (second, first)

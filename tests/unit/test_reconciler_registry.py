@@ -1,32 +1,57 @@
-"""The one registry of reconcilers (poolboy.reconcilers.registry): the domain's by default, any
-``<module>:<attr>`` mapping instead (how the integration tests run instrumented reconcilers in real workers)."""
+"""The reconcilers a worker runs (poolboy.reconcilers, engine.runtime.configure, ``poolboy worker --reconcilers``):
+the domain's by default, each kind's module imported on its first lookup; any ``<module>:<attr>`` mapping instead
+(how the integration tests run instrumented reconcilers in real workers)."""
+
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from poolboy import keys
-from poolboy.reconcilers import RECONCILERS, registry
+from poolboy.reconcilers import RECONCILERS, preload
+from stack.worker import resolve_reconcilers
+
+ROOT = Path(__file__).resolve().parents[2]
 
 #: a stand-in mapping, named below as ``tests.unit.test_reconciler_registry:ALTERNATIVE``
 ALTERNATIVE = {"claim": len}
 
 
-def test_the_default_registry_holds_every_kind() -> None:
-    default = registry(None)
-    assert default.reconcilers is RECONCILERS
+class Broken(dict):
+    """A mapping whose ``handle`` cannot be loaded, as a kind whose module fails to import."""
+
+    def __getitem__(self, kind: str):  # type: ignore[no-untyped-def]
+        if kind == "handle":
+            raise ImportError("no module named 'broken'")
+        return super().__getitem__(kind)
+
+
+def test_the_domain_maps_every_kind() -> None:
     assert set(RECONCILERS) == set(keys.KINDS)
-    assert default.lookup(keys.PROVIDER) is RECONCILERS[keys.PROVIDER]
+    assert all(callable(RECONCILERS[kind]) for kind in RECONCILERS)
 
 
-def test_a_named_mapping_replaces_the_domain() -> None:
-    alternative = registry("tests.unit.test_reconciler_registry:ALTERNATIVE")
-    assert alternative.lookup("claim") is len
-    with pytest.raises(LookupError):
-        alternative.lookup("handle")
-    assert alternative.preload() == []
+def test_the_domain_imports_a_kind_only_when_it_is_looked_up() -> None:
+    code = ("import sys; from poolboy.reconcilers import RECONCILERS; "
+            "before = 'poolboy.reconcilers.claim' in sys.modules; RECONCILERS['claim']; "
+            "print(before, 'poolboy.reconcilers.claim' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False True"
 
 
-def test_a_missing_module_fails_lookups_not_the_worker() -> None:
-    broken = registry("tests.unit.no_such_module:RECONCILERS")
-    assert broken.preload() == ["*"]
-    with pytest.raises(LookupError):
-        broken.lookup("claim")
+def test_preload_reports_the_kinds_that_fail_and_loads_the_others() -> None:
+    assert preload(RECONCILERS) == []
+    assert preload(Broken(claim=len, handle=len)) == ["handle"]
+
+
+def test_the_worker_resolves_a_named_mapping_once_at_start() -> None:
+    assert resolve_reconcilers("tests.unit.test_reconciler_registry:ALTERNATIVE") is ALTERNATIVE
+
+
+@pytest.mark.parametrize("target", ["tests.unit.no_such_module:RECONCILERS", "tests.unit.test_reconciler_registry:NONE",
+                                    "tests.unit.test_reconciler_registry:ROOT"])
+def test_a_worker_told_to_run_reconcilers_that_are_not_there_does_not_start(target: str) -> None:
+    with pytest.raises(SystemExit, match="--reconcilers"):
+        resolve_reconcilers(target)

@@ -1,16 +1,20 @@
 """The watcher's delivery queue (:mod:`watcher.delivery`): events reach the intake in order, in batches of whatever
 queued up behind the round trip in hand; nothing submitted is lost; a full queue holds the informers back; a relist
-can wait for what was queued before it."""
+can wait for what was queued before it. And the event path on top of it: a failed delivery is retried whole until
+it lands, or until the watcher no longer holds its lease."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import pytest
+from prometheus_client import REGISTRY
 
+from poolboy.settings import Settings
 from tests.waiting import wait_for
-from watcher.delivery import DeliveryQueue
+from watcher import mapping
+from watcher.delivery import DeliveryQueue, Event, EventDelivery
 
 
 class Intake:
@@ -115,3 +119,70 @@ def test_a_stopped_queue_takes_nothing(intake: Intake) -> None:
     queue.drain()
     assert intake.delivered == []
     assert not queue.running
+
+
+# --- the event path ------------------------------------------------------------------------------------------------
+
+ROUTE_CLAIM = mapping.POOLBOY_ROUTES[0]
+CLAIM = {"apiVersion": "poolboy.gpte.redhat.com/v1", "kind": "ResourceClaim",
+         "metadata": {"name": "a", "namespace": "ns", "uid": "u", "resourceVersion": "1"}}
+
+
+class FailingIntake:
+    """Fails the first ``failures`` deliveries (Redis away), then takes them; records every attempt."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.attempts: list[list[Event]] = []
+
+    def deliver_many(self, events: Sequence[Event]) -> list[list[str]]:
+        self.attempts.append(list(events))
+        if len(self.attempts) <= self.failures:
+            raise ConnectionError("Redis away")
+        return [["published"] * len(wakes) for _, _, wakes in events]
+
+
+def delivery(intake: FailingIntake, watching: threading.Event) -> EventDelivery:
+    events = EventDelivery(Settings.from_env(operator_namespace="op"), intake=intake, cache=None,
+                           observe=lambda *_: None, watching=watching.is_set, stopping=threading.Event())
+    events.start()
+    return events
+
+
+def drained(queue: DeliveryQueue[Event], timeout: float = 10) -> bool:
+    """Whether everything submitted to ``queue`` was delivered or dropped within ``timeout``."""
+    done = threading.Event()
+    threading.Thread(target=lambda: (queue.drain(), done.set()), daemon=True).start()
+    return done.wait(timeout)
+
+
+def sample(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+def test_a_failed_delivery_is_retried_whole_until_it_lands() -> None:
+    intake, watching = FailingIntake(failures=2), threading.Event()
+    watching.set()
+    events = delivery(intake, watching)
+    errors, keys = sample("poolboy_watcher_sink_errors_total"), sample("poolboy_watcher_keys_total", kind="claim")
+    try:
+        events.on_event(ROUTE_CLAIM, "MODIFIED", CLAIM)
+        assert drained(events.queues[ROUTE_CLAIM]), "delivered after the failures"
+    finally:
+        events.stop()
+    assert intake.attempts == [[("MODIFIED", CLAIM, [("claim/ns/a", "u/1")])]] * 3
+    assert sample("poolboy_watcher_sink_errors_total") == errors + 2
+    assert sample("poolboy_watcher_keys_total", kind="claim") == keys + 1, "counted once, when it landed"
+
+
+def test_a_failing_delivery_is_given_up_once_the_lease_is_lost() -> None:
+    intake, watching = FailingIntake(failures=10**6), threading.Event()
+    watching.set()
+    events = delivery(intake, watching)
+    try:
+        events.on_event(ROUTE_CLAIM, "MODIFIED", CLAIM)
+        wait_for(lambda: len(intake.attempts) >= 2, message="the delivery retried")
+        watching.clear()  # the next leader lists everything: this watcher drops what it holds
+        assert drained(events.queues[ROUTE_CLAIM]), "the delivery was given up"
+    finally:
+        events.stop()

@@ -33,7 +33,7 @@ def _python(code: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_engine_does_not_import_the_app_module() -> None:
-    """The runtime and the enqueuer are given the app (runtime.configure, Enqueuer(settings, app)): importing them
+    """The runtime and the enqueuer are given the app (runtime.configure, Enqueuer(queue, app)): importing them
     does not import ``workers.app``, so the app → runtime → enqueue → app circle is gone."""
     result = _python("import sys, engine.runtime, engine.enqueue, workers.tasks, workers.beat; "
                      "print('workers.app' in sys.modules)")
@@ -47,7 +47,18 @@ def test_a_runtime_nobody_configured_says_what_is_missing() -> None:
 
 
 def test_the_worker_configures_the_runtime_with_its_app_when_it_starts() -> None:
-    result = _python("from engine import runtime; from workers import app; app._preload_reconcilers(None); "
-                     "a, s, _ = runtime._configured; print(a is app.app, s is app.settings)")
+    result = _python("from engine import runtime; from workers import app; from poolboy import reconcilers; "
+                     "app._preload_reconcilers(None); a, s, _, r = runtime._configured; "
+                     "print(a is app.app, s is app.settings, r is reconcilers.RECONCILERS)")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "True True"
+    assert result.stdout.strip() == "True True True"
+
+
+def test_the_reconcilers_given_to_the_worker_are_the_ones_its_runtime_runs() -> None:
+    """``poolboy worker --reconcilers`` hands the mapping to ``app.Worker``, which keeps it in its options."""
+    result = _python("from types import SimpleNamespace; from engine import runtime; from workers import app; "
+                     "given = {'claim': len}; "
+                     "app._preload_reconcilers(SimpleNamespace(options={'reconcilers': given}, pool_cls='threads')); "
+                     "print(runtime.reconcilers() is given)")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "True"
