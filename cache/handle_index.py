@@ -1,9 +1,9 @@
 """Warm binding from Redis: the unbound-handle summaries the watcher keeps per scope, and atomic reservations.
 
-:mod:`poolboy.domain.candidates` ranks; this module only reads the summaries (one HGETALL) and reserves a candidate with
-one Lua call, so two claims never try the same handle at once. The reservation is advisory: the conditional bind
-patch on the API (a ``test`` of the handle's resourceVersion) stays the arbiter, a failed bind releases it, and a
-worker that dies holding one only delays that handle by the reservation's TTL.
+:mod:`poolboy.domain.binding.candidates` ranks; this module only reads the summaries (one HGETALL) and reserves a
+candidate with one Lua call, so two claims never try the same handle at once. The reservation is advisory: the
+conditional bind patch on the API (a ``test`` of the handle's resourceVersion) stays the arbiter, a failed bind releases
+it, and a worker that dies holding one only delays that handle by the reservation's TTL.
 
 Claims that wait for a handle (``waiting|<scope>``, in creation order) are served oldest first: a claim may
 reserve only while fewer older claims wait than the scope has unbound handles, so a handle that appears goes to
@@ -23,8 +23,8 @@ import redis
 
 from cache import model as cache_model
 from cache.store import PREFIX, index_key, object_key, read_if_synced
-from poolboy.domain import candidates
-from poolboy.domain.candidates import Reservation, Snapshot
+from poolboy.domain.binding import candidates
+from poolboy.domain.binding.candidates import Reservation, Snapshot
 from poolboy.kinds import RESOURCE_CLAIM, RESOURCE_HANDLE
 
 RESERVATION_PREFIX = PREFIX + "resv:"
@@ -66,8 +66,8 @@ return 0
 
 
 class RedisHandleIndex:
-    """:class:`poolboy.domain.candidates.HandleIndex` on the shared cache, one per process (its snapshots serve every
-    run); a run uses it through :meth:`for_run`."""
+    """:class:`poolboy.domain.binding.candidates.HandleIndex` on the shared cache, one per process (its snapshots
+    serve every run); a run uses it through :meth:`for_run`."""
 
     def __init__(self, client: redis.Redis, api_version: str, namespace: str, *, ttl_s: float = 30.0) -> None:
         self.redis = client

@@ -98,7 +98,7 @@ def indexes(obj: Mapping[str, Any], domain: str,
             presence: Collection[str] | None = None) -> list[str]:
     """Every index ``obj`` belongs to; Poolboy kinds (API group ``domain``) are also indexed by their D/ labels (by
     presence only those named in ``presence``, without the domain prefix; all when None), and by whatever ``extra``
-    adds (the domain's binding indexes, :func:`poolboy.domain.candidates.cache_entries`).
+    adds (the domain's binding indexes, :func:`poolboy.domain.binding.candidates.cache_entries`).
 
     Plain names are SET indexes; ``h:<name>\\t<value>`` is a HASH index (member -> value) and ``z:<name>\\t<score>``
     a sorted one."""

@@ -34,7 +34,7 @@ import orjson
 import redis
 
 from cache import model as cache_model
-from poolboy.domain import candidates
+from poolboy.domain.binding import candidates
 from poolboy.kube.interfaces import IndexMatch
 from workqueue import keyspace
 from workqueue.roundtrip import Call, RoundTrip

@@ -12,7 +12,7 @@ from poolboy.kube.no_cluster import NoCluster
 from poolboy.settings import Settings
 
 if TYPE_CHECKING:  # the wrapper imports the kubernetes client; the domain only needs its type
-    from poolboy.domain.candidates import HandleIndex
+    from poolboy.domain.binding.candidates import HandleIndex
     from poolboy.kube.interfaces import Client, EventRecorder, ObjectRef, Reader, RESTMapper
 
 #: reads the objects named now, together, so that the run's gets of them are answered from that read

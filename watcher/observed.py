@@ -8,7 +8,7 @@ watcher sees every change of every claim and handle exactly once (the standby se
   Claims the watcher did not see created (a re-list after a restart or a fail-over) are not measured, rather than
   measured from a guess.
 * :class:`PoolStats` — gauges per pool computed at scrape time from the last version of every handle seen
-  (available = unbound as :func:`poolboy.domain.candidates.is_unbound` says: no claim, not deleting, not
+  (available = unbound as :func:`poolboy.domain.binding.candidates.is_unbound` says: no claim, not deleting, not
   ignored; of which ready / unready / outdated — built from another revision than the one the pool's
   ``status.revision`` names; bound), and claims waiting for a handle per provider (label
   ``D/resource-claim-waiting``: claims do not name a pool, so they are counted by provider); and, for a pool that
@@ -31,7 +31,7 @@ from prometheus_client.registry import Collector
 
 from poolboy import keys
 from poolboy.domain import conditions
-from poolboy.domain.candidates import is_unbound
+from poolboy.domain.binding.candidates import is_unbound
 
 LATENCY_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 CLAIM_BIND = Histogram("poolboy_claim_bind_seconds", "Time from a claim's creation to its Bound condition",
@@ -90,7 +90,7 @@ class HandleState:
     pool: str
     bound: bool
     ready: bool
-    available: bool  # unbound as :func:`poolboy.domain.candidates.is_unbound` defines it
+    available: bool  # unbound as :func:`poolboy.domain.binding.candidates.is_unbound` defines it
     revision: str | None = None
 
 

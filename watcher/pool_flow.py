@@ -22,7 +22,7 @@ from collections import OrderedDict
 
 from prometheus_client import Counter, Histogram
 
-from poolboy.domain.scopes import first_provider
+from poolboy.domain.binding.scopes import first_provider
 
 POOL_BINDS = Counter("poolboy_pool_binds_total", "Pool handles bound to a claim, by whether they were ready (warm hit)",
                      ["pool", "handle"])

@@ -7,15 +7,14 @@ unbound handles (ready or provisioning) has a ready one for an arriving claim ex
 provisioning, so the smallest *s* with ``P(Poisson(λT) ≤ s − 1) ≥ warmHitRatio``
 serves that share of claims warm. The target is *s* within ``[minAvailable, maxAvailable]``.
 
-The rate λ is the demand, not only what the pool served: the pool's binds plus the claims of its provider that
-found no pool handle and got a handle made for them (counted from the cache's ``created|provider=<name>`` index,
-:func:`poolboy.domain.candidates.created_entry`) — otherwise an empty pool would measure no demand, and under a burst
-the rate it measures would be capped by its own size. λ is the larger of the rate over ``window`` and over its last
-sixth (:func:`short_window`): the target rises within a fraction of the window when a burst starts, and the long
-window holds it up through short lulls. With ``period`` (a day, a week) the pool also learns how much demand each
-part of the period brought in past periods and sizes for the higher of the measured rate and the one it expects over
-the next time to ready (:mod:`poolboy.domain.demand_profile`), so that handles for a recurring burst are made before
-it begins.
+The rate λ is the demand, not only what the pool served: the pool's binds plus the claims of its provider that found no
+pool handle and got a handle made for them (counted from the cache's ``created|provider=<name>`` index,
+:func:`~poolboy.domain.binding.candidates.created_entry`) — otherwise an empty pool would measure no demand, and under a
+burst the rate it measures would be capped by its own size. λ is the larger of the rate over ``window`` and over its
+last sixth (:func:`short_window`): the target rises within a fraction of the window when a burst starts, and the long
+window holds it up through short lulls. With ``period`` (a day, a week) the pool also learns how much demand each part
+of the period brought in past periods and sizes for the higher of the measured rate and the one it expects over the next
+time to ready (:mod:`poolboy.domain.demand_profile`), so that handles for a recurring burst are made before it begins.
 
 It rises at once and falls only after it has been lower for ``scaleDownDelay``, so a lull between bursts does not
 throw away handles that took long to make. Binds are counted in at most :data:`MAX_BUCKETS` time buckets kept in

@@ -20,7 +20,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from poolboy.context import Context
-from poolboy.domain import autoscaling, conditions, demand_profile, scopes
+from poolboy.domain import autoscaling, conditions, demand_profile
+from poolboy.domain.binding import scopes
 from poolboy.kinds import RESOURCE_HANDLE
 from poolboy.reconcilers import pool_members
 from poolboy.result import PermanentError

@@ -15,7 +15,8 @@ from typing import Any
 
 from poolboy import keys, kube
 from poolboy.context import Context
-from poolboy.domain import binding, candidates, pool_handles, pool_revision, scopes
+from poolboy.domain import binding, pool_handles, pool_revision
+from poolboy.domain.binding import candidates, scopes
 from poolboy.kinds import RESOURCE_HANDLE
 
 log = logging.getLogger(__name__)
@@ -42,7 +43,7 @@ def available_handles(ctx: Context, pool_name: str) -> list[dict[str, Any]]:
 
     From the engine's index of unbound handles when it can answer: one read of small summaries instead of every
     handle's document, so a pool run costs the same whatever the pool's size. Otherwise :func:`unbound_handles`.
-    The index applies the same rule (:func:`poolboy.domain.candidates.is_unbound`: no claim, not deleting, not
+    The index applies the same rule (:func:`poolboy.domain.binding.candidates.is_unbound`: no claim, not deleting, not
     ignored).
     """
     summaries = ctx.index.summaries(scopes.pool_scope(pool_name)) if ctx.index is not None else None

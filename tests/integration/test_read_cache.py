@@ -18,7 +18,7 @@ from cache.writer import EPOCH, CacheWriter
 from engine import runtime
 from engine.run import begin
 from poolboy import kube as kube_errors
-from poolboy.domain import candidates
+from poolboy.domain.binding import candidates
 from poolboy.kube import KubeClient
 from poolboy.settings import Settings
 from stack.testing import RedisServer

@@ -12,7 +12,8 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from poolboy.domain import candidates, matching
+from poolboy.domain import matching
+from poolboy.domain.binding import candidates
 
 DOMAIN = matching.DEFAULT_DOMAIN
 NOW = datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)

@@ -6,8 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from poolboy.context import Context
-from poolboy.domain import candidates
-from poolboy.domain.binding import bind_ops, handle_spec_ops, provider_compatible
+from poolboy.domain.binding import bind_ops, candidates, handle_spec_ops, provider_compatible
 from poolboy.settings import Settings
 
 SETTINGS = Settings(operator_namespace="op")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from poolboy.domain import claim_queue as q
+from poolboy.domain.binding import queue as q
 
 NOW = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 POOL = {"spec": {"minAvailable": 4, "maxUnready": 2}, "status": {"timeToReadySeconds": 120}}

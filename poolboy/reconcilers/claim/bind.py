@@ -16,8 +16,9 @@ from typing import Any, Protocol
 
 from poolboy import keys, kube
 from poolboy.context import Context
-from poolboy.domain import binding, claim_lifespan, matching, scopes
-from poolboy.domain import candidates as candidate_index
+from poolboy.domain import binding, claim_lifespan, matching
+from poolboy.domain.binding import candidates as candidate_index
+from poolboy.domain.binding import scopes
 from poolboy.domain.provider import Provider
 from poolboy.kinds import RESOURCE_HANDLE
 from poolboy.reconcilers.claim.modes import Mode
@@ -82,7 +83,7 @@ class ListedCandidates:
 
 
 class IndexedCandidates:
-    """Warm binding from the engine's index (:mod:`poolboy.domain.candidates`): rank from summaries, reserve the
+    """Warm binding from the engine's index (:mod:`poolboy.domain.binding.candidates`): rank from summaries, reserve the
     best atomically, bind it with the usual conditional patch, release and go on when the bind loses. The first
     summaries may be a snapshot read before the claim asked; then, before it answers "no handle", it ranks a read of
     its own (a read of its own is not repeated: a claim no handle can serve reads the index once)."""

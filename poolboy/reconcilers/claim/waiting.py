@@ -1,7 +1,7 @@
 """A claim that found no handle and may not create one waits: labelled, with its place in the queue.
 
 The ``D/resource-claim-waiting`` label lets a handle appearing (or becoming unbound) wake exactly the claims that
-wait for one. :mod:`poolboy.domain.claim_queue` decides what ``status.queue`` and the ``Bound=False`` message say
+wait for one. :mod:`poolboy.domain.binding.queue` decides what ``status.queue`` and the ``Bound=False`` message say
 and when to rewrite them; this module reads the claim's place from the engine's index (one Redis round trip) and
 the pools that serve its scope (from the shared cache).
 """
@@ -12,7 +12,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from poolboy.context import Context
-from poolboy.domain import binding, claim_queue, scopes
+from poolboy.domain import binding
+from poolboy.domain.binding import queue as claim_queue
+from poolboy.domain.binding import scopes
 from poolboy.kinds import RESOURCE_POOL
 from poolboy.reconcilers.claim.run import ClaimRun
 

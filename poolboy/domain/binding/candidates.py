@@ -25,7 +25,13 @@ from typing import Any, Protocol
 import orjson
 
 from poolboy.domain import matching, pool_revision
-from poolboy.domain.scopes import claim_first_provider, claim_scope, first_provider, handle_scopes, provider_scope
+from poolboy.domain.binding.scopes import (
+    claim_first_provider,
+    claim_scope,
+    first_provider,
+    handle_scopes,
+    provider_scope,
+)
 from poolboy.kinds import RESOURCE_CLAIM, RESOURCE_HANDLE
 from poolboy.kube.interfaces import IndexMatch
 from poolboy.utils import timeutil

@@ -1,4 +1,7 @@
-"""What binding a claim to a handle means: who is bound to whom, which handles are unbound, the bind's patch.
+"""Binding a claim to a handle, in one folder: this module says what binding means (who is bound to whom, which
+handles are unbound, the bind's patch); :mod:`.scopes` which handles a claim may draw from, :mod:`.candidates` how
+they rank and are summarised for a warm bind, :mod:`.queue` a waiting claim's place. The claim reconciler's step that
+binds is :mod:`poolboy.reconcilers.claim.bind`; the engine's index of unbound handles, :mod:`cache.handle_index`.
 
 The API server is the arbiter (docs/behaviour.md#design-rules, rule 3): the bind is ONE JSON patch (:func:`bind_ops`)
 whose first op tests the handle's ``resourceVersion`` as read, applied by the claim reconciler
@@ -16,8 +19,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from poolboy import keys
-from poolboy.domain import candidates
-from poolboy.domain.scopes import first_provider, handle_scopes, scope_pool
+from poolboy.domain.binding import candidates
+from poolboy.domain.binding.scopes import first_provider, handle_scopes, scope_pool
 from poolboy.kinds import RESOURCE_CLAIM, RESOURCE_HANDLE
 from poolboy.utils import timeutil
 
@@ -111,9 +114,9 @@ def waiting_claim_keys(ctx: Context, handle: Mapping[str, Any]) -> tuple[str, ..
 
 def list_unbound(ctx: Context, scope: str, *fallbacks: str, reader: Reader | None = None) -> list[dict[str, Any]]:
     """The unbound handles serving ``scope`` (and the ``fallbacks`` scopes), through the reader's list by the unbound
-    index (:func:`poolboy.domain.candidates.unbound_in`): the shared cache answers from the index, the API client
-    lists and applies the index's rule (:func:`~poolboy.domain.candidates.is_unbound`: ignored handles are left out,
-    since binding writes to the handle and Poolboy writes nothing to an ignored object).
+    index (:func:`.candidates.unbound_in`): the shared cache answers from the index, the API client lists and
+    applies the index's rule (:func:`.candidates.is_unbound`: ignored handles are left out, since binding writes
+    to the handle and Poolboy writes nothing to an ignored object).
 
     The label selector (:func:`unbound_selector`: a pool's handles carry its label) narrows what the API server
     sends; both readers apply it as well as the index. ``reader`` is :attr:`Context.kube` unless given (the pool

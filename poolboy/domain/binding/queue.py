@@ -1,7 +1,7 @@
 """A waiting claim's place in its queue: what it waits for, its position, and an expected wait.
 
 Claims that may not create a handle (``disableCreation``) wait, per binding scope, in creation order
-(:mod:`poolboy.domain.candidates`, ``waiting|<scope>``). The claim shows its place in ``status.queue`` and in its
+(:mod:`.candidates`, ``waiting|<scope>``). The claim shows its place in ``status.queue`` and in its
 ``Bound=False`` condition's message, e.g. ``Waiting for a ResourceHandle of ResourcePool labs: position 3 of 12,
 expected wait about 4m (pool handles take about 2m to become ready). Handle creation is disabled.``
 

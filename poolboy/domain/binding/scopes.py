@@ -4,7 +4,7 @@ A claim in a pool (its ``D/resource-pool-name`` annotation) draws from that pool
 the handles whose first resource its first provider makes, and from the handles that name no provider at all.
 A handle serves its provider's scope and, when it belongs to one, its pool's. The names (``pool=<name>``,
 ``provider=<name>``) are the values of the shared cache's ``unbound|…``, ``waiting|…`` and ``created|…`` entries
-(:mod:`poolboy.domain.candidates`), so they are built here and nowhere else.
+(:mod:`poolboy.domain.binding.candidates`), so they are built here and nowhere else.
 """
 
 from __future__ import annotations
