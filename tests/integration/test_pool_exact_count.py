@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from devcluster.testing import DevCluster
-from poolboy.context import Context
 from poolboy.kube import KubeClient, ServerError
 from poolboy.reconcilers import pool
+from tests.converge import api_context
 from tests.integration import handle_support as support
 from tests.integration.handle_support import HandleEnv
 from tests.integration.support import open_env
@@ -74,7 +74,7 @@ def _unseen(names: list[str]) -> Earlier:
 
 def _run(env: HandleEnv, view: Any, api: Any) -> None:
     """One pool run reading through ``view``, with ``api`` as its API server reader."""
-    pool.reconcile(Context(kube=view, settings=env.settings, api=api), env.op, "pool")
+    pool.reconcile(api_context(env.kube, env.settings, kube=view, api=api), env.op, "pool")
 
 
 def _names(env: HandleEnv, **labels: str) -> list[str]:
