@@ -112,14 +112,23 @@ class Scenario:
         return self
 
     def change(self) -> None:
-        """A new parameter value for the bound claim, which its ConfigMap then shows; one more claim from the pool,
-        which the pool replaces (its ``HandlesCreated`` Event repeats: a patch of the Event's count)."""
+        """A new parameter value for the bound claim, which its ConfigMap then shows; two more claims from the pool,
+        one after the other's handle is replaced, so the pool creates one handle twice and its ``HandlesCreated``
+        Event repeats (a patch of the Event's count)."""
         self.user.patch_claim(self.ns, "c", {"spec": {"provider": {"parameterValues": {"greeting": "hi"}}}})
-        self.user.claim(self.ns, "d", {"provider": {"name": self.provider, "parameterValues": {}}})
         wait_for(lambda: any(cm.data == {"greeting": "hi"} for cm in self.user.config_maps(self.ns)), timeout=30,
                  interval=0.3, message="the parameter change in the ConfigMap")
+        for name in ("d", "e"):
+            before = self.handles_created()
+            self.user.claim(self.ns, name, {"provider": {"name": self.provider, "parameterValues": {}}})
+            wait_for(lambda before=before: self.handles_created() > before, timeout=30, interval=0.3,
+                     message=f"the pool to replace the handle claim {name} took")
         wait_for(lambda: any(e.reason == "HandlesCreated" and e.count > 1 for e in self.user.events(NS, self.pool)),
                  timeout=30, interval=0.3, message="the pool's HandlesCreated Event to repeat")
+
+    def handles_created(self) -> int:
+        """How many times the pool said it created handles (its Events' counts)."""
+        return sum(e.count or 1 for e in self.user.events(NS, self.pool) if e.reason == "HandlesCreated")
 
     def converged(self) -> bool:
         claim = self.user.get_claim(self.ns, "c")
