@@ -1,4 +1,4 @@
-"""Repeated Redis loss under load (issue 18 item 3): redis-server killed and restarted on its port 20 times during a
+"""Repeated Redis loss under load: redis-server killed and restarted on its port 20 times during a
 burst of claims with 2 workers. Afterwards every component is the process it was (no exit, no restart), every worker
 answers a ping and binds a new claim, every claim is bound, and nothing leaked (no handle bound twice, no claim with
 two handles, no handle without its claim or its resources, the pool back at exactly minAvailable).

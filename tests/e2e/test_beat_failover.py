@@ -1,4 +1,4 @@
-"""Beat without a single point of failure (issue 11 item 3): two ``poolboy beat`` replicas on celery-redbeat.
+"""Beat without a single point of failure: two ``poolboy beat`` replicas on celery-redbeat.
 
 One holds the Redis lock and ticks; the other waits. SIGKILL the active one (no chance to release the lock): the
 standby takes the lock once it expires (``POOLBOY_BEAT_LOCK_TIMEOUT``), and the deadlines beat drives keep firing —

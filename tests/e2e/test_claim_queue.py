@@ -1,4 +1,4 @@
-"""A waiting claim says where it stands, on the running stack (issue 20): claims that may not create a handle
+"""A waiting claim says where it stands, on the running stack: claims that may not create a handle
 (``disableCreation``) show what they wait for and their position in the queue in ``Bound=False`` and
 ``status.queue``; when older claims are served, the others move up within the refresh interval."""
 

@@ -1,4 +1,4 @@
-"""Warnings before a claim's lifespan ends, on the running stack (issue 20): with ``POOLBOY_LIFESPAN_WARNINGS=30s,15s``
+"""Warnings before a claim's lifespan ends, on the running stack: with ``POOLBOY_LIFESPAN_WARNINGS=30s,15s``
 a claim whose lifespan is 45 s gets one Warning Event ``LifespanEnding`` per lead time, never before it, the
 ``LifespanEnding`` condition and ``status.lifespan.warnings``; extending the lifespan warns again for the new end.
 """

@@ -1,4 +1,4 @@
-"""Demand-driven pool sizing on the running stack (issue 20, ``spec.autoscaling``), as an administrator sees it:
+"""Demand-driven pool sizing on the running stack (``spec.autoscaling``), as an administrator sees it:
 handles take several seconds to become ready, a burst of claims raises the pool's target above ``minAvailable``
 (``status.autoscaling``, an Event ``ScaledUp``; the claims that found the pool empty count as demand, ``missed``),
 and once the burst has left the demand window and the ``scaleDownDelay`` has passed, the pool shrinks back to its

@@ -1,4 +1,4 @@
-"""Per-pool metrics on the running stack (issue 20): the watcher's /metrics counts a warm hit when a claim takes a
+"""Per-pool metrics on the running stack: the watcher's /metrics counts a warm hit when a claim takes a
 ready pool handle, a cold creation when a claim makes its own handle, the pool handles' time to ready, and the
 outdated handles of a pool whose spec changed under ``updateStrategy: Keep``."""
 

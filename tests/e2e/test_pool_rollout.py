@@ -1,4 +1,4 @@
-"""Rollover of a pool's outdated handles on the running stack (issue 20, ``spec.updateStrategy``), as an
+"""Rollover of a pool's outdated handles on the running stack (``spec.updateStrategy``), as an
 administrator sees it: a 20-handle pool with ``maxUnavailable: 2`` whose parameter values change is replaced
 handle by handle while a watch on its handles counts the ready unbound ones after every event, two bound handles
 stay as they were, and ``kubectl wait --for=condition=UpToDate`` returns when the rollout is done.

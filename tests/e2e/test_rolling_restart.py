@@ -1,4 +1,4 @@
-"""Rolling restart of every component during a burst (issue 11 item 6): nothing is lost.
+"""Rolling restart of every component during a burst: nothing is lost.
 
 The watcher, each worker and beat are stopped with SIGTERM (as Kubernetes does in a rollout) and started again,
 one after the other, while claims are being created. Workers hand running reconciles back when their grace period

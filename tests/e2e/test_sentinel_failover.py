@@ -1,4 +1,4 @@
-"""Redis high availability with Sentinel (issue 11 item 2): the whole stack on ``sentinel://`` URLs — broker, work
+"""Redis high availability with Sentinel: the whole stack on ``sentinel://`` URLs — broker, work
 gate, due-index, own-writes records and beat's lock all reach the master through three sentinels — while the
 primary is SIGKILLed in the middle of a burst of claims.
 

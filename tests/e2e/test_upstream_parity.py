@@ -1,4 +1,4 @@
-"""Upstream parity on the running stack (issue 9): behaviours existing upstream providers rely on, and edge cases.
+"""Upstream parity on the running stack: behaviours existing upstream providers rely on, and edge cases.
 
 Each scenario is written from docs/behaviour.md as a user or an administrator drives it with the official client:
 templated lifespans without ``template.enable`` (docs/behaviour.md#resources, #lifespans), a timezone-aware

@@ -1,5 +1,5 @@
 """Claims that must wait for a handle (``disableCreation``) on the real stack with 4 worker processes: served
-oldest first as the pool refills, and never a double bind (issue 10, docs/behaviour.md#binding: waiting claims
+oldest first as the pool refills, and never a double bind (docs/behaviour.md#binding: waiting claims
 are served oldest first)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Pool autoscaling on devcluster (issue 20, ``spec.autoscaling``): pool runs one at a time with a chosen ``now``,
+"""Pool autoscaling on devcluster (``spec.autoscaling``): pool runs one at a time with a chosen ``now``,
 handle readiness and binds set by hand (as the handle and claim reconcilers would)."""
 
 from __future__ import annotations

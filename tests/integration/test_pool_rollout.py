@@ -1,4 +1,4 @@
-"""Pool rollover on devcluster (issue 20, ``spec.updateStrategy``): pool runs one at a time, handle readiness set by
+"""Pool rollover on devcluster (``spec.updateStrategy``): pool runs one at a time, handle readiness set by
 hand in between (as the handle reconciler would), so each step of a rollout can be checked."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The broker transport survives Redis going away and coming back (issue 18 item 1), against a real redis-server.
+"""The broker transport survives Redis going away and coming back, against a real redis-server.
 
 The sequence is the one Celery's consumer runs after a connection error (``Connection.collect()``, then the owner of
 each channel closes it): a channel whose BRPOP was in flight when Redis died makes ``collect()`` stop midway, the

@@ -1,4 +1,4 @@
-"""Graceful worker shutdown (issue 11 item 6) on real ``poolboy worker`` subprocesses and a real Redis.
+"""Graceful worker shutdown on real ``poolboy worker`` subprocesses and a real Redis.
 
 SIGTERM lets a running reconcile finish within ``POOLBOY_WORKER_SHUTDOWN_GRACE``; one still running when the grace
 ends is handed back at once — its gate lease released and its key re-published — and another worker runs it. No

@@ -1,4 +1,4 @@
-"""Demand-driven pool sizes, pure (issue 20, ``spec.autoscaling``): the policy, the measurements, the model."""
+"""Demand-driven pool sizes, pure (``spec.autoscaling``): the policy, the measurements, the model."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A waiting claim's place in its queue, pure (issue 20): words, expected wait, bounded rewrites."""
+"""A waiting claim's place in its queue, pure: words, expected wait, bounded rewrites."""
 
 from __future__ import annotations
 

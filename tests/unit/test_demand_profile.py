@@ -1,4 +1,4 @@
-"""The learned demand profile (``spec.autoscaling.period``, issue 20), pure: counting per bucket, learning over
+"""The learned demand profile (``spec.autoscaling.period``), pure: counting per bucket, learning over
 periods, forecasting a recurring burst a time to ready ahead."""
 
 from __future__ import annotations

@@ -330,7 +330,7 @@ def test_status_interval_errors(bad):
         status_interval(bad)
 
 
-# --- a requested end clamped once (docs/behaviour.md#propagation; issue 9)
+# --- a requested end clamped once (docs/behaviour.md#propagation)
 # -----------------------------------------------------------------
 
 

@@ -1,4 +1,4 @@
-"""Warnings before a claim's lifespan end, pure (issue 20): due times, once per lead time, again after a new end."""
+"""Warnings before a claim's lifespan end, pure: due times, once per lead time, again after a new end."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ def test_prefork_about_two_slots_per_core_at_most_the_default_each(workers: int,
 @pytest.mark.parametrize("workers, cores", [(1, 2), (2, 2), (3, 2), (8, 2), (1, 1), (2, 1), (2, 8), (16, 8), (0, 2)])
 def test_threads_the_default_each_whatever_the_workers(workers: int, cores: int) -> None:
     """A thread idles while its worker acks and fetches messages and while the API answers: with 8 workers on 2
-    cores, four threads each bound W6 sooner than two (benchmarks/README.md round 14)."""
+    cores, four threads each bound W6 sooner than two (benchmarks/README.md)."""
     assert local_concurrency(workers, cores, pool="threads") == DEFAULT_CONCURRENCY
     assert local_concurrency(workers, cores) == DEFAULT_CONCURRENCY  # threads are the default pool
 

@@ -1,4 +1,4 @@
-"""Pool rollover, pure: revisions, the update strategy and the rollout plan (issue 20, ``spec.updateStrategy``)."""
+"""Pool rollover, pure: revisions, the update strategy and the rollout plan (``spec.updateStrategy``)."""
 
 from __future__ import annotations
 
