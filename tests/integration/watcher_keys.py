@@ -53,7 +53,9 @@ class KeyRecorder:
         with self._lock:
             return self.keys.count(key)
 
-    def wait(self, key: str, at_least: int = 1, timeout: float = 15) -> None:
+    def wait(self, key: str, at_least: int = 1, timeout: float = 60) -> None:
+        """Until ``key`` was delivered ``at_least`` times; the deadline allows a watcher's first list of a devcluster
+        that every test of the session has filled, on two loaded cores."""
         wait_for(lambda: self.count(key) >= at_least, timeout=timeout,
                  message=f"{key} recorded {at_least} time(s); have {self.count(key)}")
 
