@@ -61,6 +61,9 @@ class Watcher:
         self.watch_timeout = watch_timeout
         self.label_selector = f"!{settings.label('ignore')}"
         self._informers: list[Informer] = []
+        #: set before the first informer starts and cleared when they stop: the events of an informer that lists
+        #: while the others are still being started are delivered, not taken for a lost lease's
+        self._delivering = False
         self._managed: ManagedResources | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -122,6 +125,7 @@ class Watcher:
             if self.cache is not None:
                 self.cache.start()
             self.events.start()
+            self._delivering = True
             self._managed = ManagedResources(self.kube, partial(self.events.on_event, mapping.MANAGED),
                                              watch_timeout=self.watch_timeout,
                                              informer_factory=partial(Informer,
@@ -150,6 +154,7 @@ class Watcher:
     def stop_watching(self) -> None:
         with self._lock:
             informers, self._informers = self._informers, []
+            self._delivering = False
             managed, self._managed = self._managed, None
             metrics.INFORMERS.labels("poolboy").set(0)
             metrics.LEADER.set(0)
@@ -187,5 +192,5 @@ class Watcher:
                 managed.on_handle_event(event_type, obj)
 
     def _watching(self) -> bool:
-        return bool(self._informers)
+        return self._delivering
 
