@@ -33,6 +33,9 @@ EventCallback = Callable[[str, dict], None]
 ListCallback = Callable[["Informer", list], None]
 
 LISTED = "LISTED"
+#: the longest wait between an informer's attempts: one request each, so an API server that is back is watched again
+#: within seconds, not after a half-minute backoff that leaves the watcher deaf
+RETRY_CAP = 5.0
 
 
 @dataclass
@@ -44,7 +47,7 @@ class Informer:
     namespace: str | None = None
     label_selector: str | None = None
     watch_timeout: int = 300
-    backoff: Backoff = field(default_factory=Backoff)
+    backoff: Backoff = field(default_factory=lambda: Backoff(cap=RETRY_CAP))
     on_list: ListCallback | None = None
 
     def __post_init__(self) -> None:

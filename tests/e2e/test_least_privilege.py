@@ -41,6 +41,8 @@ D = "poolboy.gpte.redhat.com"
 RECHECK = "2"
 #: seconds a scenario's expiring claim lives: long enough to be bound and have its resources made
 EXPIRES = 5
+#: claims from the pool the scenario makes at most: two replacements of one handle need two or three
+POOL_CLAIMS = 4
 #: the kinds the scenario's provider creates, and nothing else
 MANAGED = [dict(CONFIGMAPS)]
 
@@ -112,23 +114,26 @@ class Scenario:
         return self
 
     def change(self) -> None:
-        """A new parameter value for the bound claim, which its ConfigMap then shows; two more claims from the pool,
-        one after the other's handle is replaced, so the pool creates one handle twice and its ``HandlesCreated``
-        Event repeats (a patch of the Event's count)."""
+        """A new parameter value for the bound claim, which its ConfigMap then shows; then claims from the pool, each
+        once the pool holds its one available handle again, until the pool has created one handle twice and its
+        ``HandlesCreated`` Event repeats (a patch of the Event's count). Whether claim ``c`` took a pool handle
+        depends on whether the pool had one yet, so the number of claims this takes is not fixed."""
         self.user.patch_claim(self.ns, "c", {"spec": {"provider": {"parameterValues": {"greeting": "hi"}}}})
         wait_for(lambda: any(cm.data == {"greeting": "hi"} for cm in self.user.config_maps(self.ns)), timeout=30,
                  interval=0.3, message="the parameter change in the ConfigMap")
-        for name in ("d", "e"):
-            before = self.handles_created()
+        for index in range(POOL_CLAIMS):
+            if self.handles_created_repeated():
+                return
+            name = f"from-pool-{index}"
             self.user.claim(self.ns, name, {"provider": {"name": self.provider, "parameterValues": {}}})
-            wait_for(lambda before=before: self.handles_created() > before, timeout=30, interval=0.3,
-                     message=f"the pool to replace the handle claim {name} took")
-        wait_for(lambda: any(e.reason == "HandlesCreated" and e.count > 1 for e in self.user.events(NS, self.pool)),
-                 timeout=30, interval=0.3, message="the pool's HandlesCreated Event to repeat")
+            self.user.wait_bound(self.ns, name, timeout=30)
+            wait_for(lambda: len(self.user.pool_handles(self.pool)) == 1, timeout=30, interval=0.3,
+                     message=f"the pool to hold one available handle again after claim {name}")
+        wait_for(self.handles_created_repeated, timeout=30, interval=0.3,
+                 message="the pool's HandlesCreated Event to repeat")
 
-    def handles_created(self) -> int:
-        """How many times the pool said it created handles (its Events' counts)."""
-        return sum(e.count or 1 for e in self.user.events(NS, self.pool) if e.reason == "HandlesCreated")
+    def handles_created_repeated(self) -> bool:
+        return any(e.reason == "HandlesCreated" and (e.count or 1) > 1 for e in self.user.events(NS, self.pool))
 
     def converged(self) -> bool:
         claim = self.user.get_claim(self.ns, "c")
