@@ -19,6 +19,11 @@ Starts the stack exactly as ``poolboy dev`` does (:class:`stack.local.LocalStack
 * IDLE: ``--scale-n`` claims at rest for ``--idle-seconds``: operator CPU, API requests/s, Redis commands/s.
 * STARTUP: ``poolboy dev`` (or ``upstream_dev.py dev``) launched; seconds to its ready line, and per component.
 * RTT: Redis commands and sequential round trips of one warm bind (:mod:`benchmarks.redis_rtt`).
+* SCALE: ``--scale-n`` bound claims at rest, a burst on top, a watcher restart and a Redis loss
+  (:mod:`benchmarks.scale`).
+
+``--cluster real`` runs either system on the real control plane (:mod:`controlplane`) instead of devcluster, and
+adds what the API server served (its ``/metrics``) and the CPU of kube-apiserver and etcd to every burst and rest.
 
 ``--systems project,upstream`` runs each workload on the project and on upstream Poolboy v1.17.3
 (:mod:`benchmarks.systems`), interleaved (for each repeat, each workload, each system), and prints a
@@ -64,7 +69,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import psutil
 import redis
 
-from benchmarks import apicount, compare, latency_proxy, procstats, pyspy, redis_rtt, rediscache, redisops, redispurpose
+from benchmarks import (
+    apicount,
+    apimetrics,
+    compare,
+    latency_proxy,
+    procstats,
+    pyspy,
+    redis_rtt,
+    rediscache,
+    redisops,
+    redispurpose,
+)
 from benchmarks import summary as summary_table
 from benchmarks.systems import SYSTEMS, ProjectStack, UpstreamStack, time_startup
 from benchmarks.workload import API, CLAIM_NS, ITEM_GROUP, OPERATOR_NS, SHAPES, Workload, item_crd
@@ -192,6 +208,15 @@ class Bench:
 
     def counters(self) -> dict:
         return self.stack.cluster.counters() if self.stack.cluster else {}
+
+    def served(self) -> apimetrics.Snapshot | None:
+        """The real API server's ``/metrics`` counters now; None on devcluster, which keeps no such counters."""
+        from controlplane import ControlPlane
+
+        cluster = self.stack.cluster
+        if not isinstance(cluster, ControlPlane):
+            return None
+        return apimetrics.scrape(lambda path: str(cluster.request("GET", path)))
 
     def reset_counters(self) -> None:
         self.own.clear()
@@ -355,6 +380,8 @@ class Bench:
 # --- one measured phase (counters, CPU, optional profile) ----------------------------------------------------------
 
 
+#: the control plane's processes whose CPU is the API server's cost of a claim (the controller manager's is not)
+CONTROL_PLANE_CPU = ("kube-apiserver", "etcd")
 #: the two ends of a burst's accounting: all claims bound with state mirrored, and idle again (pool refilled)
 WITHOUT, WITH = "without_replenishment", "with_replenishment"
 
@@ -365,6 +392,7 @@ class Mark(NamedTuple):
     requests: collections.Counter[str]  # API requests by "verb plural"
     cpu: dict[str, float]  # CPU seconds per component so far (absolute: subtract the phase's start)
     commands: collections.Counter[str]  # Redis commands so far (absolute)
+    served: apimetrics.Snapshot | None  # the real API server's own counters so far (absolute; None on devcluster)
 
 
 class Phase:
@@ -380,6 +408,7 @@ class Phase:
         bench.reset_counters()
         self.cpu = procstats.snapshot(self.pids)
         self.commands = bench.redis_commands()
+        self.served = bench.served()
         self.marks: dict[str, Mark] = {}
         log = os.environ.get("POOLBOY_BENCH_MONITOR_LOG")  # every command, raw, for reading one claim's story
         self.monitor = redispurpose.Monitor(bench.stack.direct_redis_url, Path(log) if log else None) \
@@ -396,7 +425,7 @@ class Phase:
     def mark(self, label: str) -> None:
         """Operator requests by verb and resource since the start of the phase; CPU and Redis commands so far."""
         self.marks[label] = Mark(self.bench.operator_by_verb_resource(), procstats.snapshot(self.pids),
-                                 self.bench.redis_commands())
+                                 self.bench.redis_commands(), self.bench.served())
         if self.monitor is not None:
             self.purposes[label] = self.monitor.counts()
             self.purpose_detail[label] = self.monitor.detail()
@@ -411,6 +440,14 @@ class Phase:
     def cpu_ms_per_claim(self, after: dict[str, float], n: int) -> dict[str, float]:
         per = {name: round((after.get(name, 0.0) - self.cpu.get(name, 0.0)) * 1000 / n, 2) for name in self.pids}
         return {**per, "operator": round(sum(v for k, v in per.items() if procstats.is_operator(k)), 2)}
+
+    def control_plane(self, mark: Mark, n: int) -> dict[str, Any]:
+        """What the API server and etcd served and spent from the start of the phase to ``mark``, per claim."""
+        assert self.served is not None and mark.served is not None
+        cpu = {name: round((mark.cpu.get(name, 0.0) - self.cpu.get(name, 0.0)) * 1000 / n, 2)
+               for name in CONTROL_PLANE_CPU}
+        return {"cpu_ms_per_claim": {**cpu, "total": round(sum(cpu.values()), 2)},
+                **apimetrics.delta(self.served, mark.served, n)}
 
     def finish(self, n: int) -> dict[str, Any]:
         bench = self.bench
@@ -429,6 +466,8 @@ class Phase:
                 label: redispurpose.per_claim(counts, n) for label, counts in self.purposes.items()}
             result["redis_commands_by_purpose_command_key"] = {
                 label: redispurpose.per_claim(counts, n) for label, counts in self.purpose_detail.items()}
+        if self.served is not None:
+            result["control_plane"] = {label: self.control_plane(mark, n) for label, mark in self.marks.items()}
         cpu = result["operator_cpu_s"] = {
             label: round(sum(mark.cpu.get(k, 0.0) - self.cpu.get(k, 0.0) for k in self.pids
                              if procstats.is_operator(k)), 2) for label, mark in self.marks.items()}
@@ -457,6 +496,8 @@ def summarise(clock: ClaimClock, start: float, created_s: float) -> dict[str, An
         "all_state_s": round(max(clock.state.values()) - start, 3),
         "throughput_per_s": round(n / all_bound, 1) if all_bound > 0 else None,
         "create_to_bound": percentiles(bound), "create_to_state": percentiles(state),
+        # every claim's create→bound, for the distributions benchmarks.plots draws
+        "create_to_bound_samples": sorted(round(value, 3) for value in bound),
     }
 
 
@@ -472,9 +513,10 @@ def open_system(args: argparse.Namespace, workers: int, latency_ms: float = 0.0,
     proxy; upstream is one process whatever ``workers`` says. ``latency_ms`` is added to every API request."""
     log_dir = Path(args.log_dir) / f"{args.system}-w{workers}-{time.strftime('%H%M%S')}" if args.log_dir else None
     if args.system == "upstream":
-        return UpstreamStack(api_latency_ms=latency_ms, log_dir=log_dir)
+        return UpstreamStack(api_latency_ms=latency_ms, log_dir=log_dir, cluster=args.cluster)
     options = options or StackOptions(workers=workers, concurrency=args.concurrency, pool=args.pool,
-                                      api_latency_ms=latency_ms, env=task_events_env(args), log_dir=log_dir)
+                                      api_latency_ms=latency_ms, env=task_events_env(args), log_dir=log_dir,
+                                      cluster=args.cluster)
     return ProjectStack(options, redis_latency_ms=args.redis_latency_ms if redis_latency_ms is None
                         else redis_latency_ms)
 
@@ -624,6 +666,9 @@ AGGREGATES = {
     "operator_cpu_s_replenishment": ("operator_cpu_s", "replenishment"),
     "redis_commands_per_claim_with": ("redis_commands_per_claim", WITH, "total"),
     "redis_commands_per_claim_without": ("redis_commands_per_claim", WITHOUT, "total"),
+    "control_plane_cpu_ms_per_claim_with": ("control_plane", WITH, "cpu_ms_per_claim", "total"),
+    "apiserver_requests_per_claim_with": ("control_plane", WITH, "requests_per_claim", "total"),
+    "etcd_requests_per_claim_with": ("control_plane", WITH, "etcd_requests_per_claim"),
 }
 
 
@@ -806,27 +851,38 @@ def run_idle(args: argparse.Namespace) -> dict[str, Any]:
             bench.run_claims([f"i{i:05d}" for i in range(n)], None, 3600)
             bench.wait_idle(quiet=3.0)
             bench.wait_drained()
-            bench.reset_counters()
-            pids = bench.pids()
-            cpu_before, commands_before = procstats.snapshot(pids), bench.redis_commands()
-            time.sleep(args.idle_seconds)
-            requests = bench.operator_requests()
-            cpu = {name: round(seconds - cpu_before.get(name, 0.0), 2)
-                   for name, seconds in procstats.snapshot(pids).items()}
-            commands = bench.redis_commands() - commands_before
-            total = sum(requests.values())
-            objects = 3 * n  # claims, handles and their managed resources
-            operator_cpu = round(sum(v for k, v in cpu.items() if procstats.is_operator(k)), 2)
-            return {"claims": n, "objects": objects, "seconds": args.idle_seconds, "requests": requests,
-                    "cpu_s": cpu, "operator_cpu_s": operator_cpu,
-                    "operator_cpu_s_per_minute": round(operator_cpu * 60 / args.idle_seconds, 2),
-                    "redis_commands_per_s": round(sum(commands.values()) / args.idle_seconds, 2)
-                    if bench.redis is not None else None,
-                    "requests_per_s": round(total / args.idle_seconds, 3),
-                    "requests_per_s_per_10k_objects": round(total / args.idle_seconds * 10_000 / objects, 3),
-                    "by_verb_resource": dict(bench.operator_by_verb_resource())}
+            return {"claims": n, **at_rest(bench, args.idle_seconds, objects=3 * n)}
         finally:
             bench.close()
+
+
+def at_rest(bench: Bench, seconds: float, objects: int) -> dict[str, Any]:
+    """The operator's API requests, CPU and Redis commands over ``seconds`` in which nothing changes (``objects``:
+    the claims, handles and managed resources there are, for the per-10 000 figure); on the real control plane
+    also the API server's and etcd's CPU and what the API server served to every client."""
+    bench.reset_counters()
+    pids = bench.pids()
+    cpu_before, commands_before, served_before = procstats.snapshot(pids), bench.redis_commands(), bench.served()
+    time.sleep(seconds)
+    requests = bench.operator_requests()
+    cpu = {name: round(value - cpu_before.get(name, 0.0), 2) for name, value in procstats.snapshot(pids).items()}
+    commands = bench.redis_commands() - commands_before
+    served_after = bench.served()
+    total = sum(requests.values())
+    operator_cpu = round(sum(v for k, v in cpu.items() if procstats.is_operator(k)), 2)
+    result: dict[str, Any] = {
+        "objects": objects, "seconds": seconds, "requests": requests, "cpu_s": cpu, "operator_cpu_s": operator_cpu,
+        "operator_cpu_s_per_minute": round(operator_cpu * 60 / seconds, 2),
+        "redis_commands_per_s": round(sum(commands.values()) / seconds, 2) if bench.redis is not None else None,
+        "requests_per_s": round(total / seconds, 3),
+        "requests_per_s_per_10k_objects": round(total / seconds * 10_000 / objects, 3),
+        "by_verb_resource": dict(bench.operator_by_verb_resource())}
+    if served_before is not None and served_after is not None:
+        served = apimetrics.delta(served_before, served_after)
+        result["control_plane"] = {
+            "cpu_s": {name: cpu.get(name, 0.0) for name in CONTROL_PLANE_CPU},
+            "served_requests_per_s": round(served["requests_per_claim"]["total"] / seconds, 3), **served}
+    return result
 
 
 #: figures of the modes over repeats (median and min), named apart from the run's own keys
@@ -840,6 +896,15 @@ MODE_AGGREGATES: dict[str, dict[str, tuple[str, ...]]] = {
             "rtt_path_round_trips_without_beat": ("critical_path_without_background", "round_trips"),
             "rtt_commands": ("commands",)},
     "CACHE": {},
+    "SCALE": {"scale_rest_operator_cpu_s_per_minute": ("rest", "operator_cpu_s_per_minute"),
+              "scale_rest_requests_per_s": ("rest", "requests_per_s"),
+              "scale_rest_memory_mib": ("rest", "memory", "operator_incl_redis_pss_mib"),
+              "scale_burst_all_bound_s": ("burst", "all_bound_s"),
+              "scale_burst_bound_p99_s": ("burst", "create_to_bound", "p99"),
+              "scale_burst_cpu_ms_per_claim": ("burst", "cpu_ms_per_claim", WITH, "operator"),
+              "scale_burst_api_per_claim": ("burst", "api_requests_by_verb_resource", WITH, "total"),
+              "scale_watcher_restart_quiet_s": ("watcher_restart", "quiet_s"),
+              "scale_redis_loss_quiet_s": ("redis_loss", "quiet_s")},
 }
 #: series of runs at several worker counts: one summary per count
 SERIES = ("W4", "W6", "STARTUP")
@@ -867,6 +932,7 @@ def plan(args: argparse.Namespace, chosen: list[str], systems: tuple[str, ...]) 
         "CACHE": lambda: run_cache(args),
         "IDLE": lambda: run_idle(args),
         "RTT": lambda: run_rtt(args),
+        "SCALE": lambda: run_scale(args),
     }
     counts = {"W4": [1, 2, 4], "W6": [int(w) for w in args.w6_workers.split(",")],
               "STARTUP": [int(w) for w in args.startup_workers.split(",")]}
@@ -885,6 +951,12 @@ def plan(args: argparse.Namespace, chosen: list[str], systems: tuple[str, ...]) 
                                         args.latency_ms if name == "W6" else 0.0, name)
             units.append(Unit(name, str(workers), run, allowed if index == 0 else ("project",)))
     return units
+
+
+def run_scale(args: argparse.Namespace) -> dict[str, Any]:
+    from benchmarks import scale  # it builds on this module
+
+    return scale.run_scale(args)
 
 
 def summarise_runs(name: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -935,10 +1007,13 @@ def run_all(args: argparse.Namespace, units: list[Unit], systems: tuple[str, ...
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", default="W1,W2,W3",
-                        help="comma list of W1..W6, MEM, CACHE, IDLE, STARTUP, RTT (default W1,W2,W3)")
+                        help="comma list of W1..W6, MEM, CACHE, IDLE, STARTUP, RTT, SCALE (default W1,W2,W3)")
     parser.add_argument("--systems", default="project",
                         help="comma list of project, upstream (default project); several: interleaved runs and a"
                              " project/upstream ratio table")
+    parser.add_argument("--cluster", choices=("devcluster", "real"), default="devcluster",
+                        help="the API server both systems run on: devcluster, or the real control plane "
+                             "(kube-apiserver, etcd, controller manager; its /metrics and their CPU are recorded too)")
     parser.add_argument("--shape", choices=SHAPES, default="upstream",
                         help="workload shape (benchmarks/workload.py; default upstream)")
     parser.add_argument("--n", type=int, default=300, help="claims per burst (W1, W2, W4, W6)")
@@ -968,8 +1043,14 @@ def main() -> int:
                         help=f"CACHE: Redis key prefix of the object cache (default {rediscache.DEFAULT_PREFIX})")
     parser.add_argument("--rate", type=float, default=5.0, help="W3 claims per second")
     parser.add_argument("--seconds", type=float, default=60.0, help="W3 duration")
-    parser.add_argument("--scale-n", type=int, default=5000, help="W5 and IDLE claims (each gets a handle)")
-    parser.add_argument("--idle-seconds", type=float, default=130.0, help="IDLE: the measured window (default 130)")
+    parser.add_argument("--scale-n", type=int, default=5000, help="W5, IDLE and SCALE claims (each gets a handle)")
+    parser.add_argument("--scale-pool", type=int, default=100, help="SCALE: the pool's size (default 100)")
+    parser.add_argument("--burst-n", type=int, default=1000,
+                        help="SCALE: new claims in the burst on top of --scale-n (default 1000)")
+    parser.add_argument("--probe-n", type=int, default=10,
+                        help="SCALE: claims created after a restart or Redis loss to time recovery (default 10)")
+    parser.add_argument("--idle-seconds", type=float, default=130.0,
+                        help="IDLE and SCALE: the window at rest (default 130)")
     parser.add_argument("--rtt-latency-ms", type=float, default=5.0,
                         help="RTT: Redis latency that separates sequential round trips (default 5)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per workload (report median and min)")

@@ -22,6 +22,9 @@ BURST = (
     ("API requests/claim, incl. replenishment", ("api_per_claim_with",)),
     ("Redis commands/claim, incl. replenishment", ("redis_commands_per_claim_with",)),
     ("operator PSS MiB at the end", ("operator_pss_mib",)),
+    ("kube-apiserver + etcd CPU ms/claim, incl. replenishment", ("control_plane_cpu_ms_per_claim_with",)),
+    ("requests the API server served/claim (all clients)", ("apiserver_requests_per_claim_with",)),
+    ("etcd requests/claim", ("etcd_requests_per_claim_with",)),
 )
 FIGURES: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     "W1": BURST, "W2": BURST, "W3": BURST, "W4": BURST, "W6": BURST,

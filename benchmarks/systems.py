@@ -9,7 +9,10 @@ components are those :func:`benchmarks.procstats.is_operator` names: watcher, wo
 * :class:`ProjectStack` is :class:`stack.local.LocalStack` (what ``poolboy dev`` runs), optionally with its
   Redis behind :mod:`benchmarks.latency_proxy`.
 * :class:`UpstreamStack` runs ``upstream_dev.py dev`` from ``$UPSTREAM_DEV_DIR`` (upstream's harness): devcluster with
-  upstream's CRDs and upstream's Kopf operator, all-in-one, as one process.
+  upstream's CRDs and upstream's Kopf operator, all-in-one, as one process; with ``cluster="real"`` it starts the
+  real control plane (:mod:`controlplane`) first and runs upstream on it (``--use-current-context``).
+* On the real control plane ``pids()`` also names ``kube-apiserver``, ``etcd`` and ``kube-controller-manager``, and
+  ``cluster`` is the :class:`controlplane.ControlPlane` (its counters come from the audit log).
 * :func:`time_startup` launches either system's ``dev`` command and times its ready line (and, for the project,
   each component's first ready log line).
 """
@@ -80,9 +83,7 @@ class ProjectStack(LocalStack):
             self._real_redis = None
 
     def pids(self) -> dict[str, int]:
-        pids: dict[str, int] = {}
-        if self.cluster and self.cluster.process:
-            pids["devcluster"] = self.cluster.process.pid
+        pids = cluster_pids(self.cluster)
         redis = self._real_redis or self.redis
         if redis and redis.process:
             pids["redis"] = redis.process.pid
@@ -122,42 +123,50 @@ def parse_assignments(text: str) -> dict[str, str]:
     return dict(line.split("=", 1) for line in text.splitlines() if re.match(r"^[A-Z_]+=", line))
 
 
-def upstream_command(kubeconfig: Path, workers: int = 1) -> list[str]:
+def upstream_command(kubeconfig: Path, workers: int = 1, current_context: bool = False) -> list[str]:
     return [sys.executable, str(upstream_dir() / "upstream_dev.py"), "dev", "--kubeconfig", str(kubeconfig),
-            "--workers", str(workers), "--namespace", OPERATOR_NS]
+            "--workers", str(workers), "--namespace", OPERATOR_NS,
+            *(["--use-current-context"] if current_context else [])]
 
 
-UPSTREAM_READY = re.compile(r"upstream poolboy ready in (?P<kopf>[\d.]+)s.*api (http://\S+)")
+#: upstream_dev.py's ready line: ``api <url>`` of the devcluster it started, or ``cluster of <kubeconfig>``
+UPSTREAM_READY = re.compile(r"upstream poolboy ready in (?P<kopf>[\d.]+)s.*(?:api (?P<api>http://\S+)|cluster of)")
 UPSTREAM_PIDS = re.compile(r"upstream-dev: (devcluster|kopf) pid (\d+)")
 
 
 class UpstreamStack:
-    """Upstream Poolboy on devcluster through ``upstream_dev.py``; ``with UpstreamStack(latency) as s: ...``."""
+    """Upstream Poolboy through ``upstream_dev.py``, on devcluster or (``cluster="real"``) on the real control plane;
+    ``with UpstreamStack(latency) as s: ...``."""
 
     name = "upstream"
 
-    def __init__(self, api_latency_ms: float = 0.0, log_dir: Path | None = None) -> None:
+    def __init__(self, api_latency_ms: float = 0.0, log_dir: Path | None = None, cluster: str = "devcluster") -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="upstream-stack-")
         self.log_dir = Path(log_dir or self._tmp.name)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.kubeconfig = self.log_dir / "kubeconfig"
         self.api_latency_ms = api_latency_ms
         self.direct_redis_url: str | None = None
-        self.cluster: DevCluster | None = None
+        self.kind = cluster
+        self.cluster: Any = None
         self.process: ReadyProcess | None = None
         self.ready_s = 0.0
 
     def start(self) -> UpstreamStack:
-        began = time.monotonic()
-        self.process = ReadyProcess(upstream_command(self.kubeconfig), UPSTREAM_READY,
-                                    self.log_dir / "upstream-dev.log", env=upstream_env())
+        real = self.kind == "real"
+        if real:  # upstream applies its own CRDs there; the latency, as for the project, is the fault proxy's
+            from controlplane import ControlPlane
+
+            self.cluster = ControlPlane(kubeconfig=self.kubeconfig, log_dir=self.log_dir / "control-plane",
+                                        fault_proxy=bool(self.api_latency_ms)).start()
         try:
-            self.process.start(timeout=180)
+            self._launch("upstream-dev.log")
         except BaseException:
-            self.process.stop()
+            self.stop()
             raise
-        self.ready_s = time.monotonic() - began
-        self.cluster = attached_cluster(self.process.match.group(2), self.kubeconfig)
+        if not real:
+            assert self.process is not None
+            self.cluster = attached_cluster(self.process.match.group("api"), self.kubeconfig)
         if self.api_latency_ms:
             self.cluster.set_faults(latency_ms=self.api_latency_ms)
         return self
@@ -166,6 +175,9 @@ class UpstreamStack:
         if self.process is not None:
             self.process.stop(grace=40)
             self.process = None
+        if self.kind == "real" and self.cluster is not None:
+            self.cluster.stop()
+            self.cluster = None
 
     def __enter__(self) -> UpstreamStack:
         return self.start()
@@ -177,7 +189,37 @@ class UpstreamStack:
     def pids(self) -> dict[str, int]:
         assert self.process is not None
         found = {name: int(pid) for name, pid in UPSTREAM_PIDS.findall("".join(self.process.lines))}
+        if self.kind == "real":
+            return {**cluster_pids(self.cluster), **({"kopf": found["kopf"]} if "kopf" in found else {})}
         return {"devcluster": found["devcluster"], "kopf": found["kopf"]} if len(found) == 2 else found
+
+    def restart_operator(self) -> float:
+        """Stop Kopf and start it again on the same cluster (what a watcher restart is for the project); seconds
+        until it is ready again. Only the real control plane outlives the harness that started it."""
+        assert self.kind == "real", "restart_operator needs cluster='real'"
+        if self.process is not None:
+            self.process.stop(grace=40)
+        self._launch("upstream-dev-restart.log")
+        return self.ready_s
+
+    def _launch(self, log_name: str) -> None:
+        began = time.monotonic()
+        self.process = ReadyProcess(upstream_command(self.kubeconfig, current_context=self.kind == "real"),
+                                    UPSTREAM_READY, self.log_dir / log_name, env=upstream_env())
+        self.process.start(timeout=300)
+        self.ready_s = time.monotonic() - began
+
+
+def cluster_pids(cluster: Any) -> dict[str, int]:
+    """The API server's processes: devcluster's one, or the real control plane's components by name."""
+    from controlplane import ControlPlane
+
+    if isinstance(cluster, ControlPlane):
+        return {name: child.process.pid for name, current, _ in cluster.processes()
+                if (child := current()) is not None and child.process is not None}
+    if cluster is not None and cluster.process:
+        return {"devcluster": cluster.process.pid}
+    return {}
 
 
 def attached_cluster(url: str, kubeconfig: Path) -> DevCluster:

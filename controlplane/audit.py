@@ -46,9 +46,18 @@ class AuditCounters:
     def __init__(self, log: Path) -> None:
         self.log = log
         self._offset = 0
+        # what has been counted since the reset, and up to where: each read parses only the lines written since
+        self._counts = Counters()
+        self._seen: set[str] = set()
+        self._counted_to = 0
 
     def reset(self) -> None:
         """Count from here on: from the end of the last whole line (a line being written counts after the reset)."""
+        self._counts, self._seen = Counters(), set()
+        self._find_reset_offset()
+        self._counted_to = self._offset
+
+    def _find_reset_offset(self) -> None:
         if not self.log.exists():
             self._offset = 0
             return
@@ -73,20 +82,34 @@ class AuditCounters:
         return [orjson.loads(line) for line in lines[:-1] if line.strip()]
 
     def counters(self) -> dict[str, Any]:
-        counts, seen = Counters(), set()
-        for event in self.events():
-            if event.get("auditID") in seen or _control_plane(event):
-                continue
-            seen.add(event.get("auditID"))
-            ref = event.get("objectRef") or {}
-            if not ref.get("resource"):
-                continue  # discovery, /version, /readyz: devcluster does not count those either
-            resource = f"{ref['resource']}.{ref['apiGroup']}" if ref.get("apiGroup") else ref["resource"]
-            verb = str(event.get("verb"))
-            if "dryRun=All" in str(event.get("requestURI")):
-                verb += " (dry run)"  # answered, nothing stored: not a write
-            counts.add(verb, resource, ref.get("namespace") or "", ref.get("name") or "")
-        return counts.to_json()
+        for event in self._new_events():
+            self._count(event)
+        return self._counts.to_json()
+
+    def _new_events(self) -> list[dict[str, Any]]:
+        """The whole lines written since the last read (a line still being written waits for the next one)."""
+        if not self.log.exists():
+            return []
+        with open(self.log, "rb") as log:
+            log.seek(self._counted_to)
+            block = log.read()
+        end = block.rfind(b"\n") + 1
+        self._counted_to += end
+        return [orjson.loads(line) for line in block[:end].split(b"\n") if line.strip()]
+
+    def _count(self, event: dict[str, Any]) -> None:
+        audit_id = str(event.get("auditID"))
+        if audit_id in self._seen or _control_plane(event):
+            return
+        self._seen.add(audit_id)
+        ref = event.get("objectRef") or {}
+        if not ref.get("resource"):
+            return  # discovery, /version, /readyz: devcluster does not count those either
+        resource = f"{ref['resource']}.{ref['apiGroup']}" if ref.get("apiGroup") else ref["resource"]
+        verb = str(event.get("verb"))
+        if "dryRun=All" in str(event.get("requestURI")):
+            verb += " (dry run)"  # answered, nothing stored: not a write
+        self._counts.add(verb, resource, ref.get("namespace") or "", ref.get("name") or "")
 
 
     def requests(self) -> list[Request]:

@@ -100,3 +100,18 @@ def test_audit_counters_count_each_request_once_and_leave_the_control_plane_out(
     with open(log, "ab") as appended:
         appended.write(b'onseComplete"}\n' + _event("6", "get", "configmaps", "ns", "x"))
     assert counters.counters()["by_verb"]["get"] == 1
+
+
+def test_audit_counters_read_each_line_once_and_count_what_was_appended_since(tmp_path: Path) -> None:
+    log = tmp_path / "audit.log"
+    log.write_bytes(_event("1", "get", "configmaps", "ns", "a") + b'{"auditID": "2", "stage": "Respo')
+    counters = AuditCounters(log)
+    assert counters.counters()["by_verb"]["get"] == 1
+    assert counters.counters()["by_verb"]["get"] == 1  # read again: nothing new, nothing counted twice
+    with open(log, "ab") as appended:  # the half-written line ends, and a watch starts and ends
+        appended.write(b'nseComplete", "verb": "get", "objectRef": {"resource": "secrets"}}\n'
+                       + _event("3", "watch", "configmaps", "ns", stage="ResponseStarted"))
+    assert counters.counters()["by_resource"] == {"configmaps": 2, "secrets": 1}
+    with open(log, "ab") as appended:
+        appended.write(_event("3", "watch", "configmaps", "ns"))
+    assert counters.counters()["by_verb"]["watch"] == 1
