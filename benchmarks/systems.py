@@ -124,9 +124,10 @@ def parse_assignments(text: str) -> dict[str, str]:
 
 
 def upstream_command(kubeconfig: Path, workers: int = 1, current_context: bool = False) -> list[str]:
-    return [sys.executable, str(upstream_dir() / "upstream_dev.py"), "dev", "--kubeconfig", str(kubeconfig),
-            "--workers", str(workers), "--namespace", OPERATOR_NS,
-            *(["--use-current-context"] if current_context else [])]
+    """``upstream_dev.py dev``; on a cluster of ours through :mod:`benchmarks.upstream_on_cluster`."""
+    launcher = ["-m", "benchmarks.upstream_on_cluster"] if current_context else [str(upstream_dir() / "upstream_dev.py")]
+    return [sys.executable, *launcher, "dev", "--kubeconfig", str(kubeconfig), "--workers", str(workers),
+            "--namespace", OPERATOR_NS, *(["--use-current-context"] if current_context else [])]
 
 
 #: upstream_dev.py's ready line: ``api <url>`` of the devcluster it started, or ``cluster of <kubeconfig>``
