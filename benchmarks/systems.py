@@ -125,7 +125,8 @@ def parse_assignments(text: str) -> dict[str, str]:
 
 def upstream_command(kubeconfig: Path, workers: int = 1, current_context: bool = False) -> list[str]:
     """``upstream_dev.py dev``; on a cluster of ours through :mod:`benchmarks.upstream_on_cluster`."""
-    launcher = ["-m", "benchmarks.upstream_on_cluster"] if current_context else [str(upstream_dir() / "upstream_dev.py")]
+    harness = str(upstream_dir() / "upstream_dev.py")
+    launcher = ["-m", "benchmarks.upstream_on_cluster"] if current_context else [harness]
     return [sys.executable, *launcher, "dev", "--kubeconfig", str(kubeconfig), "--workers", str(workers),
             "--namespace", OPERATOR_NS, *(["--use-current-context"] if current_context else [])]
 
