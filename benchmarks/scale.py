@@ -18,6 +18,8 @@ Per-claim figures at two sizes (say 1 500 and 10 000) show how the cost grows; :
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -44,19 +46,26 @@ def run_scale(args: argparse.Namespace) -> dict[str, Any]:
             bench.setup()
             result: dict[str, Any] = {"claims": n, "pool": args.scale_pool, "workers": args.workers,
                                       "concurrency": concurrency_of(args, args.workers), "cluster": args.cluster}
-            result["fill"] = fill(bench, n, args.scale_pool, threads)
+            record(result, "fill", fill(bench, n, args.scale_pool, threads))
             objects = 3 * n + 2 * args.scale_pool  # claims, handles, resources; the pool's handles and resources
-            result["rest"] = {**at_rest(bench, args.idle_seconds, objects), "memory": memory(bench, objects)}
+            record(result, "rest", {**at_rest(bench, args.idle_seconds, objects), "memory": memory(bench, objects)})
             phase = Phase(bench, args.profile, f"SCALE-{n}-burst")
             clock, start, created = phase.run_claims([f"b{i:05d}" for i in range(args.burst_n)], None, TIMEOUT,
                                                      threads)
-            result["burst"] = {**summarise(clock, start, created), **phase.finish(args.burst_n)}
-            result["watcher_restart"] = recover(bench, lambda: restart_watcher(stack), "r", args.probe_n, threads)
+            record(result, "burst", {**summarise(clock, start, created), **phase.finish(args.burst_n)})
+            record(result, "watcher_restart",
+                   recover(bench, lambda: restart_watcher(stack), "r", args.probe_n, threads))
             if isinstance(stack, ProjectStack):
-                result["redis_loss"] = recover(bench, lambda: lose_redis(stack), "l", args.probe_n, threads)
+                record(result, "redis_loss", recover(bench, lambda: lose_redis(stack), "l", args.probe_n, threads))
             return result
         finally:
             bench.close()
+
+
+def record(result: dict[str, Any], phase: str, figures: dict[str, Any]) -> None:
+    """Keep a phase's figures, and print them on stderr at once: a long run stopped later still leaves them."""
+    result[phase] = figures
+    print(f"SCALE {result['claims']} {phase}: {json.dumps(figures)}", file=sys.stderr, flush=True)
 
 
 def fill(bench: Bench, n: int, pool: int, threads: int) -> dict[str, Any]:
