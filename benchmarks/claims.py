@@ -74,6 +74,7 @@ from benchmarks import (
     apimetrics,
     compare,
     latency_proxy,
+    operator_metrics,
     procstats,
     pyspy,
     redis_rtt,
@@ -219,6 +220,11 @@ class Bench:
         if not isinstance(cluster, ControlPlane):
             return None
         return apimetrics.scrape(lambda path: str(cluster.request("GET", path)))
+
+    def operator_work(self) -> collections.Counter[str]:
+        """The project's reconcile runs by controller and gate outcomes so far (nothing for upstream)."""
+        urls = getattr(self.stack, "metrics_urls", None)
+        return operator_metrics.snapshot(urls) if urls else collections.Counter()
 
     def reset_counters(self) -> None:
         self.own.clear()
@@ -397,6 +403,7 @@ class Mark(NamedTuple):
     cpu: dict[str, float]  # CPU seconds per component so far (absolute: subtract the phase's start)
     commands: collections.Counter[str]  # Redis commands so far (absolute)
     served: apimetrics.Snapshot | None  # the real API server's own counters so far (absolute; None on devcluster)
+    work: collections.Counter[str]  # the project's runs by controller and gate outcomes so far (absolute)
 
 
 class Phase:
@@ -413,6 +420,7 @@ class Phase:
         self.cpu = procstats.snapshot(self.pids)
         self.commands = bench.redis_commands()
         self.served = bench.served()
+        self.work = bench.operator_work()
         self.marks: dict[str, Mark] = {}
         log = os.environ.get("POOLBOY_BENCH_MONITOR_LOG")  # every command, raw, for reading one claim's story
         self.monitor = redispurpose.Monitor(bench.stack.direct_redis_url, Path(log) if log else None) \
@@ -429,7 +437,7 @@ class Phase:
     def mark(self, label: str) -> None:
         """Operator requests by verb and resource since the start of the phase; CPU and Redis commands so far."""
         self.marks[label] = Mark(self.bench.operator_by_verb_resource(), procstats.snapshot(self.pids),
-                                 self.bench.redis_commands(), self.bench.served())
+                                 self.bench.redis_commands(), self.bench.served(), self.bench.operator_work())
         if self.monitor is not None:
             self.purposes[label] = self.monitor.counts()
             self.purpose_detail[label] = self.monitor.detail()
@@ -473,6 +481,9 @@ class Phase:
                 label: redispurpose.per_claim(counts, n) for label, counts in self.purposes.items()}
             result["redis_commands_by_purpose_command_key"] = {
                 label: redispurpose.per_claim(counts, n) for label, counts in self.purpose_detail.items()}
+        if self.work:
+            result["operator_work_per_claim"] = {
+                label: operator_metrics.per_claim(self.work, mark.work, n) for label, mark in self.marks.items()}
         if self.served is not None:
             result["control_plane"] = {label: self.control_plane(mark, n) for label, mark in self.marks.items()}
         cpu = result["operator_cpu_s"] = {
@@ -523,7 +534,7 @@ def open_system(args: argparse.Namespace, workers: int, latency_ms: float = 0.0,
         return UpstreamStack(api_latency_ms=latency_ms, log_dir=log_dir, cluster=args.cluster)
     options = options or StackOptions(workers=workers, concurrency=args.concurrency, pool=args.pool,
                                       api_latency_ms=latency_ms, env=task_events_env(args), log_dir=log_dir,
-                                      cluster=args.cluster)
+                                      cluster=args.cluster, metrics_port=operator_metrics.free_port_run(workers + 1))
     return ProjectStack(options, redis_latency_ms=args.redis_latency_ms if redis_latency_ms is None
                         else redis_latency_ms)
 

@@ -20,13 +20,11 @@ import argparse
 import json
 import sys
 import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 from kubernetes import client, config
-from prometheus_client.parser import text_string_to_metric_families
 
-from stack import ports
+from benchmarks import operator_metrics
 from stack.local import LocalStack, StackOptions
 
 D = "poolboy.gpte.redhat.com"
@@ -67,32 +65,6 @@ def claim_writes(stack: LocalStack) -> int:
                and i["resource"].startswith("resourceclaims"))
 
 
-def claim_runs(stack: LocalStack) -> int:
-    """Claim reconcile runs the workers have counted so far (every outcome)."""
-    total = 0.0
-    for name, url in stack.metrics_urls.items():
-        if not name.startswith("worker"):
-            continue
-        with urllib.request.urlopen(url, timeout=10) as reply:
-            text = reply.read().decode()
-        total += sum(sample.value for family in text_string_to_metric_families(text) for sample in family.samples
-                     if sample.name == "controller_runtime_reconcile_total"
-                     and sample.labels.get("controller") == "claim")
-    return int(total)
-
-
-def free_port_run(count: int) -> int:
-    """The first of ``count`` consecutive free loopback ports (the watcher's and each worker's metrics)."""
-    for _ in range(50):
-        base = ports.free()
-        try:
-            ports.check(ports.PortRequest(base + offset, "metrics", "") for offset in range(count))
-        except ports.PortTaken:
-            continue
-        return base
-    raise SystemExit("no consecutive free ports for the components' metrics")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--claims", type=int, default=500)
@@ -103,7 +75,7 @@ def main() -> None:
                              "that refills a few at a time)")
     args = parser.parse_args()
     with LocalStack(StackOptions(workers=args.workers, concurrency=1,
-                                 metrics_port=free_port_run(args.workers + 1))) as stack:
+                                 metrics_port=operator_metrics.free_port_run(args.workers + 1))) as stack:
         api = api_of(stack)
         client.CoreV1Api(api.api_client).create_namespace({"metadata": {"name": USER_NS}})
         create(api, NS, "resourceproviders", "ResourceProvider", "q", {
@@ -119,7 +91,7 @@ def main() -> None:
         settle = wait(lambda: all(p is not None for p in positions(api).values()) and len(positions(api)) == len(names),
                       900, "every claim showing its position")
         stack.cluster.reset_counters()
-        runs_before = claim_runs(stack)
+        runs_before = operator_metrics.claim_runs(stack.metrics_urls)
         bound = 0.0
         for step in range(args.steps):  # each scaling once the previous one's handles are bound
             count = args.binds * (step + 1) // args.steps - args.binds * step // args.steps
@@ -130,7 +102,7 @@ def main() -> None:
         current = wait(lambda: sorted(p for p in positions(api).values() if p) == list(range(1, remaining + 1)),
                        600, "positions current again")
         writes = claim_writes(stack)
-        runs = claim_runs(stack) - runs_before
+        runs = operator_metrics.claim_runs(stack.metrics_urls) - runs_before
         result = {"claims": args.claims, "binds": args.binds, "steps": args.steps, "workers": args.workers,
                   "seconds_until_every_position_shown": round(settle, 1), "seconds_to_bind": round(bound, 1),
                   "seconds_until_positions_current": round(bound + current, 1), "claim_writes": writes,
