@@ -22,6 +22,7 @@ BURST = (
     ("API requests/claim, incl. replenishment", ("api_per_claim_with",)),
     ("Redis commands/claim, incl. replenishment", ("redis_commands_per_claim_with",)),
     ("operator PSS MiB at the end", ("operator_pss_mib",)),
+    ("operator start-up s (API server running)", ("operator_ready_s",)),
     ("kube-apiserver + etcd CPU ms/claim, incl. replenishment", ("control_plane_cpu_ms_per_claim_with",)),
     ("requests the API server served/claim (all clients)", ("apiserver_requests_per_claim_with",)),
     ("etcd requests/claim", ("etcd_requests_per_claim_with",)),

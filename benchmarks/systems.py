@@ -59,6 +59,13 @@ class ProjectStack(LocalStack):
         self.direct_redis_url = ""
         self._real_redis: RedisServer | None = None
         self.proxy: ReadyProcess | None = None
+        #: seconds from starting the operator's components to every one ready (the API server and Redis already up)
+        self.ready_s = 0.0
+        self._components_started = 0.0
+
+    def _start_components(self) -> None:
+        self._components_started = time.monotonic()
+        super()._start_components()
 
     def start(self) -> ProjectStack:
         if self.redis_latency_ms and not self.options.redis_url:
@@ -70,6 +77,7 @@ class ProjectStack(LocalStack):
             self.options.redis_url = f"redis://127.0.0.1:{self.proxy.match.group(1)}/0"
             self.direct_redis_url = self._real_redis.url
         super().start()
+        self.ready_s = time.monotonic() - self._components_started
         self.direct_redis_url = self.direct_redis_url or self.redis_url
         return self
 
