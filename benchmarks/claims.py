@@ -456,8 +456,8 @@ class Phase:
     def control_plane(self, mark: Mark, n: int) -> dict[str, Any]:
         """What the API server and etcd served and spent from the start of the phase to ``mark``, per claim."""
         assert self.served is not None and mark.served is not None
-        cpu = {name: round((mark.cpu.get(name, 0.0) - self.cpu.get(name, 0.0)) * 1000 / n, 2)
-               for name in CONTROL_PLANE_CPU}
+        per_component = self.cpu_ms_per_claim(mark.cpu, n)
+        cpu = {name: per_component.get(name, 0.0) for name in CONTROL_PLANE_CPU}
         return {"cpu_ms_per_claim": {**cpu, "total": round(sum(cpu.values()), 2)},
                 **apimetrics.delta(self.served, mark.served, n)}
 

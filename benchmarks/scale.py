@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from benchmarks import procstats
+from benchmarks import apimetrics, procstats
 from benchmarks.claims import Bench, Phase, at_rest, concurrency_of, open_system, percentiles, project_only, summarise
 from benchmarks.systems import ProjectStack, UpstreamStack
 from benchmarks.workload import Workload
@@ -112,8 +112,6 @@ def recover(bench: Bench, fault: Callable[[], float | None], prefix: str, probes
     result["operator_requests_total"] = sum(result["operator_requests"].values())
     after = bench.served()
     if served is not None and after is not None:
-        from benchmarks import apimetrics
-
         result["control_plane"] = apimetrics.delta(served, after)
     return result
 
