@@ -24,7 +24,8 @@ import redis
 from cache import model as cache_model
 from cache.store import PREFIX, index_key, object_key, read_if_synced
 from poolboy.domain.binding import candidates
-from poolboy.domain.binding.candidates import Reservation, Snapshot
+from poolboy.domain.binding.candidates import QueueState, Reservation, Snapshot
+from poolboy.domain.binding.queue_order import Waiter
 from poolboy.kinds import RESOURCE_CLAIM, RESOURCE_HANDLE
 
 RESERVATION_PREFIX = PREFIX + "resv:"
@@ -33,19 +34,24 @@ _RESERVE_BATCH = 32
 #: a process keeps at most this many scopes' snapshots (a few pools and providers in practice)
 _MAX_SNAPSHOTS = 256
 
-# ARGV: reservation prefix, ttl ms, claim id, waiting zset, unbound hash, object key prefix, member ids (best first)...
+# ARGV: reservation prefix, ttl ms, claim id, waiting zset, unbound hash, object key prefix, position under a queue
+# policy ('' for oldest first), member ids (best first)...
 # -> {'wait'} | {'ok', doc, member, passed...} | {'none', passed...}; doc: the reserved handle as the cache holds it
 # ('' when it has none), so the claim need not read it in a round trip of its own; passed: the members before it that
 # are bound or held by another claim, which the caller's snapshot can forget
 _RESERVE = """
-local waiting = redis.call('ZCARD', ARGV[4])
-if waiting > 0 then
-  local rank = redis.call('ZRANK', ARGV[4], ARGV[3])
-  if not rank then rank = waiting end
-  if rank >= redis.call('HLEN', ARGV[5]) then return {'wait'} end
+if ARGV[7] ~= '' then
+  if tonumber(ARGV[7]) > redis.call('HLEN', ARGV[5]) then return {'wait'} end
+else
+  local waiting = redis.call('ZCARD', ARGV[4])
+  if waiting > 0 then
+    local rank = redis.call('ZRANK', ARGV[4], ARGV[3])
+    if not rank then rank = waiting end
+    if rank >= redis.call('HLEN', ARGV[5]) then return {'wait'} end
+  end
 end
 local passed = {}
-for i = 7, #ARGV do
+for i = 8, #ARGV do
   if redis.call('HEXISTS', ARGV[5], ARGV[i]) == 1 then
     -- one command: take the reservation if it is free, and learn who holds it otherwise
     local owner = redis.call('SET', ARGV[1] .. ARGV[i], ARGV[3], 'NX', 'PX', ARGV[2], 'GET')
@@ -136,7 +142,8 @@ class RedisHandleIndex:
                 if any(name in snapshot for name in names):
                     self._snapshots[key] = snapshot.without(names)
 
-    def reserve(self, binding_scope: str, names: Iterable[str], claim: dict) -> Reservation:
+    def reserve(self, binding_scope: str, names: Iterable[str], claim: dict,
+                position: int | None = None) -> Reservation:
         """The first of ``names`` (best first) that no other claim holds, asked :data:`_RESERVE_BATCH` names at a
         time: the best is nearly always free, and a pool of thousands need not cross the wire per claim. Names are
         taken from ``names`` only as far as a batch needs them (a ranking is lazy); those of the last batch after
@@ -147,6 +154,7 @@ class RedisHandleIndex:
             outcome = self._reserve(args=[RESERVATION_PREFIX, self.ttl_ms, claim_id,
                                           index_key(f"{candidates.WAITING}|{binding_scope}"),
                                           index_key(f"{candidates.UNBOUND}|{binding_scope}"), object_key(""),
+                                          "" if position is None else position,
                                           *(self._handle_id(name) for name in batch)])
             verdict = outcome[0].decode()
             if verdict == "wait":
@@ -214,6 +222,34 @@ class RedisHandleIndex:
                               for member in members)
         return [(namespace, name) for _, _, namespace, name in (member.rsplit("|", 3) for member in heads)]
 
+    def queue_state(self, binding_scope: str) -> QueueState | None:
+        """Two round trips: the scope's waiting claims and the priority classes they ask for; then its unbound
+        handles and how many handles each of their namespaces holds in it."""
+        queue = index_key(f"{candidates.WAITING}|{binding_scope}")
+        first = read_if_synced(self.redis, self.api_version, RESOURCE_CLAIM, None, lambda pipe: (
+            pipe.zrange(queue, 0, -1, withscores=True),
+            pipe.hgetall(index_key(f"{candidates.PRIORITY}|{binding_scope}"))))
+        if first is None:
+            return None
+        members, priorities = first
+        waiters = []
+        for member, score in members:
+            _, _, namespace, name = member.decode().rsplit("|", 3)
+            asked = priorities.get(member)
+            waiters.append(Waiter(namespace, name, float(score), asked.decode() if asked is not None else None))
+        namespaces = sorted({w.namespace for w in waiters})
+
+        def held(pipe: Any) -> None:
+            pipe.hlen(index_key(f"{candidates.UNBOUND}|{binding_scope}"))
+            for namespace in namespaces:
+                pipe.zcard(index_key(f"{candidates.BOUND}|{binding_scope}|{namespace}"))
+
+        counts = read_if_synced(self.redis, self.api_version, RESOURCE_HANDLE, self.namespace, held)
+        if counts is None:
+            return None
+        free, *bound = counts if namespaces else [counts]
+        return QueueState(waiters, {ns: int(c) for ns, c in zip(namespaces, bound, strict=True)}, int(free))
+
     def release(self, name: str, claim: dict) -> None:
         self._release(keys=[RESERVATION_PREFIX + self._handle_id(name)], args=[cache_model.identity(claim)])
 
@@ -226,8 +262,9 @@ class RunHandleIndex:
         self._shared = shared
         self._prime = prime
 
-    def reserve(self, binding_scope: str, names: Iterable[str], claim: dict) -> Reservation:
-        reservation = self._shared.reserve(binding_scope, names, claim)
+    def reserve(self, binding_scope: str, names: Iterable[str], claim: dict,
+                position: int | None = None) -> Reservation:
+        reservation = self._shared.reserve(binding_scope, names, claim, position)
         if reservation.handle is not None:
             self._prime(reservation.handle)
         return reservation
@@ -246,3 +283,6 @@ class RunHandleIndex:
 
     def waiting_heads(self, scopes: Sequence[str]) -> list[tuple[str, str]] | None:
         return self._shared.waiting_heads(scopes)
+
+    def queue_state(self, binding_scope: str) -> QueueState | None:
+        return self._shared.queue_state(binding_scope)

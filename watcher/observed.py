@@ -92,6 +92,19 @@ class HandleState:
     ready: bool
     available: bool  # unbound as :func:`poolboy.domain.binding.candidates.is_unbound` defines it
     revision: str | None = None
+    namespace: str | None = None  # the bound claim's
+
+
+@dataclass(frozen=True)
+class WaitingClaim:
+    provider: str
+    pool: str | None  # the pool the claim names (annotation ``D/resource-pool-name``)
+
+
+#: namespaces per pool with gauges of their own (most waiting, then most bound); the rest are summed as ``_other``
+#: (not a namespace name: names cannot start with an underscore), so the series grow with pools, not namespaces
+MAX_NAMESPACE_SERIES = 10
+OTHER_NAMESPACES = "_other"
 
 
 class PoolStats(Collector):
@@ -104,7 +117,7 @@ class PoolStats(Collector):
         self._handles: dict[tuple[str, str], HandleState] = {}
         self._revisions: dict[tuple[str, str], str] = {}  # pool -> the revision its status names
         self._autoscaling: dict[tuple[str, str], dict[str, float]] = {}  # pool -> its last decision's figures
-        self._waiting: dict[tuple[str, str], str] = {}  # claim (namespace, name) -> provider
+        self._waiting: dict[tuple[str, str], WaitingClaim] = {}  # claim (namespace, name) -> what it waits for
         self._lock = threading.Lock()
 
     def on_event(self, event_type: str, obj: dict) -> None:
@@ -122,7 +135,8 @@ class PoolStats(Collector):
             elif kind == keys.CLAIM:
                 waiting = event_type != "DELETED" and self.waiting_label in (metadata.get("labels") or {})
                 provider = ((obj.get("spec") or {}).get("provider") or {}).get("name") or ""
-                _put(self._waiting, ident, provider if waiting else None)
+                pool = (metadata.get("annotations") or {}).get(f"{self.domain}/resource-pool-name")
+                _put(self._waiting, ident, WaitingClaim(provider, pool) if waiting else None)
 
     def clear(self) -> None:
         with self._lock:
@@ -134,7 +148,8 @@ class PoolStats(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
         with self._lock:
             handles = list(self._handles.values())
-            waiting = Counter(self._waiting.values())
+            waiters = list(self._waiting.items())
+            waiting = Counter(claim.provider for _, claim in waiters)
             revisions = {name: revision for (_, name), revision in self._revisions.items()}
             autoscaling = {name: figures for (_, name), figures in self._autoscaling.items()}
         families = {
@@ -165,6 +180,7 @@ class PoolStats(Collector):
         for provider, count in sorted(waiting.items()):
             claims.add_metric([provider], count)
         yield claims
+        yield from _namespace_families(handles, waiters)
         yield from _autoscaling_families(autoscaling)
 
 
@@ -197,6 +213,34 @@ def _autoscaling_families(records: dict[str, dict[str, float]]) -> Iterator[Gaug
         yield family
 
 
+def _namespace_families(handles: list[HandleState],
+                        waiters: list[tuple[tuple[str, str], WaitingClaim]]) -> Iterator[GaugeMetricFamily]:
+    """Per pool and namespace, the claims that name the pool and wait, and the pool's handles bound to the
+    namespace's claims: the namespaces that wait or hold, at most :data:`MAX_NAMESPACE_SERIES` per pool."""
+    counts: dict[str, dict[str, Counter[str]]] = {}
+    for handle in handles:
+        if handle.bound and handle.namespace:
+            counts.setdefault(handle.pool, {}).setdefault(handle.namespace, Counter())["bound"] += 1
+    for (namespace, _), claim in waiters:
+        if claim.pool:
+            counts.setdefault(claim.pool, {}).setdefault(namespace, Counter())["waiting"] += 1
+    families = {name: GaugeMetricFamily(f"poolboy_pool_namespace_{name}", text, labels=["pool", "namespace"])
+                for name, text in (("waiting", "Claims of the namespace that name the pool and wait for a handle"),
+                                   ("bound", "Handles of the pool bound to claims of the namespace"))}
+    for pool, by_namespace in sorted(counts.items()):
+        ranked = sorted(by_namespace, key=lambda ns: (-by_namespace[ns]["waiting"], -by_namespace[ns]["bound"], ns))
+        other: Counter[str] = Counter()
+        for namespace in ranked[MAX_NAMESPACE_SERIES:]:
+            other.update(by_namespace[namespace])
+        rows = [(ns, by_namespace[ns]) for ns in ranked[:MAX_NAMESPACE_SERIES]]
+        if other:
+            rows.append((OTHER_NAMESPACES, other))
+        for namespace, figures in rows:
+            for name, family in families.items():
+                family.add_metric([pool, namespace], figures[name])
+    yield from families.values()
+
+
 def _handle_state(handle: dict, domain: str, revision_annotation: str) -> HandleState | None:
     spec, metadata = handle.get("spec") or {}, handle.get("metadata") or {}
     pool = (spec.get("resourcePool") or {}).get("name")
@@ -205,7 +249,8 @@ def _handle_state(handle: dict, domain: str, revision_annotation: str) -> Handle
     return HandleState(pool=pool, bound=bool(spec.get("resourceClaim")),
                        ready=(handle.get("status") or {}).get("ready") is True,
                        available=is_unbound(handle, domain),
-                       revision=(metadata.get("annotations") or {}).get(revision_annotation))
+                       revision=(metadata.get("annotations") or {}).get(revision_annotation),
+                       namespace=(spec.get("resourceClaim") or {}).get("namespace"))
 
 
 def _put(table: dict, ident: tuple[str, str], value: object) -> None:

@@ -17,6 +17,7 @@ What is checked, each problem naming its field path (``spec.parameters[0].valida
 - lifespan ``default``, ``maximum``, ``relativeMaximum`` and ``unclaimed`` parse as intervals, or, when they
   are templates, compile;
 - ``matchIgnore`` and ``updateFilters[].pathMatch`` regexes compile;
+- ``queue`` is a queue policy (:mod:`poolboy.domain.binding.queue_policy`);
 - fields that must be mappings (``override``, ``template.definition``, ``default``, ``match``, …) or lists are.
 
 Pure and cached by the spec's content, so a claim can ask on every run at the cost of one serialisation.
@@ -30,6 +31,7 @@ from typing import Any
 
 import orjson
 
+from poolboy.domain.binding import queue_policy
 from poolboy.utils import schema, templating, timeutil
 from poolboy.utils.jsonpatch import path_matches
 
@@ -217,5 +219,16 @@ def _regexes(spec: dict[str, Any]) -> Iterator[Problem]:
         yield from _regex(entry.get("pathMatch", ""), f"{path}.pathMatch")
 
 
+def _queue(spec: dict[str, Any]) -> Iterator[Problem]:
+    """``spec.queue`` parses (:mod:`poolboy.domain.binding.queue_policy`)."""
+    if spec.get("queue") is None:
+        return
+    try:
+        queue_policy.parse(spec["queue"], "")
+    except ValueError as error:
+        path, _, message = str(error).partition(": ")
+        yield path, message
+
+
 CHECKS: tuple[Callable[[dict[str, Any]], Iterator[Problem]], ...] = (_shapes, _templates, _conditions, _schemas,
-                                                                     _lifespans, _regexes)
+                                                                     _lifespans, _regexes, _queue)

@@ -27,9 +27,10 @@ from typing import Any
 from poolboy import keys, kube
 from poolboy.context import Context
 from poolboy.domain import binding, conditions, pool_handles, refusals
+from poolboy.domain.binding import scope_policy
 from poolboy.domain.provider import Provider
 from poolboy.kinds import RESOURCE_HANDLE, RESOURCE_POOL, RESOURCE_POOL_SCALING
-from poolboy.reconcilers import pool_autoscaling, pool_members, pool_rollout, preamble
+from poolboy.reconcilers import pool_autoscaling, pool_members, pool_queue, pool_rollout, preamble
 from poolboy.result import PermanentError, Result
 from poolboy.utils import timeutil
 
@@ -199,6 +200,16 @@ def _fail(ctx: Context, pool: dict[str, Any], error: PermanentError) -> None:
         ctx.events.emit(pool, error.reason, error.message, type="Warning")
 
 
+def _invalid_queue(pool: dict[str, Any]) -> str | None:
+    """What is wrong with the pool's ``spec.queue``: its waiting claims are served oldest first until it is fixed
+    (the pool itself goes on filling)."""
+    try:
+        scope_policy.checked(pool, RESOURCE_POOL)
+    except ValueError as error:
+        return f"{error}; waiting claims are served oldest first until it is fixed."
+    return None
+
+
 def _live(ctx: Context, pool: dict[str, Any]) -> Result:
     name = pool["metadata"]["name"]
     handles = pool_members.available_handles(ctx, name)
@@ -229,9 +240,15 @@ def _live(ctx: Context, pool: dict[str, Any]) -> Result:
     status = _status(ctx, pool, handles + created)
     pool_rollout.report(ctx, pool, status, handles + created, revision, chosen)
     scale_down_at = pool_autoscaling.report(ctx, pool, status, sized)
-    status["conditions"] = conditions.set_condition(status["conditions"], "Synced", True, "Synced",
-                                                    "Pool is in sync.", ctx.now, pool["metadata"].get("generation"))
-    pool_members.write_status(ctx, pool, status)
+    pool_queue.report(ctx, pool, status)
+    previous = conditions.get_condition((pool.get("status") or {}).get("conditions"), "Synced") or {}
+    invalid = _invalid_queue(pool)
+    synced, reason, message = (False, "InvalidQueue", invalid) if invalid else (True, "Synced", "Pool is in sync.")
+    status["conditions"] = conditions.set_condition(status["conditions"], "Synced", synced, reason, message,
+                                                    ctx.now, pool["metadata"].get("generation"))
+    pool = pool_members.write_status(ctx, pool, status)
+    if invalid and previous.get("message") != message:
+        ctx.events.emit(pool, reason, message, type="Warning")
     # created handles are not enqueued: the watcher's ADDED event of each wakes it (this run's writes count as own
     # writes of the pool's key only); enqueued here too, a handle whose first run ended before this run did would
     # run again to find nothing to do

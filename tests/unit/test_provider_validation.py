@@ -138,3 +138,8 @@ def test_status_carries_valid_and_ready_with_observed_generation() -> None:
         assert condition["message"] == "spec.lifespan.default: bad" and condition["observedGeneration"] == 3
     assert validity([]) == (True, "Valid", "The provider's spec is valid.")
     assert validity([("a", "x")] * 7)[2].endswith("(and 2 more)")
+
+
+def test_a_queue_policy_must_parse() -> None:
+    assert problems({"queue": {"order": "FairShare", "maxPerNamespace": 2}}) == []
+    assert problems({"queue": {"maxWait": "0s"}}) == [("spec.queue.maxWait", "must be positive")]

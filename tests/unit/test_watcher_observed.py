@@ -178,3 +178,29 @@ def test_pool_flow_counts_warm_hits_unready_binds_cold_creations_and_time_to_rea
              sample(POOL_BINDS, "_total", pool="pool-f", handle="unready"),
              sample(COLD_CREATIONS, "_total", provider="p"), sample(HANDLE_READY, "_count", pool="pool-f"))
     assert [a - b for a, b in zip(after, before, strict=True)] == [1, 1, 1, 1]
+
+
+def namespace_samples(stats: PoolStats, name: str) -> dict[tuple[str, str], float]:
+    registry = CollectorRegistry()
+    registry.register(stats)
+    return {(s.labels["pool"], s.labels["namespace"]): s.value for m in registry.collect() for s in m.samples
+            if s.name == name}
+
+
+def test_per_namespace_gauges_count_waiting_and_bound_with_bounded_series() -> None:
+    stats = PoolStats(WAITING)
+    for index in range(14):  # 14 namespaces hold one handle each; two of them also wait
+        bound = handle(f"h{index}", bound=True)
+        bound["spec"]["resourceClaim"]["namespace"] = f"ns{index:02d}"
+        stats.on_event("ADDED", bound)
+    for name, namespace in (("w1", "ns13"), ("w2", "ns13"), ("w3", "ns12")):
+        waiting = claim(name, waiting=True)
+        waiting["metadata"].update({"namespace": namespace,
+                                    "annotations": {f"{D}/resource-pool-name": "pool-a"}})
+        stats.on_event("ADDED", waiting)
+    waiting_counts = namespace_samples(stats, "poolboy_pool_namespace_waiting")
+    bound_counts = namespace_samples(stats, "poolboy_pool_namespace_bound")
+    assert waiting_counts[("pool-a", "ns13")] == 2 and waiting_counts[("pool-a", "ns12")] == 1
+    assert len(bound_counts) == 11, "the 10 namespaces that wait or hold most, and the rest summed"
+    assert bound_counts[("pool-a", "_other")] == 4 and bound_counts[("pool-a", "ns13")] == 1
+    assert sum(bound_counts.values()) == 14

@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from poolboy import keys
-from poolboy.domain.binding import candidates
+from poolboy.domain.binding import candidates, queue_order, scope_policy
 from poolboy.domain.binding.scopes import first_provider, handle_scopes, scope_pool
 from poolboy.kinds import RESOURCE_CLAIM, RESOURCE_HANDLE
 from poolboy.utils import timeutil
@@ -99,17 +99,48 @@ def find_bound_handle(ctx: Context, claim: Mapping[str, Any], recorded: Mapping[
 def waiting_claim_keys(ctx: Context, handle: Mapping[str, Any]) -> tuple[str, ...]:
     """Keys of the waiting claims an unbound handle that appeared or changed may serve now.
 
-    With the index, only the heads of the handle's scopes' queues: a claim may take a handle only while fewer older
-    claims wait in its scope than the scope has unbound handles, so waking the rest costs a run each and binds
-    nothing (with 500 claims waiting, every new handle ran all 500). They still refresh their place on their own
-    schedule (``queue_status_interval``). Without the index, and for a handle without a provider (it may serve a
-    claim of any provider), every waiting claim (one label-selected list across namespaces)."""
+    With the index, only the heads of the handle's scopes' queues: a claim may take a handle only while fewer claims
+    come before it in its scope (oldest first, or in the order of the scope's queue policy, :mod:`.scope_policy`)
+    than the scope has unbound handles, so waking the rest costs a run each and binds nothing (with 500 claims
+    waiting, every new handle ran all 500). They still refresh their place on their own schedule
+    (``queue_status_interval``). Without the index, and for a handle without a provider (it may serve a claim of any
+    provider), every waiting claim (one label-selected list across namespaces)."""
     if ctx.index is not None and first_provider(handle):
-        heads = ctx.index.waiting_heads(handle_scopes(handle, ctx.settings.domain))
+        heads = _queue_heads(ctx, handle_scopes(handle, ctx.settings.domain))
         if heads is not None:
-            return tuple(keys.make(keys.CLAIM, namespace, name) for namespace, name in heads)
+            return tuple(keys.make(keys.CLAIM, namespace, name) for namespace, name in dict.fromkeys(heads))
     claims = ctx.kube.list(ctx.settings.api_version, RESOURCE_CLAIM, None, label_selector=ctx.label(WAITING_LABEL))
     return tuple(keys.make(keys.CLAIM, c["metadata"]["namespace"], c["metadata"]["name"]) for c in claims)
+
+
+def _queue_heads(ctx: Context, handle_scopes: list[str]) -> list[tuple[str, str]] | None:
+    """``(namespace, name)`` of the claims at the head of each scope's queue, under each scope's policy. No claim
+    is at the head of any order where none is at the head of the oldest-first one (no claim waits, or no handle is
+    free), so the policies are looked up only when the oldest-first answer is not empty."""
+    assert ctx.index is not None
+    fifo_heads = ctx.index.waiting_heads(handle_scopes)
+    if not fifo_heads:
+        return fifo_heads
+    oldest_first: list[str] = []
+    heads: list[tuple[str, str]] = []
+    for scope in handle_scopes:
+        policy = scope_policy.for_scope(ctx, scope).policy
+        if policy.is_fifo:
+            oldest_first.append(scope)
+            continue
+        ordered = scope_policy.standings(ctx, scope, policy)
+        if ordered is None:
+            return None
+        standings, free = ordered
+        heads += [(w.namespace, w.name) for w in queue_order.heads(standings, free)]
+    if oldest_first == handle_scopes:
+        heads += fifo_heads
+    elif oldest_first:
+        found = ctx.index.waiting_heads(oldest_first)
+        if found is None:
+            return None
+        heads += found
+    return heads
 
 
 def list_unbound(ctx: Context, scope: str, *fallbacks: str, reader: Reader | None = None) -> list[dict[str, Any]]:

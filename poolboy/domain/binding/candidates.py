@@ -25,6 +25,8 @@ from typing import Any, Protocol
 import orjson
 
 from poolboy.domain import matching, pool_revision
+from poolboy.domain.binding.queue_order import Waiter
+from poolboy.domain.binding.queue_policy import PRIORITY_LABEL
 from poolboy.domain.binding.scopes import (
     claim_first_provider,
     claim_scope,
@@ -40,6 +42,10 @@ UNBOUND = "unbound"
 WAITING = "waiting"
 #: handles made for a claim (not from a pool), by scope and creation time: the demand a pool missed
 CREATED = "created"
+#: bound handles by scope and claim namespace (``bound|<scope>|<namespace>``): what a namespace holds, for fair share
+BOUND = "bound"
+#: the priority class a waiting claim's label asks for, by scope (``priority|<scope>``)
+PRIORITY = "priority"
 #: the label (after the domain's prefix) of a claim that waits for a handle: its queue's index is kept from it
 WAITING_LABEL = "resource-claim-waiting"
 #: the labels the domain selects on by their presence alone (the waiting claims, :mod:`poolboy.domain.binding`):
@@ -118,6 +124,16 @@ class Snapshot(Mapping[str, dict]):
 
 
 @dataclass(frozen=True)
+class QueueState:
+    """A scope's queue as a policy orders it (:mod:`.queue_order`): the waiting claims, the handles each of their
+    namespaces holds in the scope, and how many unbound handles the scope has."""
+
+    waiters: list[Waiter]
+    bound: dict[str, int]
+    free: int
+
+
+@dataclass(frozen=True)
 class _Class:
     names: list[str]  # sorted
     ranked: list[tuple[tuple, str]]  # (rank key ending in the name, lifespan end), best first
@@ -132,9 +148,11 @@ class HandleIndex(Protocol):
         A snapshot may still list a handle bound since: only a reservation tells."""
         ...
 
-    def reserve(self, scope: str, names: Iterable[str], claim: dict) -> Reservation:
+    def reserve(self, scope: str, names: Iterable[str], claim: dict, position: int | None = None) -> Reservation:
         """Atomically reserve the first of ``names`` (best first) no other claim holds; ``names`` may be lazy, and
-        those it gave but the reservation did not try come back in :attr:`Reservation.untried`."""
+        those it gave but the reservation did not try come back in :attr:`Reservation.untried`. ``position`` is the
+        claim's place under its queue policy (1: next), when the policy is not the index's own oldest-first order:
+        the claim waits unless fewer claims come before it than the scope has unbound handles."""
         ...
 
     def release(self, name: str, claim: dict) -> None:
@@ -154,6 +172,10 @@ class HandleIndex(Protocol):
         """``(namespace, name)`` of the claims waiting in each of ``scopes`` that may take a handle now: the oldest,
         as many as the scope has unbound handles (a claim further back gets ``wait`` from :meth:`reserve`); None
         when the index cannot answer."""
+        ...
+
+    def queue_state(self, scope: str) -> QueueState | None:
+        """The scope's waiting claims with what a queue policy orders them by; None when the index cannot answer."""
         ...
 
 
@@ -236,6 +258,22 @@ def waiting_entry(claim: Mapping[str, Any], domain: str) -> tuple[str, float] | 
     return f"{WAITING}|{claim_scope(pool, claim_first_provider(claim))}", queue_score(claim)
 
 
+def bound_entries(handle: Mapping[str, Any], domain: str) -> list[tuple[str, float]]:
+    """``(index, score)`` of a bound, live handle in each scope it serves, filed under its claim's namespace; the
+    score (its creation time) never changes, so binding is the entry's only write."""
+    labels = _labels(handle)
+    namespace = labels.get(f"{domain}/resource-claim-namespace")
+    if not namespace or (handle.get("metadata") or {}).get("deletionTimestamp"):
+        return []
+    return [(f"{BOUND}|{scope}|{namespace}", queue_score(handle)) for scope in handle_scopes(handle, domain)]
+
+
+def priority_entry(claim: Mapping[str, Any], domain: str, index: str) -> tuple[str, str] | None:
+    """``(index, value)`` of a waiting claim (in ``index``, its queue) whose ``D/priority`` label asks for a class."""
+    asked = _labels(claim).get(f"{domain}/{PRIORITY_LABEL}")
+    return (f"{PRIORITY}|{index.split('|', 1)[1]}", asked) if asked else None
+
+
 def created_entry(handle: Mapping[str, Any], domain: str) -> tuple[str, float] | None:
     """``(index, score)`` of a handle created for a claim rather than taken from a pool (a claim that found no
     pool handle to bind): its creation time in its provider's scope, where the pools of that provider count the
@@ -257,17 +295,19 @@ def queue_score(claim: Mapping[str, Any]) -> float:
 
 def cache_entries(obj: Mapping[str, Any], domain: str) -> list[str]:
     """The shared cache's binding indexes of one object (see :func:`cache.model.indexes`): an unbound
-    handle's summary in each scope it serves, a claim's own handle's creation time, a waiting claim's place in its
-    scope's queue."""
+    handle's summary in each scope it serves, a claim's own handle's creation time, a bound handle under its claim's
+    namespace, a waiting claim's place in its scope's queue and the priority class it asks for."""
     kind = obj.get("kind")
     if kind == RESOURCE_HANDLE:
         created = created_entry(obj, domain)
         return [f"h:{name}\t{value}" for name, value in index_entries(obj, domain)] + \
-            ([f"z:{created[0]}\t{created[1]!r}"] if created is not None else [])
+            ([f"z:{created[0]}\t{created[1]!r}"] if created is not None else []) + \
+            [f"z:{name}\t{score!r}" for name, score in bound_entries(obj, domain)]
     if kind == RESOURCE_CLAIM:
         waiting = waiting_entry(obj, domain)
         if waiting is not None:
-            return [f"z:{waiting[0]}\t{waiting[1]!r}"]
+            priority = priority_entry(obj, domain, waiting[0])
+            return [f"z:{waiting[0]}\t{waiting[1]!r}"] + ([f"h:{priority[0]}\t{priority[1]}"] if priority else [])
     return []
 
 

@@ -29,10 +29,25 @@ from poolboy.utils import timeutil
 @dataclass(frozen=True)
 class Place:
     waiting_for: str
-    position: int
+    #: 1 is served next; None while the claim's namespace is at its cap
+    position: int | None
     waiting: int
     expected_wait: timedelta | None = None
     time_to_ready: timedelta | None = None
+    #: under a queue policy other than oldest first: why the claim stands where it does
+    why: Why | None = None
+
+
+@dataclass(frozen=True)
+class Why:
+    """What a queue policy ordered the claim by (:mod:`.queue_order`)."""
+
+    order: str
+    namespace: str
+    holds: int
+    priority: int | None = None
+    cap: int | None = None
+    ahead_in_namespace: int = 0
 
 
 def waiting_for(scope: str) -> str:
@@ -61,29 +76,58 @@ def expected_wait(position: int, pools: Iterable[Mapping[str, Any]]) -> tuple[ti
     return math.ceil(position / parallel) * ready, ready
 
 
-def place(scope: str, position: int, waiting: int, pools: Iterable[Mapping[str, Any]]) -> Place:
-    estimate = expected_wait(position, pools)
-    return Place(waiting_for(scope), position, waiting, *(estimate or (None, None)))
+def place(scope: str, position: int | None, waiting: int, pools: Iterable[Mapping[str, Any]],
+          why: Why | None = None) -> Place:
+    expected, ready = (expected_wait(position, pools) if position is not None else None) or (None, None)
+    return Place(waiting_for(scope), position, waiting, expected, ready, why)
 
 
 def record(where: Place, now: datetime) -> dict[str, Any]:
     """``status.queue``: what a UI reads, and what the ``Bound`` message is made of."""
-    result: dict[str, Any] = {"waitingFor": where.waiting_for, "position": where.position, "waiting": where.waiting,
+    result: dict[str, Any] = {"waitingFor": where.waiting_for, "waiting": where.waiting,
                               "updated": timeutil.format_timestamp(now)}
+    if where.position is not None:
+        result["position"] = where.position
     if where.expected_wait is not None and where.time_to_ready is not None:
         result["expectedWait"] = timeutil.format_interval(where.expected_wait)
         result["timeToReady"] = timeutil.format_interval(where.time_to_ready)
+    why = where.why
+    if why is not None:
+        result.update({"order": why.order, "namespace": why.namespace, "namespaceHolds": why.holds})
+        if why.priority is not None:
+            result["priority"] = why.priority
+        if why.cap is not None:
+            result["namespaceCap"] = why.cap
+            result["namespaceWaitingAhead"] = why.ahead_in_namespace
     return result
 
 
-def message(queue: Mapping[str, Any]) -> str:
+def message(queue: Mapping[str, Any], creation_disabled: bool = True) -> str:
     """The ``Bound=False`` message of a waiting claim, from its ``status.queue``."""
-    text = (f"Waiting for a ResourceHandle of {queue.get('waitingFor')}: position {queue.get('position')} of "
-            f"{queue.get('waiting')}")
-    if queue.get("expectedWait") and queue.get("timeToReady"):
-        text += (f", expected wait about {queue['expectedWait']} (pool handles take about {queue['timeToReady']} "
-                 "to become ready)")
-    return text + ". Handle creation is disabled."
+    text = f"Waiting for a ResourceHandle of {queue.get('waitingFor')}: "
+    if queue.get("position") is None and queue.get("namespaceCap") is not None:
+        ahead = int(queue.get("namespaceWaitingAhead") or 0)
+        text += (f"namespace {queue.get('namespace')} holds {queue.get('namespaceHolds')} of at most "
+                 f"{queue['namespaceCap']} at once (maxPerNamespace)"
+                 + (f" and {ahead} of its claims wait ahead of this one" if ahead else "")
+                 + "; served when one of them goes")
+    else:
+        text += f"position {queue.get('position')} of {queue.get('waiting')}"
+        text += _why(queue)
+        if queue.get("expectedWait") and queue.get("timeToReady"):
+            text += (f", expected wait about {queue['expectedWait']} (pool handles take about "
+                     f"{queue['timeToReady']} to become ready)")
+    return text + (". Handle creation is disabled." if creation_disabled else ".")
+
+
+def _why(queue: Mapping[str, Any]) -> str:
+    """What the position is ordered by, in words, under a policy other than oldest first."""
+    parts = []
+    if queue.get("priority") is not None:
+        parts.append(f"priority {queue['priority']}")
+    if queue.get("order") == "FairShare":
+        parts.append(f"fair share: namespace {queue.get('namespace')} holds {queue.get('namespaceHolds')}")
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def refresh(previous: Mapping[str, Any] | None, where: Place, now: datetime,
@@ -92,7 +136,9 @@ def refresh(previous: Mapping[str, Any] | None, where: Place, now: datetime,
     last write is at least ``interval`` old; otherwise, if it changed, look again when the interval is up."""
     if not previous:
         return True, None
-    if (previous.get("waitingFor"), previous.get("position")) == (where.waiting_for, where.position):
+    cap = where.why.cap if where.why is not None else None
+    if (previous.get("waitingFor"), previous.get("position"), previous.get("namespaceCap")) == \
+            (where.waiting_for, where.position, cap):
         return False, None
     try:
         due = timeutil.parse_timestamp(previous.get("updated") or "") + interval

@@ -23,6 +23,7 @@ from typing import Any
 from poolboy import keys
 from poolboy.context import Context
 from poolboy.domain import binding, claim_lifespan, reads, refusals
+from poolboy.domain.binding.queue_policy import OnTimeout
 from poolboy.domain.object_meta import is_ignored
 from poolboy.domain.provider import ProviderNotFound
 from poolboy.kinds import RESOURCE_CLAIM
@@ -60,6 +61,8 @@ def _live(ctx: Context, claim: dict[str, Any]) -> Result:
 def _cleanup(ctx: Context, claim: dict[str, Any]) -> preamble.Cleaned:
     """Claim deleted: its handles go too, unless it was detached; the preamble then removes the finalizer."""
     names, enqueue = lifecycle.delete_handles(ctx, claim)
+    if names:  # a namespace at its queue cap holds one handle fewer: its waiting claims may go now
+        enqueue += waiting.namespace_waiters(ctx, claim["metadata"]["namespace"])
     what = f"deleted ResourceHandle {', '.join(sorted(names))}" if names else "no ResourceHandle to delete"
     return preamble.Cleaned(Result(enqueue=tuple(enqueue)), ("Deleted", f"ResourceClaim deleted; {what}."))
 
@@ -126,16 +129,27 @@ def initialise(run: ClaimRun, mode: Mode) -> None:
 
 
 def bind_or_create(run: ClaimRun, mode: Mode) -> dict[str, Any] | None:
-    """Bind an unbound handle, else create one, else (creation disabled) wait; the handle, or None."""
+    """Bind an unbound handle, else create one, else (creation disabled) queue; the handle, or None."""
     run.flush_claim()  # the finalizer (and init) must be on the claim before a handle is bound or created
     claim_resources = mode.claim_resources(run)
-    handle = bind(run, mode, claim_resources)
-    if handle is not None:
-        return handle
-    if run.spec.get("disableCreation") or any(p.disable_creation for p in mode.providers):
-        waiting.wait(run, binding_scope(run, mode)[1])
+    providers_create = not any(p.disable_creation for p in mode.providers)
+    if providers_create and not run.spec.get("disableCreation"):
+        return bind(run, mode, claim_resources) or create_handle(run, mode, claim_resources)
+    if waiting.refused(run):
         return None
-    return create_handle(run, mode, claim_resources)
+    where = waiting.queued(run, binding_scope(run, mode)[1])
+    if waiting.timed_out(run, where.policy):
+        if where.policy.on_timeout is OnTimeout.CREATE_HANDLE and providers_create:
+            return bind(run, mode, claim_resources) or create_handle(run, mode, claim_resources)
+        waiting.time_out(run, where)
+        return None
+    if waiting.refuses(run, where):
+        waiting.refuse(run, where)
+        return None
+    handle = None if where.capped else bind(run, mode, claim_resources, where.position)
+    if handle is None:
+        waiting.wait(run, where)
+    return handle
 
 
 __all__ = ["ProviderNotFound", "reconcile"]

@@ -34,9 +34,11 @@ class CandidateSource(Protocol):
         """Bind the best candidate that can still be bound (None: none, or older waiting claims come first)."""
 
 
-def bind(run: ClaimRun, mode: Mode, claim_resources: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """Bind the claim to the best unbound handle that serves it, or None."""
-    return candidate_source(run, mode).bind(run, mode, claim_resources)
+def bind(run: ClaimRun, mode: Mode, claim_resources: list[dict[str, Any]],
+         position: int | None = None) -> dict[str, Any] | None:
+    """Bind the claim to the best unbound handle that serves it, or None; ``position`` is its place in its scope's
+    queue under a policy other than oldest first (:mod:`.waiting`)."""
+    return candidate_source(run, mode, position).bind(run, mode, claim_resources)
 
 
 #: how old a snapshot of the index's summaries a claim may rank first (a burst of claims in one worker process shares
@@ -44,7 +46,7 @@ def bind(run: ClaimRun, mode: Mode, claim_resources: list[dict[str, Any]]) -> di
 SNAPSHOT_S = 1.0
 
 
-def candidate_source(run: ClaimRun, mode: Mode) -> CandidateSource:
+def candidate_source(run: ClaimRun, mode: Mode, position: int | None = None) -> CandidateSource:
     """The index when it can answer for the claim's scope, the listed unbound handles otherwise."""
     pool, scope = binding_scope(run, mode)
     # a handle without resources or provider serves any claim: outside a pool, its scope is read alongside
@@ -54,7 +56,8 @@ def candidate_source(run: ClaimRun, mode: Mode) -> CandidateSource:
         asked = time.monotonic()
         summaries = index.summaries(scope, *anywhere, max_age=SNAPSHOT_S)
         if summaries is not None:
-            return IndexedCandidates(index, scope, summaries, anywhere, recent=summaries.read_at < asked)
+            return IndexedCandidates(index, scope, summaries, anywhere, recent=summaries.read_at < asked,
+                                     position=position)
     return ListedCandidates(scope, anywhere)
 
 
@@ -89,8 +92,9 @@ class IndexedCandidates:
     its own (a read of its own is not repeated: a claim no handle can serve reads the index once)."""
 
     def __init__(self, index: candidate_index.HandleIndex, scope: str, summaries: candidate_index.Snapshot,
-                 fallbacks: tuple[str, ...] = (), *, recent: bool = False) -> None:
+                 fallbacks: tuple[str, ...] = (), *, recent: bool = False, position: int | None = None) -> None:
         self.index = index
+        self.position = position
         self.scope = scope
         self.summaries = summaries
         self.fallbacks = fallbacks
@@ -123,7 +127,7 @@ class IndexedCandidates:
             providers=lambda handles: providers_by_name(run.ctx, handles, mode.providers),
             now=run.ctx.now, domain=run.ctx.settings.domain, claim_resources=claim_resources)
         while True:
-            reservation = index.reserve(self.scope, ranked, run.claim)
+            reservation = index.reserve(self.scope, ranked, run.claim, self.position)
             if reservation.name is None:
                 return None, reservation.wait
             ranked = itertools.chain(reservation.untried, ranked)
