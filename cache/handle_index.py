@@ -35,10 +35,13 @@ _RESERVE_BATCH = 32
 _MAX_SNAPSHOTS = 256
 
 # ARGV: reservation prefix, ttl ms, claim id, waiting zset, unbound hash, object key prefix, position under a queue
-# policy ('' for oldest first), member ids (best first)...
-# -> {'wait'} | {'ok', doc, member, passed...} | {'none', passed...}; doc: the reserved handle as the cache holds it
-# ('' when it has none), so the claim need not read it in a round trip of its own; passed: the members before it that
-# are bound or held by another claim, which the caller's snapshot can forget
+# policy ('' for oldest first), the claim's namespace's cap ('' for none), its bound handles in the scope (zset), its
+# reservations in the scope (zset of handle ids by expiry, ms), member ids (best first)...
+# -> {'wait'} | {'capped'} | {'ok', doc, member, passed...} | {'none', passed...}; doc: the reserved handle as the cache
+# holds it ('' when it has none), so the claim need not read it in a round trip of its own; passed: the members before
+# it that are bound or held by another claim, which the caller's snapshot can forget. Under a cap, what the namespace
+# holds is its bound handles and the handles its claims reserved that the index still shows unbound: two claims of
+# one namespace binding at once cannot both pass the cap while the watcher has seen neither bind.
 _RESERVE = """
 if ARGV[7] ~= '' then
   if tonumber(ARGV[7]) > redis.call('HLEN', ARGV[5]) then return {'wait'} end
@@ -50,12 +53,29 @@ else
     if rank >= redis.call('HLEN', ARGV[5]) then return {'wait'} end
   end
 end
+local now = nil
+if ARGV[8] ~= '' then
+  local clock = redis.call('TIME')
+  now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+  redis.call('ZREMRANGEBYSCORE', ARGV[10], '-inf', now)
+  local held = redis.call('ZCARD', ARGV[9])
+  for _, member in ipairs(redis.call('ZRANGE', ARGV[10], 0, -1)) do
+    -- reserved and still unbound as the index shows it: a bind on its way (once the watcher sees the bind, the
+    -- handle leaves the unbound hash and joins the bound zset in one write; a handle deleted since is in neither)
+    if redis.call('HEXISTS', ARGV[5], member) == 1 then held = held + 1 end
+  end
+  if held >= tonumber(ARGV[8]) then return {'capped'} end
+end
 local passed = {}
-for i = 8, #ARGV do
+for i = 11, #ARGV do
   if redis.call('HEXISTS', ARGV[5], ARGV[i]) == 1 then
     -- one command: take the reservation if it is free, and learn who holds it otherwise
     local owner = redis.call('SET', ARGV[1] .. ARGV[i], ARGV[3], 'NX', 'PX', ARGV[2], 'GET')
     if not owner or owner == ARGV[3] then
+      if now then
+        redis.call('ZADD', ARGV[10], now + tonumber(ARGV[2]), ARGV[i])
+        redis.call('PEXPIRE', ARGV[10], ARGV[2])
+      end
       local doc = redis.call('HGET', ARGV[6] .. ARGV[i], 'doc') or ''
       return {'ok', doc, ARGV[i], unpack(passed)}
     end
@@ -65,10 +85,20 @@ end
 return {'none', unpack(passed)}
 """
 
+# KEYS: the reservation, the claim's namespace's reservations in the scope; ARGV: claim id, handle id
 _RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('ZREM', KEYS[2], ARGV[2])
+  return redis.call('DEL', KEYS[1])
+end
 return 0
 """
+
+
+def namespace_reservations(binding_scope: str, namespace: str) -> str:
+    """The handles a namespace's claims reserved in a scope under a cap (by expiry), until the index shows them
+    bound."""
+    return f"{RESERVATION_PREFIX}ns:{binding_scope}|{namespace}"
 
 
 class RedisHandleIndex:
@@ -142,23 +172,26 @@ class RedisHandleIndex:
                 if any(name in snapshot for name in names):
                     self._snapshots[key] = snapshot.without(names)
 
-    def reserve(self, binding_scope: str, names: Iterable[str], claim: dict,
-                position: int | None = None) -> Reservation:
+    def reserve(self, binding_scope: str, names: Iterable[str], claim: dict, position: int | None = None,
+                cap: int | None = None) -> Reservation:
         """The first of ``names`` (best first) that no other claim holds, asked :data:`_RESERVE_BATCH` names at a
         time: the best is nearly always free, and a pool of thousands need not cross the wire per claim. Names are
         taken from ``names`` only as far as a batch needs them (a ranking is lazy); those of the last batch after
         the one reserved come back in :attr:`Reservation.untried`."""
         claim_id = cache_model.identity(claim)
+        namespace = (claim.get("metadata") or {}).get("namespace") or ""
         remaining = iter(names)
         while batch := list(itertools.islice(remaining, _RESERVE_BATCH)):
             outcome = self._reserve(args=[RESERVATION_PREFIX, self.ttl_ms, claim_id,
                                           index_key(f"{candidates.WAITING}|{binding_scope}"),
                                           index_key(f"{candidates.UNBOUND}|{binding_scope}"), object_key(""),
-                                          "" if position is None else position,
+                                          "" if position is None else position, "" if cap is None else cap,
+                                          index_key(f"{candidates.BOUND}|{binding_scope}|{namespace}"),
+                                          namespace_reservations(binding_scope, namespace),
                                           *(self._handle_id(name) for name in batch)])
             verdict = outcome[0].decode()
-            if verdict == "wait":
-                return Reservation(wait=True)
+            if verdict in ("wait", "capped"):
+                return Reservation(wait=True, capped=verdict == "capped")
             doc = outcome[1] if verdict == "ok" else b""
             passed = [member.decode().rsplit("|", 1)[1] for member in outcome[2 if verdict == "ok" else 1:]]
             self._forget(*passed)  # the reserved one, and those bound or held by others: no other claim here tries them
@@ -250,8 +283,11 @@ class RedisHandleIndex:
         free, *bound = counts if namespaces else [counts]
         return QueueState(waiters, {ns: int(c) for ns, c in zip(namespaces, bound, strict=True)}, int(free))
 
-    def release(self, name: str, claim: dict) -> None:
-        self._release(keys=[RESERVATION_PREFIX + self._handle_id(name)], args=[cache_model.identity(claim)])
+    def release(self, name: str, claim: dict, binding_scope: str = "") -> None:
+        handle_id = self._handle_id(name)
+        namespace = (claim.get("metadata") or {}).get("namespace") or ""
+        self._release(keys=[RESERVATION_PREFIX + handle_id, namespace_reservations(binding_scope, namespace)],
+                      args=[cache_model.identity(claim), handle_id])
 
 
 class RunHandleIndex:
@@ -262,9 +298,9 @@ class RunHandleIndex:
         self._shared = shared
         self._prime = prime
 
-    def reserve(self, binding_scope: str, names: Iterable[str], claim: dict,
-                position: int | None = None) -> Reservation:
-        reservation = self._shared.reserve(binding_scope, names, claim, position)
+    def reserve(self, binding_scope: str, names: Iterable[str], claim: dict, position: int | None = None,
+                cap: int | None = None) -> Reservation:
+        reservation = self._shared.reserve(binding_scope, names, claim, position, cap)
         if reservation.handle is not None:
             self._prime(reservation.handle)
         return reservation
@@ -272,8 +308,8 @@ class RunHandleIndex:
     def summaries(self, binding_scope: str, *fallbacks: str, max_age: float = 0.0) -> Snapshot | None:
         return self._shared.summaries(binding_scope, *fallbacks, max_age=max_age)
 
-    def release(self, name: str, claim: dict) -> None:
-        self._shared.release(name, claim)
+    def release(self, name: str, claim: dict, binding_scope: str = "") -> None:
+        self._shared.release(name, claim, binding_scope)
 
     def created_since(self, scope: str, since: Sequence[float]) -> list[int] | None:
         return self._shared.created_since(scope, since)

@@ -68,3 +68,30 @@ def test_a_reservation_waits_unless_its_position_is_within_the_free_handles(cach
     assert index.reserve(SCOPE, ["h1"], newest, position=2).wait, "second under a policy, one free handle: waits"
     taken = index.reserve(SCOPE, ["h1"], newest, position=1)
     assert taken.name == "h1", "first under a policy: it takes the handle although an older claim waits"
+
+
+def test_under_a_cap_a_namespace_holds_what_its_claims_reserved_before_the_index_shows_them_bound(cache, index) -> None:
+    first = in_namespace(waiting_claim("first", 1, pool="p"), "team")
+    second = in_namespace(waiting_claim("second", 2, pool="p"), "team")
+    other = in_namespace(waiting_claim("other", 3, pool="p"), "elsewhere")
+    for name in ("h1", "h2", "h3"):
+        cache.put(handle(name))
+    assert index.reserve(SCOPE, ["h1"], first, position=1, cap=1).name == "h1"
+    held = index.reserve(SCOPE, ["h2"], second, position=1, cap=1)
+    assert held.capped and held.name is None, "the team's first reservation counts against its cap of 1"
+    assert index.reserve(SCOPE, ["h2"], other, position=1, cap=1).name == "h2", "another namespace is not held"
+    index.release("h1", first, SCOPE)  # the first bind lost its race: the team holds nothing again
+    assert index.reserve(SCOPE, ["h3"], second, position=1, cap=1).name == "h3"
+
+
+def test_a_handle_reserved_bound_and_gone_no_longer_counts_against_the_cap(cache, index) -> None:
+    first = in_namespace(waiting_claim("first", 1, pool="p"), "team")
+    second = in_namespace(waiting_claim("second", 2, pool="p"), "team")
+    cache.put(handle("h1"))
+    cache.put(handle("h2"))
+    assert index.reserve(SCOPE, ["h1"], first, position=1, cap=1).name == "h1"
+    taken = bound("h1", "team")
+    cache.put(taken)
+    assert index.reserve(SCOPE, ["h2"], second, position=1, cap=1).capped, "bound: held"
+    cache.delete(taken)  # its claim was deleted, and the handle with it
+    assert index.reserve(SCOPE, ["h2"], second, position=1, cap=1).name == "h2"

@@ -64,6 +64,8 @@ class Reservation:
     name: str | None = None
     wait: bool = False
     handle: dict[str, Any] | None = None
+    #: waiting because the claim's namespace holds its cap (counting the handles its claims just reserved)
+    capped: bool = False
     #: the names after ``name`` that the reservation took from the ranking but did not try (:meth:`HandleIndex.reserve`)
     untried: tuple[str, ...] = ()
 
@@ -148,14 +150,16 @@ class HandleIndex(Protocol):
         A snapshot may still list a handle bound since: only a reservation tells."""
         ...
 
-    def reserve(self, scope: str, names: Iterable[str], claim: dict, position: int | None = None) -> Reservation:
+    def reserve(self, scope: str, names: Iterable[str], claim: dict, position: int | None = None,
+                cap: int | None = None) -> Reservation:
         """Atomically reserve the first of ``names`` (best first) no other claim holds; ``names`` may be lazy, and
         those it gave but the reservation did not try come back in :attr:`Reservation.untried`. ``position`` is the
         claim's place under its queue policy (1: next), when the policy is not the index's own oldest-first order:
-        the claim waits unless fewer claims come before it than the scope has unbound handles."""
+        the claim waits unless fewer claims come before it than the scope has unbound handles. ``cap`` is the most
+        handles the claim's namespace may hold in the scope: over it the reservation answers ``capped``."""
         ...
 
-    def release(self, name: str, claim: dict) -> None:
+    def release(self, name: str, claim: dict, scope: str = "") -> None:
         ...
 
     def created_since(self, scope: str, since: Sequence[float]) -> list[int] | None:

@@ -29,7 +29,7 @@ from poolboy.domain.provider import ProviderNotFound
 from poolboy.kinds import RESOURCE_CLAIM
 from poolboy.reconcilers import preamble
 from poolboy.reconcilers.claim import lifecycle, mirroring, propagation, waiting
-from poolboy.reconcilers.claim.bind import bind, binding_scope, record_binding
+from poolboy.reconcilers.claim.bind import bind, bind_queued, binding_scope, record_binding
 from poolboy.reconcilers.claim.creation import create_handle
 from poolboy.reconcilers.claim.modes import Mode, check_providers, select_mode
 from poolboy.reconcilers.claim.run import ClaimRun
@@ -143,13 +143,16 @@ def bind_or_create(run: ClaimRun, mode: Mode) -> dict[str, Any] | None:
             return bind(run, mode, claim_resources) or create_handle(run, mode, claim_resources)
         waiting.time_out(run, where)
         return None
+    handle, capped = (None, False) if where.capped else bind_queued(run, mode, claim_resources, where.position,
+                                                                     where.policy.max_per_namespace)
+    if handle is not None:
+        return handle
+    where = waiting.held_by_cap(where) if capped else where
     if waiting.refuses(run, where):
         waiting.refuse(run, where)
-        return None
-    handle = None if where.capped else bind(run, mode, claim_resources, where.position)
-    if handle is None:
+    else:
         waiting.wait(run, where)
-    return handle
+    return None
 
 
 __all__ = ["ProviderNotFound", "reconcile"]

@@ -34,11 +34,18 @@ class CandidateSource(Protocol):
         """Bind the best candidate that can still be bound (None: none, or older waiting claims come first)."""
 
 
-def bind(run: ClaimRun, mode: Mode, claim_resources: list[dict[str, Any]],
-         position: int | None = None) -> dict[str, Any] | None:
-    """Bind the claim to the best unbound handle that serves it, or None; ``position`` is its place in its scope's
-    queue under a policy other than oldest first (:mod:`.waiting`)."""
-    return candidate_source(run, mode, position).bind(run, mode, claim_resources)
+def bind(run: ClaimRun, mode: Mode, claim_resources: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Bind the claim to the best unbound handle that serves it, or None."""
+    return candidate_source(run, mode).bind(run, mode, claim_resources)
+
+
+def bind_queued(run: ClaimRun, mode: Mode, claim_resources: list[dict[str, Any]], position: int | None,
+                cap: int | None) -> tuple[dict[str, Any] | None, bool]:
+    """Bind a claim that queues: ``position`` is its place under its scope's queue policy (None: oldest first) and
+    ``cap`` its namespace's limit (:mod:`.waiting`); the handle or None, and whether the cap held it back."""
+    source = candidate_source(run, mode, position, cap)
+    handle = source.bind(run, mode, claim_resources)
+    return handle, isinstance(source, IndexedCandidates) and source.capped
 
 
 #: how old a snapshot of the index's summaries a claim may rank first (a burst of claims in one worker process shares
@@ -46,7 +53,8 @@ def bind(run: ClaimRun, mode: Mode, claim_resources: list[dict[str, Any]],
 SNAPSHOT_S = 1.0
 
 
-def candidate_source(run: ClaimRun, mode: Mode, position: int | None = None) -> CandidateSource:
+def candidate_source(run: ClaimRun, mode: Mode, position: int | None = None,
+                     cap: int | None = None) -> CandidateSource:
     """The index when it can answer for the claim's scope, the listed unbound handles otherwise."""
     pool, scope = binding_scope(run, mode)
     # a handle without resources or provider serves any claim: outside a pool, its scope is read alongside
@@ -57,7 +65,7 @@ def candidate_source(run: ClaimRun, mode: Mode, position: int | None = None) -> 
         summaries = index.summaries(scope, *anywhere, max_age=SNAPSHOT_S)
         if summaries is not None:
             return IndexedCandidates(index, scope, summaries, anywhere, recent=summaries.read_at < asked,
-                                     position=position)
+                                     position=position, cap=cap)
     return ListedCandidates(scope, anywhere)
 
 
@@ -92,9 +100,12 @@ class IndexedCandidates:
     its own (a read of its own is not repeated: a claim no handle can serve reads the index once)."""
 
     def __init__(self, index: candidate_index.HandleIndex, scope: str, summaries: candidate_index.Snapshot,
-                 fallbacks: tuple[str, ...] = (), *, recent: bool = False, position: int | None = None) -> None:
+                 fallbacks: tuple[str, ...] = (), *, recent: bool = False, position: int | None = None,
+                 cap: int | None = None) -> None:
         self.index = index
         self.position = position
+        self.cap = cap
+        self.capped = False  # the reservation answered that the claim's namespace holds its cap
         self.scope = scope
         self.summaries = summaries
         self.fallbacks = fallbacks
@@ -127,8 +138,9 @@ class IndexedCandidates:
             providers=lambda handles: providers_by_name(run.ctx, handles, mode.providers),
             now=run.ctx.now, domain=run.ctx.settings.domain, claim_resources=claim_resources)
         while True:
-            reservation = index.reserve(self.scope, ranked, run.claim, self.position)
+            reservation = index.reserve(self.scope, ranked, run.claim, self.position, self.cap)
             if reservation.name is None:
+                self.capped = reservation.capped
                 return None, reservation.wait
             ranked = itertools.chain(reservation.untried, ranked)
             if reservation.name in representatives:
@@ -141,7 +153,7 @@ class IndexedCandidates:
                 handle = bind_candidate(run, mode, candidate, claim_resources)
             if handle is not None:
                 return handle, False
-            index.release(reservation.name, run.claim)
+            index.release(reservation.name, run.claim, self.scope)
 
 
 def parameter_values(run: ClaimRun, mode: Mode) -> dict[str, Any] | None:

@@ -11,6 +11,7 @@ rewrite them.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -71,6 +72,15 @@ def queued(run: ClaimRun, scope: str) -> Queued:
     standings, _ = ordered
     return Queued(scope, policy, standing_of(standings, me.namespace, me.name),
                   sum(1 for s in standings if not s.capped), found.invalid)
+
+
+def held_by_cap(where: Queued) -> Queued:
+    """``where`` once the reservation found the namespace at its cap (its claims' binds the index shows not yet)."""
+    if where.standing is None or where.policy.max_per_namespace is None:
+        return where
+    standing = dataclasses.replace(where.standing, position=None,
+                                   bound=max(where.standing.bound, where.policy.max_per_namespace))
+    return dataclasses.replace(where, standing=standing, waiting=max(0, where.waiting - 1))
 
 
 def timed_out(run: ClaimRun, policy: QueuePolicy) -> bool:
