@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import sys
 import threading
@@ -36,7 +37,6 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
 from benchmarks import procstats
-from benchmarks.claims import percentiles
 from benchmarks.systems import ProjectStack
 from stack.local import StackOptions
 
@@ -208,13 +208,25 @@ def replay(stack: ProjectStack, args: argparse.Namespace, policy: str) -> dict[s
     return summary(ledger, arrivals, policy, procstats.operator_sum(cpu, "cpu_s"), time.monotonic() - start)
 
 
+def wait_figures(values: list[float]) -> dict[str, float | None]:
+    """p50 and p95 (nearest rank) and the longest wait, in seconds."""
+    ordered = sorted(values)
+    if not ordered:
+        return {"p50": None, "p95": None, "max": None}
+
+    def rank(q: float) -> float:
+        return round(ordered[max(0, math.ceil(q * len(ordered)) - 1)], 2)
+
+    return {"p50": rank(0.5), "p95": rank(0.95), "max": round(ordered[-1], 2)}
+
+
 def summary(ledger: Ledger, arrivals: list[Arrival], policy: str, cpu_s: float, seconds: float) -> dict[str, Any]:
     waits: dict[str, list[float]] = {"light": [], "heavy": []}
     for key, bound_at in ledger.bound.items():
         waits["heavy" if key[0] == HEAVY else "light"].append(bound_at - ledger.created[key])
     ratios = {ns: ledger.held[ns] / ledger.fair[ns] for ns in ledger.fair if ledger.fair[ns] > 0}
     return {"policy": policy, "claims": len(arrivals), "bound": len(ledger.bound), "seconds": round(seconds, 1),
-            "wait_s": {group: percentiles(values) for group, values in waits.items()},
+            "wait_s": {group: wait_figures(values) for group, values in waits.items()},
             "jain": round(jain_index(ratios.values()), 3),
             "held_over_fair": {ns: round(r, 3) for ns, r in sorted(ratios.items())},
             "operator_cpu_ms_per_claim": round(1000 * cpu_s / max(1, len(ledger.bound)), 1)}

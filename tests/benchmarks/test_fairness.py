@@ -7,7 +7,7 @@ import argparse
 
 import pytest
 
-from benchmarks.fairness import HEAVY, Ledger, day, fair_shares, jain_index
+from benchmarks.fairness import HEAVY, Ledger, day, fair_shares, jain_index, wait_figures
 
 
 def test_jain_index_is_one_when_equal_and_one_over_n_when_one_holds_all() -> None:
@@ -38,3 +38,8 @@ def test_the_ledger_counts_only_while_a_claim_waits() -> None:
     ledger.bound[("light", "l1")] = 2.0
     ledger.sample(1.0)  # nobody waits: no contention, nothing counted
     assert ledger.fair == {"heavy": 1.0, "light": 1.0}
+
+
+def test_wait_figures_are_nearest_rank() -> None:
+    assert wait_figures([float(v) for v in range(1, 21)]) == {"p50": 10.0, "p95": 19.0, "max": 20.0}
+    assert wait_figures([]) == {"p50": None, "p95": None, "max": None}
