@@ -205,3 +205,22 @@ def test_a_queue_policy_the_operator_cannot_use_shows_on_the_pool_and_claims_wai
     waiting = user.wait_claim(ns, "c0", lambda c: condition(c, "Bound").get("reason") == "NoMatchingHandle",
                               timeout=30, message="waiting oldest first")
     assert "The queue policy is not used" in condition(waiting, "Bound")["message"]
+
+
+def test_a_namespace_weighted_twice_gets_twice_the_share(user: User) -> None:
+    provider, pool = lab(user, {"order": "FairShare", "namespaceWeightKey": "example.com/lab-share"})
+    light, heavy = user.namespace("weight1"), user.namespace("weight2")
+    user.core.patch_namespace(heavy, {"metadata": {"labels": {"example.com/lab-share": "2"}}})  # the administrator
+    for index in range(3):
+        claim(user, light, f"b{index}", pool, provider)
+    wait_positions(user, {(light, f"b{index}"): index + 1 for index in range(3)})
+    for index in range(3):
+        claim(user, heavy, f"a{index}", pool, provider)
+    # shares once served: a0 0.5, b0 1 (older than a1), a1 1, a2 1.5, b1 2, b2 3
+    wait_positions(user, {(heavy, "a0"): 1, (light, "b0"): 2, (heavy, "a1"): 3, (heavy, "a2"): 4, (light, "b1"): 5,
+                          (light, "b2"): 6})
+    assert user.get_pool(pool) is not None
+    wait_for(lambda: (status(user.get_pool(pool)).get("queue") or {}).get("waiting") == 6, timeout=30, interval=0.5,
+             message="the pool counts its queue")
+    rows = {row["namespace"]: row for row in status(user.get_pool(pool))["queue"]["namespaces"]}
+    assert (rows[light]["waiting"], rows[light]["bound"], rows[heavy]["waiting"]) == (3, 0, 3)
