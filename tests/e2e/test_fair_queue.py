@@ -102,12 +102,18 @@ def test_fair_share_gives_a_namespace_with_one_claim_a_handle_before_a_heavy_nam
     assert bound_names(user, everyone) == {"h0", "l0"}, "no claim bound beyond the handles there are"
 
 
-def test_a_namespace_over_its_cap_waits_with_the_cap_and_binds_when_one_of_its_claims_goes(user: User) -> None:
-    provider, pool = lab(user, {"maxPerNamespace": 1}, min_available=2, provider_queue=True)
-    ns = user.namespace("capped")
+def second_claim_over_a_cap_of_one(user: User, pool: str, provider: str, prefix: str) -> str:
+    """A fresh namespace whose claim ``first`` is bound and whose claim ``second`` is then filed; its name."""
+    ns = user.namespace(prefix)
     claim(user, ns, "first", pool, provider)
     user.wait_bound(ns, "first", timeout=60)
     claim(user, ns, "second", pool, provider)
+    return ns
+
+
+def test_a_namespace_over_its_cap_waits_with_the_cap_and_binds_when_one_of_its_claims_goes(user: User) -> None:
+    provider, pool = lab(user, {"maxPerNamespace": 1}, min_available=2, provider_queue=True)
+    ns = second_claim_over_a_cap_of_one(user, pool, provider, "capped")
     waiting = user.wait_claim(ns, "second", lambda c: condition(c, "Bound").get("reason") == "NamespaceCap",
                               timeout=30, message="waiting over the cap")
     message = condition(waiting, "Bound")["message"]
@@ -123,10 +129,7 @@ def test_a_namespace_over_its_cap_waits_with_the_cap_and_binds_when_one_of_its_c
 
 def test_refuse_over_the_cap_answers_at_once_and_stays_refused(user: User) -> None:
     provider, pool = lab(user, {"maxPerNamespace": 1, "overCap": "Refuse"}, min_available=2)
-    ns = user.namespace("refused")
-    claim(user, ns, "first", pool, provider)
-    user.wait_bound(ns, "first", timeout=60)
-    claim(user, ns, "second", pool, provider)
+    ns = second_claim_over_a_cap_of_one(user, pool, provider, "refused")
     refused = user.wait_claim(ns, "second", lambda c: condition(c, "Bound").get("reason") == "NamespaceCapRefused",
                               timeout=30, message="refused over the cap")
     assert "holds 1 of at most 1" in condition(refused, "Bound")["message"]
