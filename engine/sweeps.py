@@ -1,27 +1,35 @@
-"""Which objects a periodic sweep must run: the ones that changed since they were last reconciled.
+"""Which objects a periodic sweep or the resync must run: the ones that changed since they were last reconciled,
+owe a run, or have not run for a sync period.
 
 A periodic run of every object costs CPU in proportion to the cluster even when nothing changed (controller-runtime
-resyncs every ten hours and relies on its watches). What the claim and handle sweeps are still for, and who else
-covers it:
+resyncs every ten hours and relies on its watches). What the claim and handle sweeps and the resync are still for,
+and who else covers it:
 
 * a change the run did not see: every watch event (spec, metadata or status, of the object or of a managed
-  resource, a provider's validity) already adds its key; the sweep adds an object whose cached version moved past
-  the version its last successful run recorded (its ``clean`` mark, :class:`CleanMarks`), in case an add was lost;
+  resource, a provider's validity) already adds its key; a sweep adds an object whose version moved past the
+  version its last successful run recorded (its ``clean`` mark, :class:`CleanMarks`), in case an add was lost. The
+  60 s sweeps read the version from the shared cache, the resync from the API, so a cache that missed an event is
+  caught too;
 * a run owed but never started (a worker killed holding its message): the object's pending mark is still there,
   and the sweep adds it (the queue re-publishes a queued mark older than ``gate_stale_seconds``); a failed run's
   retry is in the delaying queue, and the object has no clean mark until a run succeeds;
 * time: lifespan starts and ends, unclaimed handles and re-checks of permanent errors are in the due-index; an
   object whose provider's templates read the clock (``now()``, ``timestamp``, ``datetime``) re-runs itself every
-  ``time_dependent_interval`` through the due-index (:attr:`poolboy.domain.provider_spec.ProviderSpec.reads_clock`).
+  ``time_dependent_interval`` through the due-index (:attr:`poolboy.domain.provider_spec.ProviderSpec.reads_clock`);
+* anything else (a lost event of something the object depends on): every object runs again once its last
+  successful run is older than ``sync_period`` (controller-runtime's SyncPeriod, ten hours), jittered so that the
+  objects of a burst do not all come due in the same minute;
+* a Redis loss takes the clean marks with it, so the next resync runs everything and rebuilds queue and due-index.
 
-So an object whose cached version equals its clean mark and which owes no run is passed over: a sweep of 1 500
-converged objects costs two pipelined Redis round trips instead of 1 500 reconciles. The full resync
-(``resync_interval``) still runs everything, from the API.
+So an object whose version equals its clean mark and which owes no run is passed over: a sweep of 20 000 converged
+objects costs a few pipelined Redis round trips instead of 20 000 reconciles.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import random
+import time
+from collections.abc import Iterable, Mapping
 
 import redis
 
@@ -36,6 +44,8 @@ from workqueue.roundtrip import Call
 FILTERED = frozenset({keys.CLAIM, keys.HANDLE})
 #: objects checked per pipelined round trip
 CHUNK = 500
+#: the share of the sync period by which an object's refresh comes early at most
+JITTER = 0.1
 
 
 def cached_object_key(settings: Settings, key: str) -> str:
@@ -44,41 +54,47 @@ def cached_object_key(settings: Settings, key: str) -> str:
     return object_key(cache_model.object_id(settings.api_version, keys.KINDS[kind], namespace, name))
 
 
-def dirty_keys(client: redis.Redis, settings: Settings, candidates: Iterable[str]) -> list[str]:
-    """The work keys among ``candidates`` that a sweep must add: changed since their last successful run (or never
-    run), or owing a run."""
+def dirty_keys(client: redis.Redis, settings: Settings, candidates: Iterable[str],
+               versions: Mapping[str, str] | None = None, now: float | None = None) -> list[str]:
+    """The work keys among ``candidates`` that must run: changed since their last successful run (or never run),
+    owing a run, or due for their refresh. The version an object is at is ``versions[key]`` when given (what the API
+    listed), else the shared cache's."""
     candidates = list(candidates)
+    now = time.time() if now is None else now
     dirty: list[str] = []
     for start in range(0, len(candidates), CHUNK):
         chunk = candidates[start:start + CHUNK]
         pipe = client.pipeline(transaction=False)
         for key in chunk:
-            pipe.hmget(cached_object_key(settings, key), "rv", "clean")
+            pipe.hmget(cached_object_key(settings, key), "rv", "clean", "refresh")
             pipe.exists(keyspace.pending(key))
         replies = pipe.execute()
         for index, key in enumerate(chunk):
-            (version, clean), pending = replies[2 * index], replies[2 * index + 1]
-            if pending or version is None or version != clean:
+            (cached, clean, refresh), pending = replies[2 * index], replies[2 * index + 1]
+            version = cached if versions is None else versions[key].encode()
+            if pending or version is None or version != clean or refresh is None or float(refresh) <= now:
                 dirty.append(key)
     return dirty
 
 
-# KEYS cached object, the key's lease; ARGV the run's lease token. The version the cache holds at the run's end is
-# the one recorded, by a run that still holds the key (one that lost it may overlap a run that sees more).
+# KEYS cached object, the key's lease; ARGV the run's lease token, when the object is next due for its refresh. The
+# version the cache holds at the run's end is the one recorded, by a run that still holds the key (one that lost it
+# may overlap a run that sees more).
 _MARK_CLEAN = """
 if redis.call('GET', KEYS[2]) ~= ARGV[1] then
   return false
 end
 local rv = redis.call('HGET', KEYS[1], 'rv')
 if rv then
-  redis.call('HSET', KEYS[1], 'clean', rv)
+  redis.call('HSET', KEYS[1], 'clean', rv, 'refresh', ARGV[2])
 end
 return rv
 """
 
 
 class CleanMarks:
-    """A successful run's record that the object is reconciled at the version the cache holds."""
+    """A successful run's record that the object is reconciled at the version the cache holds, and when it is due
+    to run again all the same (``sync_period``, up to :data:`JITTER` of it early)."""
 
     def __init__(self, client: redis.Redis, settings: Settings) -> None:
         self.settings = settings
@@ -86,4 +102,6 @@ class CleanMarks:
 
     def mark_call(self, key: str, token: str) -> Call[object]:
         """Before the run releases the key (DONE), while ``token`` still holds it."""
-        return Call(self._mark, [cached_object_key(self.settings, key), keyspace.active(key)], [token])
+        period = self.settings.sync_period
+        refresh = time.time() + period * (1.0 - JITTER * random.random())
+        return Call(self._mark, [cached_object_key(self.settings, key), keyspace.active(key)], [token, repr(refresh)])

@@ -58,8 +58,12 @@ class Settings:
     #: (through the due-index), so time-dependent templates are re-rendered; the periodic sweeps pass over
     #: unchanged objects (engine/sweeps.py)
     time_dependent_interval: float = 60.0
-    #: full resync from the API: the safety net that rebuilds Redis state
+    #: resync from the API: the safety net that rebuilds Redis state; it runs the claims and handles that changed
+    #: since their last successful run, owe a run or are due for their refresh (engine/sweeps.py), and every pool
     resync_interval: float = 600.0
+    #: a claim or handle runs again once its last successful run is this old (up to 10 % earlier), changed or not:
+    #: controller-runtime's SyncPeriod, the net under a lost event of something it depends on
+    sync_period: float = 36000.0
     #: how often every worker releases the delaying queue's due keys and expired leases into the work queue (the
     #: latest a retry, a deadline or a window's end runs after its time)
     sweep_due_interval: float = 0.25

@@ -15,6 +15,7 @@ priority ``resync``, so a big resync never delays a live event (Redis message pr
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 from celery import shared_task
 
@@ -44,17 +45,14 @@ def sweep_cached(kind: str, priority: str = "resync") -> int | None:
     cached = rt.cache.names(rt.settings.api_version, keys.KINDS[kind], namespace)
     if cached is None:
         return None
-    found = [keys.make(kind, ns, name) for ns, name in cached]  # the watcher caches no ignored object
-    if kind in sweeps.FILTERED:
-        found = sweeps.dirty_keys(rt.redis, rt.settings, found)
-        metrics.SWEEP_SKIPPED.labels(kind=kind).inc(len(cached) - len(found))
+    found = _owed(kind, [keys.make(kind, ns, name) for ns, name in cached])  # the cache holds no ignored object
     rt.enqueuer.add_many(found, priority)
     return len(found)
 
 
 def enqueue_kind(kind: str, priority: str = "resync", *, from_cache: bool = True) -> int:
-    """Add every object of ``kind`` (not labelled ``<domain>/ignore``) to the queue: from the shared cache's index
-    when it can answer (:func:`sweep_cached`), else from the API one page at a time."""
+    """Add the objects of ``kind`` (not labelled ``<domain>/ignore``) a sweep must run to the queue: from the shared
+    cache's index when it can answer (:func:`sweep_cached`), else from the API one page at a time."""
     rt = runtime()
     if rt.kube is None:
         raise RuntimeError("no Kubernetes client configured")
@@ -65,9 +63,22 @@ def enqueue_kind(kind: str, priority: str = "resync", *, from_cache: bool = True
     selector = "!" + rt.settings.label("ignore")
     total = 0
     for page in rt.kube.list_pages(rt.settings.api_version, keys.KINDS[kind], namespace, label_selector=selector):
-        rt.enqueuer.add_many([keys.for_object(obj) for obj in page], priority)
-        total += len(page)
+        versions = {keys.for_object(obj): obj["metadata"]["resourceVersion"] for obj in page}
+        found_keys = _owed(kind, list(versions), versions)
+        rt.enqueuer.add_many(found_keys, priority)
+        total += len(found_keys)
     return total
+
+
+def _owed(kind: str, candidates: list[str], versions: Mapping[str, str] | None = None) -> list[str]:
+    """The objects among ``candidates`` a sweep must run (:mod:`engine.sweeps`), at the versions the API listed
+    (``versions``) or else the cache's."""
+    rt = runtime()
+    if kind not in sweeps.FILTERED or rt.clean_marks is None:
+        return candidates
+    found = sweeps.dirty_keys(rt.redis, rt.settings, candidates, versions)
+    metrics.SWEEP_SKIPPED.labels(kind=kind).inc(len(candidates) - len(found))
+    return found
 
 
 def _manage_task(plural: str, kind: str) -> None:
@@ -79,7 +90,7 @@ def _manage_task(plural: str, kind: str) -> None:
             return 0
 
     manage.__name__ = manage.__qualname__ = f"manage_{plural}"
-    manage.__doc__ = f"Periodic re-reconcile of every {keys.KINDS[kind]} (resync priority)."
+    manage.__doc__ = f"Periodic sweep of the {keys.KINDS[kind]}s (resync priority)."
     shared_task(name=f"{PERIODIC_PREFIX}manage_{plural}", ignore_result=True, acks_late=False)(manage)
 
 
@@ -89,7 +100,9 @@ for _plural, _kind in MANAGED.items():
 
 @shared_task(name=PERIODIC_PREFIX + "resync", ignore_result=True, acks_late=False)
 def resync() -> dict[str, int]:
-    """The safety net: add every Poolboy object of every kind, rebuilding gate and due-index after a Redis loss."""
+    """The safety net, from the API: add every pool and the claims and handles that changed, owe a run or are due
+    for their refresh (:mod:`engine.sweeps`); after a Redis loss that is everything, which rebuilds gate and
+    due-index."""
     counts: dict[str, int] = {}
     for kind in keys.KINDS:
         try:

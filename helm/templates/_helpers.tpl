@@ -137,6 +137,8 @@ Call with (dict "root" $ "name" secretName "key" key "length" 32). */}}
   value: {{ .Values.intervals.managePools | quote }}
 - name: POOLBOY_RESYNC_INTERVAL
   value: {{ .Values.intervals.resync | quote }}
+- name: POOLBOY_SYNC_PERIOD
+  value: {{ .Values.intervals.syncPeriod | quote }}
 - name: POOLBOY_SWEEP_DUE_INTERVAL
   value: {{ .Values.intervals.sweepDue | quote }}
 - name: POOLBOY_PERMANENT_ERROR_RECHECK

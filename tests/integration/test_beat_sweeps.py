@@ -4,6 +4,7 @@ successful run is added to the work queue, and a sweep the cache cannot answer i
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -36,7 +37,7 @@ def _claim(cache: ObjectCache, name: str, rv: str, *, clean: bool) -> str:
                "metadata": {"name": name, "namespace": "ns", "resourceVersion": rv}})
     key = keys.make(keys.CLAIM, "ns", name)
     if clean:  # reconciled at this version, as a successful run records it
-        cache.redis.hset(cached_object_key(SETTINGS, key), "clean", rv)
+        cache.redis.hset(cached_object_key(SETTINGS, key), mapping={"clean": rv, "refresh": time.time() + 3600})
     return key
 
 

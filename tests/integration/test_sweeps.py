@@ -63,6 +63,34 @@ def test_only_changed_or_owed_objects_are_swept(rt) -> None:
     assert dirty_keys(rt.redis, SETTINGS, [converged, changed, failed, owed, never]) == [changed, failed, owed, never]
 
 
+def test_a_converged_object_runs_again_once_its_sync_period_is_over(rt) -> None:
+    assert rt.cache is not None
+    key = _cached_handle(rt.cache, "3")
+    ran_at = time.time()
+    _run(rt, key, Succeeded())
+    period = SETTINGS.sync_period
+    assert dirty_keys(rt.redis, SETTINGS, [key], now=ran_at + period * 0.89) == [], "up to 10 % early, no more"
+    assert dirty_keys(rt.redis, SETTINGS, [key], now=time.time() + period) == [key]
+
+
+def test_the_version_the_api_lists_is_compared_when_given(rt) -> None:
+    """The resync reads versions from the API: a change the cache missed counts, and an unchanged object is
+    passed over whatever the cache holds."""
+    assert rt.cache is not None
+    key = _cached_handle(rt.cache, "3")
+    _run(rt, key, Succeeded())
+    assert dirty_keys(rt.redis, SETTINGS, [key], {key: "3"}) == []
+    assert dirty_keys(rt.redis, SETTINGS, [key], {key: "4"}) == [key], "changed behind the cache's back"
+
+
+def test_after_a_redis_loss_every_object_is_swept(rt) -> None:
+    assert rt.cache is not None
+    key = _cached_handle(rt.cache, "3")
+    _run(rt, key, Succeeded())
+    rt.redis.flushall()
+    assert dirty_keys(rt.redis, SETTINGS, [key], {key: "3"}) == [key]
+
+
 def test_a_run_that_lost_its_lease_marks_nothing(rt) -> None:
     assert rt.cache is not None
     key = _cached_handle(rt.cache, "3")
