@@ -46,6 +46,11 @@ def handle_name(claim_uid: str | None = None, attempt: int = 0) -> str:
     return "guid-" + "".join(chars)
 
 
+def is_claims_own(claim_uid: str, name: str) -> bool:
+    """Whether ``name`` is one of the names a claim's own handle is created under (:func:`handle_name`)."""
+    return any(name == handle_name(claim_uid, attempt) for attempt in range(_ATTEMPTS))
+
+
 def handle_body(ctx: Context, claim: Mapping[str, Any], name: str, *, provider_spec: dict[str, Any] | None,
                 resources: list[dict[str, Any]], lifespan: dict[str, Any] | None,
                 annotations: Mapping[str, str] | None = None) -> dict[str, Any]:

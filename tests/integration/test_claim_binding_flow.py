@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from datetime import timedelta
 
 from poolboy import keys
@@ -449,3 +450,120 @@ def test_a_bind_whose_answer_was_lost_is_adopted_though_the_cache_lags(env: Clai
     claimed = [h["metadata"]["name"] for h in env.handles() if h["spec"].get("resourceClaim")]
     assert claimed == [bound], f"a second handle was bound: {claimed}"
     client.close()
+
+
+class PausedBind:
+    """The API client of one claim run that stops before its first bind patch until released, as a run whose lease a
+    Redis loss ended goes on while another worker runs the same claim."""
+
+    def __init__(self, client: object) -> None:
+        self._client = client
+        self.reached = threading.Event()
+        self.release = threading.Event()
+
+    def patch_json(self, *args: object, **kwargs: object) -> object:
+        if not self.reached.is_set():
+            self.reached.set()
+            assert self.release.wait(30), "the paused run was never released"
+        return self._client.patch_json(*args, **kwargs)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._client, name)
+
+
+def _claim_naming(env: ClaimEnv, handle: str) -> None:
+    """Claim ``c`` as a run that named ``handle`` and went no further left it."""
+    env.claim("c", {"resources": [{"name": "r", "provider": {"name": "p"}, "template": {}}]},
+              annotations={f"{env.d}/{binding.BINDING_ANNOTATION}": handle})
+
+
+def _bound_to(env: ClaimEnv, claim: str) -> list[str]:
+    return sorted(h["metadata"]["name"] for h in env.handles()
+                  if (h["spec"].get("resourceClaim") or {}).get("name") == claim)
+
+
+def test_two_runs_of_one_claim_at_once_bind_one_handle(env: ClaimEnv) -> None:
+    """docs/behaviour.md#hard-cases: one run of the claim has chosen a handle and is about to bind it when a second
+    run of the same claim starts (a Redis loss ended the first run's lease). Both finish; the claim has one handle."""
+    from poolboy.reconcilers import RECONCILERS
+
+    env.configmap_provider("p")
+    _pool_handle(env, "guid-pool1")
+    _pool_handle(env, "guid-pool2")
+    _resources_claim(env)
+    paused = PausedBind(env.kube)
+    first = threading.Thread(target=lambda: RECONCILERS[keys.CLAIM](
+        api_context(env.kube, env.settings, kube=paused), env.ns, "c"))
+    first.start()
+    assert paused.reached.wait(30), "the first run never got to its bind"
+    env.reconcile_claim("c")  # the second run, start to end
+    paused.release.set()
+    first.join(30)
+    assert not first.is_alive()
+    env.converge("c")
+
+    recorded = env.get_claim("c")["status"]["resourceHandle"]["name"]
+    assert _bound_to(env, "c") == [recorded], "a second handle was bound to the claim"
+
+
+def test_a_claim_finishes_the_bind_an_earlier_run_named(env: ClaimEnv) -> None:
+    """A run named a handle on the claim and died before binding it: the next run binds that handle, though another
+    ranks first now, since a run that named it may still be binding it."""
+    env.configmap_provider("p")
+    _pool_handle(env, "guid-pool1", template={"data": {"a": "1"}})
+    _pool_handle(env, "guid-pool2")
+    _claim_naming(env, "guid-pool1")
+    env.converge("c")
+    assert env.get_claim("c")["status"]["resourceHandle"]["name"] == "guid-pool1"
+    assert _bound_to(env, "c") == ["guid-pool1"]
+
+
+def test_a_claim_whose_named_handle_went_to_another_claim_binds_and_names_another(env: ClaimEnv) -> None:
+    env.configmap_provider("p")
+    _pool_handle(env, "guid-pool1")
+    _pool_handle(env, "guid-pool2")
+    _resources_claim(env, "other")
+    env.converge("other")
+    taken = env.get_claim("other")["status"]["resourceHandle"]["name"]
+    _claim_naming(env, taken)
+    env.converge("c")
+    claim = env.get_claim("c")
+    free = ({"guid-pool1", "guid-pool2"} - {taken}).pop()
+    assert claim["status"]["resourceHandle"]["name"] == free
+    assert claim["metadata"]["annotations"][f"{env.d}/{binding.BINDING_ANNOTATION}"] == free
+
+
+def test_a_claim_that_named_its_own_new_handle_creates_it_rather_than_bind_a_pool_handle(env: ClaimEnv) -> None:
+    """A run decided to create the claim's own handle, named it and died: the next run creates it (a run still going on
+    may be creating it) and leaves the pool's handle, which appeared meanwhile, for another claim."""
+    env.configmap_provider("p")
+    _resources_claim(env)
+    uid = env.get_claim("c")["metadata"]["uid"]
+    own = handle_name(uid)
+    env.kube.patch_merge(env.api, "ResourceClaim", "c", env.ns,
+                         {"metadata": {"annotations": {f"{env.d}/{binding.BINDING_ANNOTATION}": own}}})
+    _pool_handle(env, "guid-pool1")
+    env.converge("c")
+    assert env.get_claim("c")["status"]["resourceHandle"]["name"] == own
+    assert not env.get_handle("guid-pool1")["spec"].get("resourceClaim")
+
+
+def test_a_second_handle_bound_to_a_claim_that_records_another_is_deleted(env: ClaimEnv) -> None:
+    """However it came about (a cluster taken over, a fault no one foresaw), a handle bound to a claim whose status
+    records another handle is not the claim's: its run deletes it, with an Event, and the claim stays."""
+    env.configmap_provider("p")
+    _pool_handle(env, "guid-pool1")
+    stray = _pool_handle(env, "guid-pool2", template={"data": {"a": "1"}})
+    _resources_claim(env)
+    env.converge("c")
+    kept = env.get_claim("c")["status"]["resourceHandle"]["name"]
+    assert kept == "guid-pool1"
+    ctx = api_context(env.kube, env.settings)
+    claim = env.get_claim("c")
+    assert try_bind(ctx, stray, binding.bind_ops(ctx, claim, stray, provider_spec=None, claim_resources=[],
+                                                 lifespan_end=None)) is not None
+    env.converge_key(env.key_of("handle", "guid-pool2"))
+    assert env.get_handle("guid-pool2") is None
+    assert env.get_claim("c")["status"]["resourceHandle"]["name"] == kept and env.get_handle(kept) is not None
+    reasons = [e["reason"] for e in env.events_in(env.op, "guid-pool2")]
+    assert "DuplicateBinding" in reasons

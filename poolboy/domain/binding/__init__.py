@@ -41,6 +41,19 @@ WAITING_LABEL = candidates.WAITING_LABEL
 CLAIM_UID_ANNOTATION = "resource-claim-uid"
 
 
+#: Annotation (``D/resource-handle-binding``) on a claim naming the handle its runs bind (or create), written with the
+#: claim's resourceVersion as precondition before the bind. Two runs of one claim at once (a Redis loss ends the lease
+#: of a run that goes on) then bind the same handle, never one each: a run binds only the handle the claim names, and
+#: the name changes only by a conditional write, once that handle can no longer become this claim's (bound to another
+#: claim, deleting or gone).
+BINDING_ANNOTATION = "resource-handle-binding"
+
+
+def intended_handle(ctx: Context, claim: Mapping[str, Any]) -> str | None:
+    """The handle the claim's runs bind or create (:data:`BINDING_ANNOTATION`), None before a first bind."""
+    return ((claim.get("metadata") or {}).get("annotations") or {}).get(ctx.label(BINDING_ANNOTATION))
+
+
 def claim_uid_annotation(ctx: Context, claim: Mapping[str, Any]) -> dict[str, str]:
     uid = claim["metadata"].get("uid")
     return {ctx.label(CLAIM_UID_ANNOTATION): uid} if uid else {}

@@ -11,7 +11,8 @@ The claim's status has one writer: this package. The handle's spec may be writte
 status never; cross-object effects are ``enqueue``d keys.
 
 The parts: :mod:`.run` (the staged write and the events), :mod:`.modes` (provider mode and resources mode behind
-one interface), :mod:`.bind` (candidates and the bind), :mod:`.creation` (a new handle), :mod:`.waiting` (no
+one interface), :mod:`.bind` (candidates and the bind), :mod:`.creation` (a new handle), :mod:`.resumption` (the
+handle an earlier run named), :mod:`.waiting` (no
 handle yet), :mod:`.propagation` (claim → handle), :mod:`.mirroring` (handle → claim), :mod:`.lifecycle`
 (deletion, detaching, autoDelete/autoDetach).
 """
@@ -28,7 +29,7 @@ from poolboy.domain.object_meta import is_ignored
 from poolboy.domain.provider import ProviderNotFound
 from poolboy.kinds import RESOURCE_CLAIM
 from poolboy.reconcilers import preamble
-from poolboy.reconcilers.claim import lifecycle, mirroring, propagation, waiting
+from poolboy.reconcilers.claim import lifecycle, mirroring, propagation, resumption, waiting
 from poolboy.reconcilers.claim.bind import bind, bind_queued, binding_scope, record_binding
 from poolboy.reconcilers.claim.creation import create_handle
 from poolboy.reconcilers.claim.modes import Mode, check_providers, select_mode
@@ -129,9 +130,13 @@ def initialise(run: ClaimRun, mode: Mode) -> None:
 
 
 def bind_or_create(run: ClaimRun, mode: Mode) -> dict[str, Any] | None:
-    """Bind an unbound handle, else create one, else (creation disabled) queue; the handle, or None."""
-    run.flush_claim()  # the finalizer (and init) must be on the claim before a handle is bound or created
+    """Finish the bind an earlier run chose, else bind an unbound handle, else create one, else (creation disabled)
+    queue; the handle, or None. The finalizer (and init) go onto the claim in the write that names the handle, before
+    it is bound or created (:meth:`ClaimRun.intend`)."""
     claim_resources = mode.claim_resources(run)
+    resumed = resumption.resume(run, mode, claim_resources)
+    if resumed is not None:
+        return resumed
     providers_create = not any(p.disable_creation for p in mode.providers)
     if providers_create and not run.spec.get("disableCreation"):
         return bind(run, mode, claim_resources) or create_handle(run, mode, claim_resources)

@@ -169,34 +169,64 @@ def binding_scope(run: ClaimRun, mode: Mode) -> tuple[str | None, str]:
     return pool, scopes.claim_scope(pool, provider_names[0] if provider_names else "")
 
 
+#: how often a run binds a handle that stays unbound while its version moves on (its status written meanwhile)
+#: before it starts over from fresh reads: the claim names the handle, so it is not given up for another
+BIND_ATTEMPTS = 3
+
+
 def bind_candidate(run: ClaimRun, mode: Mode, candidate: dict[str, Any],
                    claim_resources: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The conditional bind patch on one candidate; its lifespan end starts from the handle's default now."""
+    """Name the candidate on the claim (:meth:`ClaimRun.intend`), then bind it with the conditional patch; the
+    handle, or None once it can no longer be this claim's (bound to another claim, deleting or gone)."""
+    run.intend(candidate["metadata"]["name"])
+    for _ in range(BIND_ATTEMPTS):
+        handle = try_bind(run.ctx, candidate, bind_patch(run, mode, candidate, claim_resources))
+        if handle is not None:
+            bound(run, mode, handle, "Bound", f"Bound ResourceHandle {handle['metadata']['name']}")
+            return handle
+        fresh = run.ctx.api_reader.get_or_none(run.ctx.settings.api_version, RESOURCE_HANDLE,
+                                               candidate["metadata"]["name"], run.ctx.settings.operator_namespace)
+        if fresh is None or binding.is_deleting(fresh):
+            return None
+        if binding.bound_to(run.ctx, fresh, run.claim):  # another run of this claim bound it
+            bound(run, mode, fresh, "Bound", f"Adopted ResourceHandle {fresh['metadata']['name']}")
+            return fresh
+        if not candidate_index.is_unbound(fresh, run.ctx.settings.domain) or \
+                fresh["metadata"].get("resourceVersion") == candidate["metadata"].get("resourceVersion"):
+            return None  # another claim's, or the patch itself was refused: the next candidate
+        candidate = fresh
+    raise kube.Conflict(409, "Conflict", f"handle {candidate['metadata']['name']} changed under every bind; "
+                                         f"starting over")
+
+
+def bind_patch(run: ClaimRun, mode: Mode, candidate: dict[str, Any],
+               claim_resources: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The bind's JSON patch; its lifespan end starts from the handle's default now."""
     end = None
     raw_default = ((candidate.get("spec") or {}).get("lifespan") or {}).get("default")
     if raw_default:
         limits = claim_lifespan.handle_limits(candidate, run.claim, mode.template_vars(candidate))
         if limits.default is not None:
             end = run.ctx.now + limits.default
-    ops = binding.bind_ops(run.ctx, run.claim, candidate, provider_spec=mode.provider_spec(run),
-                           claim_resources=claim_resources, lifespan_end=end)
-    handle = try_bind(run.ctx, candidate, ops)
-    if handle is None:
-        return None
+    return binding.bind_ops(run.ctx, run.claim, candidate, provider_spec=mode.provider_spec(run),
+                            claim_resources=claim_resources, lifespan_end=end)
+
+
+def bound(run: ClaimRun, mode: Mode, handle: dict[str, Any], reason: str, message: str) -> None:
+    """Record a handle bound in this run; its pool replenishes."""
     pool = (handle["metadata"].get("labels") or {}).get(run.ctx.label("resource-pool-name"))
     if pool:
         run.batch.append(keys.make(keys.POOL, run.ctx.settings.operator_namespace, pool))
-    record_binding(run, mode, handle, "Bound", f"Bound ResourceHandle {handle['metadata']['name']}")
-    return handle
+    record_binding(run, mode, handle, reason, message)
 
 
 def try_bind(ctx: Context, handle: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """Apply the bind patch; ``None`` when another writer won (422 failed test, 409, 404): try the next one."""
+    """Apply the bind patch; ``None`` when another writer got there first (422 failed test, 409, 404)."""
     try:
         return ctx.kube.patch_json(ctx.settings.api_version, RESOURCE_HANDLE, handle["metadata"]["name"],
                                    ctx.settings.operator_namespace, ops)
     except (kube.Invalid, kube.Conflict, kube.NotFound) as error:
-        log.info("bind of handle %s lost a race (%s); trying the next candidate", handle["metadata"]["name"], error)
+        log.info("bind of handle %s lost a race (%s)", handle["metadata"]["name"], error)
         return None
 
 

@@ -3,7 +3,9 @@
 The handle gets the lifespan its providers allow (default, maximum and relative maximum combined; the claim's
 requested end clamped to them) and, when the claim asked for an end, a record of that request, so that the handle
 is not clamped again for the same request. Creation is idempotent by name
-(:func:`poolboy.domain.handle_factory.create_or_adopt`): a retried run adopts the handle it already created.
+(:func:`poolboy.domain.handle_factory.create_or_adopt`): a retried run adopts the handle it already created. The claim
+names it before it is created, as before a bind (:meth:`poolboy.reconcilers.claim.run.ClaimRun.intend`), so a
+concurrent run of the claim does not bind a pool's handle meanwhile.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ def create_handle(run: ClaimRun, mode: Mode, claim_resources: list[dict[str, Any
     requested = claim_lifespan.parse_optional((run.spec.get("lifespan") or {}).get("end"))
     annotations = {run.ctx.label(claim_lifespan.LIFESPAN_REQUEST_ANNOTATION):
                    claim_lifespan.lifespan_request(requested, limits)} if requested is not None else None
+    run.intend(handle_factory.handle_name(run.meta["uid"]))
     handle, created = handle_factory.create_or_adopt(run.ctx, run.claim, provider_spec=mode.provider_spec(run),
                                                      resources=claim_resources,
                                                      lifespan=_spec_lifespan(run, limits, requested) or None,

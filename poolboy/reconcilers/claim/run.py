@@ -16,6 +16,7 @@ import orjson
 
 from poolboy import kube
 from poolboy.context import Context
+from poolboy.domain import binding
 from poolboy.domain import conditions as cond
 from poolboy.domain.provider import Provider, clock_rerun
 from poolboy.kinds import RESOURCE_CLAIM, RESOURCE_HANDLE
@@ -122,6 +123,14 @@ class ClaimRun:
         self.claim = self.ctx.kube.patch_merge(self.ctx.settings.api_version, RESOURCE_CLAIM, self.meta["name"],
                                                self.meta["namespace"], patch, resource_version=self.read_version)
         self.read_version = self.meta["resourceVersion"]
+
+    def intend(self, handle_name: str) -> None:
+        """Name ``handle_name`` on the claim as the handle its runs bind or create, and write it with the run's other
+        staged changes, before the bind or create (:data:`poolboy.domain.binding.BINDING_ANNOTATION`)."""
+        key = self.ctx.label(binding.BINDING_ANNOTATION)
+        if (self.meta.get("annotations") or {}).get(key) != handle_name:
+            self.patch_claim({"metadata": {"annotations": {key: handle_name}}})
+        self.flush_claim()
 
     def write_status(self) -> None:
         """Write the status only when it changed (a converged claim produces no write), then emit events.

@@ -1,5 +1,6 @@
 """The end of a handle (docs/behaviour.md#deletion, #lifespans): cleanup when it is deleted (its resources, then
-its bound claim), and its own deletion when its lifespan ends or its claim is gone."""
+its bound claim), and its own deletion when its lifespan ends, its claim is gone or its claim records another
+handle."""
 
 from __future__ import annotations
 
@@ -110,7 +111,21 @@ def expiry(ctx: Context, handle: dict[str, Any], claim: dict[str, Any] | None) -
             log.warning("handle %s: unparsable lifespan end %r", handle["metadata"]["name"], end)
     if spec.get("resourceClaim") and claim is None:
         return _delete_handle(ctx, handle, "ClaimDeleted", "The bound ResourceClaim no longer exists.")
+    other = _claims_handle(claim)
+    if other and other != handle["metadata"]["name"]:
+        ref = spec["resourceClaim"]
+        return _delete_handle(ctx, handle, "DuplicateBinding",
+                              f"ResourceClaim {ref['namespace']}/{ref['name']} is bound to ResourceHandle {other}; "
+                              f"a claim has one handle, so this one, bound to it as well, is deleted.")
     return None
+
+
+def _claims_handle(claim: dict[str, Any] | None) -> str | None:
+    """The handle a live, attached claim records (a claim never changes it once recorded), else None."""
+    if claim is None or claim["metadata"].get("deletionTimestamp"):
+        return None
+    recorded = (claim.get("status") or {}).get("resourceHandle") or {}
+    return None if recorded.get("detached") else recorded.get("name")
 
 
 def requeue_at(handle: dict[str, Any]) -> datetime | None:
