@@ -1,7 +1,8 @@
 """Resuming the bind (or create) an earlier run of the claim chose and named on the claim
 (:data:`poolboy.domain.binding.BINDING_ANNOTATION`), before choosing anew.
 
-The named handle is read from the API server, not the cache, since its bind may be a moment old. Bound to this claim:
+The named handle is read from the API server when the cache has it unbound or not at all, since its bind or creation
+may be a moment old (a bind, and a deletion, are never undone: the cache is believed on those). Bound to this claim:
 adopted. Unbound: bound (another run of the claim may be binding it too; the API server lets one win and the other
 adopts). The claim's own handle, not created yet: created. Bound to another claim, deleting or gone: the claim chooses
 another, and names it before binding it, so a run still going on with the old name cannot bind a second handle.
@@ -27,7 +28,10 @@ def resume(run: ClaimRun, mode: Mode, claim_resources: list[dict[str, Any]]) -> 
     if not name:
         return None
     settings = run.ctx.settings
-    handle = run.ctx.api_reader.get_or_none(settings.api_version, RESOURCE_HANDLE, name, settings.operator_namespace)
+    handle = run.read_handle(name)
+    if handle is None or candidate_index.is_unbound(handle, settings.domain):  # the cache may not have the bind yet
+        handle = run.ctx.api_reader.get_or_none(settings.api_version, RESOURCE_HANDLE, name,
+                                                settings.operator_namespace)
     if handle is None:
         own = handle_factory.is_claims_own(run.meta["uid"], name)
         return create_handle(run, mode, claim_resources) if own else None
