@@ -30,7 +30,7 @@ from poolboy.domain import binding, conditions, pool_handles, refusals
 from poolboy.domain.binding import scope_policy
 from poolboy.domain.provider import Provider
 from poolboy.kinds import RESOURCE_HANDLE, RESOURCE_POOL, RESOURCE_POOL_SCALING
-from poolboy.reconcilers import pool_autoscaling, pool_members, pool_queue, pool_rollout, preamble
+from poolboy.reconcilers import pool_autoscaling, pool_creates, pool_members, pool_queue, pool_rollout, preamble
 from poolboy.result import PermanentError, Result
 from poolboy.utils import timeutil
 
@@ -125,29 +125,26 @@ def _counted(ctx: Context, pool: dict[str, Any], cached: _Demand) -> _Demand:
     return _Demand(handles, scaling, remaining)
 
 
-def _create(ctx: Context, pool: dict[str, Any], providers: list[Provider], count: int,
-            scaling: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """Create ``count`` handles (labelled with ``scaling`` when given)."""
-    created: list[dict[str, Any]] = []
-    while len(created) < count:
-        body = pool_handles.build_pool_handle(
-            ctx, pool, providers, scaling_name=scaling["metadata"]["name"] if scaling else None)
-        try:
-            created.append(ctx.kube.create(body))
-        except kube.AlreadyExists:
-            continue  # name collision: try another random name
-    return created
-
-
 def _create_handles(ctx: Context, pool: dict[str, Any], providers: list[Provider], cached: _Demand,
-                    surge: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+                    surge: int) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
     """Create up to ``minAvailable`` (plus a rollout's ``surge``), then what the active scaling still needs, as
-    counted by the API server when the cheap view shows anything to create. Returns the unbound handles as last
-    counted and the handles created."""
-    demand = _counted(ctx, pool, cached) if any(_plan(pool, cached, surge)) else cached
-    for_pool, for_scaling = _plan(pool, demand, surge)
-    created = _create(ctx, pool, providers, for_pool) + _create(ctx, pool, providers, for_scaling, demand.scaling)
-    return demand.handles, created
+    counted by the API server when the cheap view shows anything to create or a run named creates
+    (:mod:`.pool_creates`): those not listed yet count as coming, and are made before any other. Returns the pool as
+    last written, the unbound handles as last counted and the handles created."""
+    named = pool_creates.pending(pool)
+    if not named and not any(_plan(pool, cached, surge)):
+        return pool, cached.handles, []
+    demand = _counted(ctx, pool, cached)
+    coming = pool_creates.coming(named, demand.handles)
+    scaling_name = demand.scaling["metadata"]["name"] if demand.scaling else None
+    counted = _Demand(demand.handles + [pool_creates.placeholder(p) for p in coming if not p.scaling],
+                      demand.scaling,
+                      demand.scaling_remaining - sum(1 for p in coming if scaling_name and p.scaling == scaling_name))
+    for_pool, for_scaling = _plan(pool, counted, surge)
+    new = pool_creates.fresh(for_pool) + pool_creates.fresh(for_scaling, scaling_name)
+    if new:
+        pool = pool_creates.name(ctx, pool, coming + new)
+    return pool, demand.handles, pool_creates.create(ctx, pool, providers, coming + new)
 
 
 def _status(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]]) -> dict[str, Any]:
@@ -230,14 +227,14 @@ def _live(ctx: Context, pool: dict[str, Any]) -> Result:
             if not surge:  # never shrink during a rollout: its surge handles are not surplus
                 pool, handles, surplus_keys = pool_autoscaling.scale_down(ctx, pool, handles, sized)
                 enqueue += surplus_keys
-            handles, created = _create_handles(ctx, pool, providers, _Demand(handles, scaling, remaining),
+            pool, handles, created = _create_handles(ctx, pool, providers, _Demand(handles, scaling, remaining),
                                                surge + pool_autoscaling.extra(sized, pool))
     except PermanentError as error:
         _fail(ctx, pool, error)
         raise
     if created:
         ctx.events.emit(pool, "HandlesCreated", f"Created {len(created)} ResourceHandle(s).")
-    status = _status(ctx, pool, handles + created)
+    status = pool_creates.cleared(_status(ctx, pool, handles + created))
     pool_rollout.report(ctx, pool, status, handles + created, revision, chosen)
     scale_down_at = pool_autoscaling.report(ctx, pool, status, sized)
     pool_queue.report(ctx, pool, status)

@@ -9,8 +9,9 @@ lives here once.
 
 from __future__ import annotations
 
+import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -113,3 +114,40 @@ def open_env(devcluster, env_class: type[EnvT], prefix: str = "", **settings: An
 
 def ts(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class PausedCall:
+    """An API client whose first call of ``method`` waits until released: the client of a run whose lease a Redis
+    loss ended, going on while another worker runs the same key."""
+
+    def __init__(self, client: object, method: str) -> None:
+        self._client, self._method = client, method
+        self.reached = threading.Event()
+        self.release = threading.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._client, name)
+        if name != self._method:
+            return attribute
+
+        def paused(*args: Any, **kwargs: Any) -> Any:
+            if not self.reached.is_set():
+                self.reached.set()
+                assert self.release.wait(30), "the paused run was never released"
+            return attribute(*args, **kwargs)
+
+        return paused
+
+
+def run_beside(first: Callable[[], object], paused: PausedCall, second: Callable[[], object]) -> None:
+    """Run ``first`` until it reaches ``paused``'s call, ``second`` from start to end, then the rest of ``first``."""
+    thread = threading.Thread(target=first)
+    thread.start()
+    assert paused.reached.wait(30), "the first run never got to the paused call"
+    try:
+        second()
+    finally:
+        paused.release.set()
+        thread.join(30)
+    assert not thread.is_alive(), "the first run did not finish"
+

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import re
-import threading
 from datetime import timedelta
 
 from poolboy import keys
@@ -13,6 +12,7 @@ from poolboy.domain.handle_factory import handle_name
 from poolboy.reconcilers.claim.bind import try_bind
 from tests.converge import api_context
 from tests.integration.claim_support import ClaimEnv, env_fixture, parse_ts, ts  # noqa: F401 - env_fixture provides "env"
+from tests.integration.support import PausedCall, run_beside
 
 
 def _pool_handle(env: ClaimEnv, name: str, *, template: dict | None = None, pool: str = "pool1",
@@ -452,25 +452,6 @@ def test_a_bind_whose_answer_was_lost_is_adopted_though_the_cache_lags(env: Clai
     client.close()
 
 
-class PausedBind:
-    """The API client of one claim run that stops before its first bind patch until released, as a run whose lease a
-    Redis loss ended goes on while another worker runs the same claim."""
-
-    def __init__(self, client: object) -> None:
-        self._client = client
-        self.reached = threading.Event()
-        self.release = threading.Event()
-
-    def patch_json(self, *args: object, **kwargs: object) -> object:
-        if not self.reached.is_set():
-            self.reached.set()
-            assert self.release.wait(30), "the paused run was never released"
-        return self._client.patch_json(*args, **kwargs)  # type: ignore[attr-defined]
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self._client, name)
-
-
 def _claim_naming(env: ClaimEnv, handle: str) -> None:
     """Claim ``c`` as a run that named ``handle`` and went no further left it."""
     env.claim("c", {"resources": [{"name": "r", "provider": {"name": "p"}, "template": {}}]},
@@ -491,15 +472,9 @@ def test_two_runs_of_one_claim_at_once_bind_one_handle(env: ClaimEnv) -> None:
     _pool_handle(env, "guid-pool1")
     _pool_handle(env, "guid-pool2")
     _resources_claim(env)
-    paused = PausedBind(env.kube)
-    first = threading.Thread(target=lambda: RECONCILERS[keys.CLAIM](
-        api_context(env.kube, env.settings, kube=paused), env.ns, "c"))
-    first.start()
-    assert paused.reached.wait(30), "the first run never got to its bind"
-    env.reconcile_claim("c")  # the second run, start to end
-    paused.release.set()
-    first.join(30)
-    assert not first.is_alive()
+    paused = PausedCall(env.kube, "patch_json")
+    run_beside(lambda: RECONCILERS[keys.CLAIM](api_context(env.kube, env.settings, kube=paused), env.ns, "c"),
+               paused, lambda: env.reconcile_claim("c"))  # the second run, start to end
     env.converge("c")
 
     recorded = env.get_claim("c")["status"]["resourceHandle"]["name"]

@@ -19,7 +19,7 @@ from poolboy.reconcilers import pool
 from tests.converge import api_context
 from tests.integration import handle_support as support
 from tests.integration.handle_support import HandleEnv
-from tests.integration.support import open_env
+from tests.integration.support import PausedCall, open_env, run_beside
 
 henv = support.henv  # the fixture
 
@@ -102,9 +102,12 @@ def test_a_create_whose_answer_was_lost_is_counted_before_creating_more(faulty) 
 
 
 def test_control_counting_from_the_lagging_view_makes_one_too_many(faulty) -> None:
+    """Control: the faulted run's names taken out of the pool's status, and the count taken from the lagging view."""
     env, cluster = faulty
     _pool(env, 3)
     view = LaggingView(env.kube, _unseen(_commit_then_fail_one_create(env, cluster)))
+    pool_obj = env.get("ResourcePool", "pool")
+    env.kube.replace_status({**pool_obj, "status": {}})
     _run(env, view, view)
     assert len(env.pool_handles("pool")) == 4
 
@@ -151,3 +154,28 @@ def test_a_scaling_counts_its_handles_and_records_from_the_api_server(henv: Hand
     assert _names(henv, **label) == made[1:], "the scaling is done: nothing more is made"
     _run(henv, view, view)
     assert len(_names(henv, **label)) == 2, "control: the view alone counts one missing"
+
+
+def test_two_runs_of_one_pool_at_once_fill_its_deficit_once(henv: HandleEnv) -> None:
+    """One run of the pool has counted its deficit and is about to create when a second run of the same pool starts
+    (a Redis loss ended the first run's lease) and goes from start to end; then the first goes on. The pool has
+    exactly minAvailable handles: the first run named its creates in the pool's status before making them."""
+    _pool(henv, 3)
+    paused = PausedCall(henv.kube, "create")
+    run_beside(lambda: _run(henv, paused, paused), paused, lambda: henv.reconcile("pool", "pool"))
+    henv.reconcile("pool", "pool")
+    assert len(henv.pool_handles("pool")) == 3
+    status = henv.get("ResourcePool", "pool")["status"]
+    assert status["resourceHandleCount"]["available"] == 3 and not status.get("pendingHandles")
+
+
+def test_creates_a_run_named_and_did_not_make_are_made_by_the_next_with_their_names(henv: HandleEnv) -> None:
+    """A run named two creates in the pool's status and died before making them: the next run makes exactly those."""
+    _pool(henv, 2)
+    pool_obj = henv.get("ResourcePool", "pool")
+    named = [{"name": "guid-aaaaa"}, {"name": "guid-bbbbb"}]
+    henv.kube.replace_status({**pool_obj, "status": {"pendingHandles": named}})
+    henv.reconcile("pool", "pool")
+    assert sorted(h["metadata"]["name"] for h in henv.pool_handles("pool")) == ["guid-aaaaa", "guid-bbbbb"]
+    assert not henv.get("ResourcePool", "pool")["status"].get("pendingHandles")
+
