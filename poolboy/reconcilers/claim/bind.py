@@ -3,8 +3,10 @@
 The candidates come from one of two sources behind :class:`CandidateSource`: the engine's index of unbound
 handles when it can answer (small summaries ranked without reading every handle, the best reserved atomically so
 that concurrent claims do not all race for the same one), otherwise a list of the unbound handles. Either way the
-bind itself is one conditional JSON patch (:func:`try_bind`): the API server decides which
-claim wins a handle, and a loser moves on to the next candidate.
+claim first names the candidate on itself (:meth:`ClaimRun.intend`, so that two runs of the claim at once bind the
+same one), and the bind itself is one conditional JSON patch (:func:`try_bind`): the API server decides which claim
+wins a handle; a loser reads the handle again, adopts it when a run of the same claim won it, and otherwise moves on
+to the next candidate.
 """
 
 from __future__ import annotations
