@@ -13,6 +13,10 @@ Indexes (names, not Redis keys):
   on by presence (``presence``; every one when not given). Only the domain's own labels are indexed: they are the
   only ones the reconcilers select on, and it keeps the index count bounded (each entry is a command per change).
 
+What is stored is :func:`stored_form`: no ``managedFields`` and no last-applied annotation (bulk that no reader needs),
+and no Secret values — a Secret is kept only as a marked stub (:data:`WITHHELD`) that every read treats as a miss, so
+its values are read from the API when a run needs them and never rest in Redis.
+
 Label selectors use the subset of the Kubernetes syntax the reconcilers need: ``k``, ``!k``, ``k=v``, ``k==v`` and
 ``k!=v`` joined by commas. Anything else (``in``, ``notin``) is :class:`Unanswerable`, and the reader asks the API.
 """
@@ -23,6 +27,40 @@ import functools
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
+
+from poolboy.domain import redaction
+
+#: annotations that can be large and that no reader needs (the last-applied one also repeats a Secret's values)
+BULKY_ANNOTATIONS = (redaction.LAST_APPLIED,)
+#: the top-level key of a cached stub whose values were withheld (a Secret): a read of it is a miss
+WITHHELD = "poolboy:withheld"
+
+
+def stored_form(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``obj`` as the cache keeps it (``obj`` itself when nothing needs to go)."""
+    metadata = obj.get("metadata") or {}
+    annotations = metadata.get("annotations") or {}
+    bulky = [key for key in BULKY_ANNOTATIONS if key in annotations]
+    secret = redaction.is_secret(obj)
+    if not (secret or bulky or "managedFields" in metadata):
+        return obj
+    slim_metadata = {key: value for key, value in metadata.items() if key != "managedFields"}
+    if bulky:
+        slim_metadata["annotations"] = {k: v for k, v in annotations.items() if k not in BULKY_ANNOTATIONS}
+    if secret:
+        return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": slim_metadata,
+                WITHHELD: True}
+    return {**obj, "metadata": slim_metadata}
+
+
+def decode(doc: bytes | str | None) -> dict | None:
+    """A cached document, or None when there is none or it is a withheld stub (the caller reads the API)."""
+    if not doc:
+        return None
+    obj = orjson.loads(doc)
+    return None if obj.get(WITHHELD) else obj
 
 
 class Unanswerable(ValueError):

@@ -222,7 +222,7 @@ class ObjectCache:
             return None
         ident = cache_model.identity(obj)
         every_namespace = cache_model.kind_index(obj.get("apiVersion") or "", obj["kind"], "*")
-        args = [rv, orjson.dumps(obj), mode, ident, PREFIX + "i:",
+        args = [rv, orjson.dumps(cache_model.stored_form(obj)), mode, ident, PREFIX + "i:",
                 *cache_model.indexes(obj, self.domain, self.extra_indexes, self.presence_labels), every_namespace]
         return Call(self._put, [object_key(ident)], args)
 
@@ -306,7 +306,7 @@ class ObjectCache:
                 return None
             if alive is not None:
                 self._alive_until = time.monotonic() + ALIVE_MEMO_S
-            return orjson.loads(doc.value) if doc.value else None
+            return cache_model.decode(doc.value)
         return read
 
     def get_many(self, refs: Sequence[tuple[str, str, str | None, str]]) -> builtins.list[dict | None]:
@@ -331,7 +331,7 @@ class ObjectCache:
             alive, *docs = replies
             if alive:
                 self._alive_until = time.monotonic() + ALIVE_MEMO_S
-        return [orjson.loads(doc) if alive and doc else None for doc in docs]
+        return [cache_model.decode(doc) if alive else None for doc in docs]
 
     def list(self, api_version: str, kind: str, namespace: str | None, label_selector: str | None, *,
              index: IndexMatch | None = None) -> builtins.list[dict] | None:
@@ -365,6 +365,8 @@ class ObjectCache:
             if not doc:
                 continue
             obj = orjson.loads(doc)
+            if obj.get(cache_model.WITHHELD):
+                return None  # a Secret: its values are only in the API
             if cache_model.in_namespace(obj, namespace) and cache_model.selector_matches(terms, obj) \
                     and (index is None or index.matches(obj)):
                 result.append(obj)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from cache import model as cache_model
 from poolboy.kube import ApiError, Gone, KubeClient
 from poolboy.observability import labelled
 from poolboy.utils.backoff import Backoff
@@ -225,15 +226,11 @@ def _ident(obj: dict) -> tuple[str, str]:
     return metadata.get("namespace") or "", metadata.get("name") or ""
 
 
-#: annotations that can be large and that no key mapping needs
-_BULKY_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
-
-
 def _meta_only(obj: dict) -> dict:
     """What a synthetic DELETED needs for the key mapping: names, labels and (slim) annotations."""
     metadata = obj.get("metadata") or {}
     keep = {k: metadata[k] for k in ("name", "namespace", "uid", "labels") if k in metadata}
     annotations = metadata.get("annotations")
     if annotations:
-        keep["annotations"] = {k: v for k, v in annotations.items() if k not in _BULKY_ANNOTATIONS}
+        keep["annotations"] = {k: v for k, v in annotations.items() if k not in cache_model.BULKY_ANNOTATIONS}
     return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": keep}

@@ -10,17 +10,20 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from poolboy.domain import redaction
+
 _MIRRORED_KEYS = ("reference", "healthy", "ready", "waitingFor")
 
 
-def prune_state(resource: dict[str, Any], domain: str) -> dict[str, Any]:
+def prune_state(resource: dict[str, Any], domain: str, redactions: tuple[str, ...] = ()) -> dict[str, Any]:
     """A live resource as stored in ``status.resources[i].state``.
 
     Removed: ``D/…`` annotations (Poolboy's bookkeeping), ``metadata.generation``, ``metadata.managedFields`` and
     ``status.diffBase`` — the last two can be large and would bloat the claim status. ``resourceVersion`` stays:
-    it is how a newer observation is told from a stale one.
+    it is how a newer observation is told from a stale one. Secret values, and the fields the provider's
+    ``statusRedactions`` match, are redacted (:mod:`poolboy.domain.redaction`).
     """
-    state = copy.deepcopy(resource)
+    state = redaction.redact(copy.deepcopy(resource), redactions)
     metadata = state.get("metadata") or {}
     metadata.pop("generation", None)
     metadata.pop("managedFields", None)

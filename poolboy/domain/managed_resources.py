@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from poolboy import kube
-from poolboy.domain import server_defaults
+from poolboy.domain import ownership, server_defaults
 from poolboy.result import PermanentError
 from poolboy.utils import jsonpatch
 
@@ -152,15 +152,19 @@ def update_ops(live: Mapping[str, Any], desired: Mapping[str, Any], update_filte
 
 
 def create_or_update(ctx: Context, desired: dict[str, Any], update_filters: list[dict[str, Any]],
-                     live: dict[str, Any] | None,
+                     live: dict[str, Any] | None, handle: Mapping[str, Any],
                      on_created: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Create the resource if absent (409 = exists → update), else patch what the filters allow; returns live.
 
-    ``on_created`` is called with the new object only when this call really created it (not on a 409 adoption),
-    so the caller can emit a ``ResourceCreated`` Event exactly once, on the transition.
+    An existing object is patched only when ``handle`` may manage it (:mod:`poolboy.domain.ownership`); any other is
+    a ``ResourceConflict`` and stays untouched. ``on_created`` is called with the new object only when this call
+    really created it (not on a 409 adoption), so the caller can emit a ``ResourceCreated`` Event exactly once, on
+    the transition.
     """
     metadata = desired["metadata"]
     for _ in range(5):
+        if live is not None and not ownership.may_manage(ctx.settings.domain, handle, live):
+            raise PermanentError(ownership.CONFLICT, ownership.conflict_message(handle, live))
         if live is None:
             try:
                 created = ctx.kube.create(desired, strict=True)  # a field the server does not know is an error

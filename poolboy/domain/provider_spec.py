@@ -102,6 +102,11 @@ class ProviderSpec:
         return list(self.spec.get("updateFilters") or [])
 
     @property
+    def status_redactions(self) -> list[dict[str, Any]]:
+        """``[{pathMatch}]``: fields of the managed resources whose values never reach a status."""
+        return list(self.spec.get("statusRedactions") or [])
+
+    @property
     def parameters(self) -> list[dict[str, Any]]:
         return list(self.spec.get("parameters") or [])
 

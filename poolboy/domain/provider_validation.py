@@ -16,7 +16,8 @@ What is checked, each problem naming its field path (``spec.parameters[0].valida
   :mod:`poolboy.utils.schema` validates with);
 - lifespan ``default``, ``maximum``, ``relativeMaximum`` and ``unclaimed`` parse as intervals, or, when they
   are templates, compile;
-- ``matchIgnore`` and ``updateFilters[].pathMatch`` regexes compile;
+- ``matchIgnore``, ``updateFilters[].pathMatch`` and ``statusRedactions[].pathMatch`` regexes compile;
+- ``allowedTargets.namespaceSelector`` is a label selector;
 - ``queue`` is a queue policy (:mod:`poolboy.domain.binding.queue_policy`);
 - fields that must be mappings (``override``, ``template.definition``, ``default``, ``match``, …) or lists are.
 
@@ -31,6 +32,7 @@ from typing import Any
 
 import orjson
 
+from poolboy.domain import resource_targets
 from poolboy.domain.binding import queue_policy
 from poolboy.utils import schema, templating, timeutil
 from poolboy.utils.jsonpatch import path_matches
@@ -38,8 +40,9 @@ from poolboy.utils.jsonpatch import path_matches
 Problem = tuple[str, str]  # (field path, message)
 
 _MAPPINGS = ("default", "match", "override", "statusSummaryTemplate", "vars", "template", "template.definition",
-             "validation", "validation.openAPIV3Schema", "lifespan", "approval")
-_LISTS = ("matchIgnore", "parameters", "linkedResourceProviders", "updateFilters", "validation.checks")
+             "validation", "validation.openAPIV3Schema", "lifespan", "approval", "allowedTargets")
+_LISTS = ("matchIgnore", "parameters", "linkedResourceProviders", "updateFilters", "statusRedactions",
+          "validation.checks")
 _LIFESPAN_KEYS = ("default", "maximum", "relativeMaximum", "unclaimed")
 
 
@@ -215,8 +218,18 @@ def _regexes(spec: dict[str, Any]) -> Iterator[Problem]:
     patterns = spec.get("matchIgnore")
     for index, pattern in enumerate(patterns if isinstance(patterns, list) else []):
         yield from _regex(pattern, f"spec.matchIgnore[{index}]")
-    for path, entry in _items(spec, "updateFilters"):
-        yield from _regex(entry.get("pathMatch", ""), f"{path}.pathMatch")
+    for field in ("updateFilters", "statusRedactions"):
+        for path, entry in _items(spec, field):
+            yield from _regex(entry.get("pathMatch", ""), f"{path}.pathMatch")
+
+
+def _targets(spec: dict[str, Any]) -> Iterator[Problem]:
+    """``allowedTargets.namespaceSelector`` is a selector :mod:`poolboy.domain.resource_targets` evaluates."""
+    targets = spec.get("allowedTargets")
+    problem = resource_targets.selector_problem(targets.get("namespaceSelector")) if isinstance(targets, dict) \
+        else None
+    if problem:
+        yield "spec.allowedTargets.namespaceSelector", problem
 
 
 def _queue(spec: dict[str, Any]) -> Iterator[Problem]:
@@ -231,4 +244,4 @@ def _queue(spec: dict[str, Any]) -> Iterator[Problem]:
 
 
 CHECKS: tuple[Callable[[dict[str, Any]], Iterator[Problem]], ...] = (_shapes, _templates, _conditions, _schemas,
-                                                                     _lifespans, _regexes, _queue)
+                                                                     _lifespans, _regexes, _targets, _queue)

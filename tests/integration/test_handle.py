@@ -96,17 +96,6 @@ def test_resource_recreated_when_it_disappears(henv: HandleEnv) -> None:
     assert henv.configmap("guid0-recre") is not None
 
 
-def test_existing_resource_with_expected_name_is_adopted(henv: HandleEnv) -> None:
-    henv.configmap_provider("cm")
-    henv.kube.create({"apiVersion": "v1", "kind": "ConfigMap",
-                      "metadata": {"name": "guid0-adopt", "namespace": henv.ns}, "data": {"mine": "1"}})
-    henv.resources_handle("guid-adopt", "cm", {"data": {"k": "v"}})
-    henv.converge("handle", "guid-adopt")
-    cm = henv.configmap("guid0-adopt")
-    assert cm["data"] == {"mine": "1"}
-    assert cm["metadata"]["annotations"][f"{henv.d}/resource-handle-name"] == "guid-adopt"
-
-
 def test_reference_kind_change_is_permanent_error(henv: HandleEnv) -> None:
     henv.configmap_provider("cm")
     henv.resources_handle("guid-stick", "cm")

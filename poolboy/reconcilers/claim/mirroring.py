@@ -11,9 +11,10 @@ from typing import Any
 
 from poolboy import keys
 from poolboy import kube as kube_errors
-from poolboy.domain import claim_lifespan, claim_status, lifespan_warnings
+from poolboy.domain import claim_lifespan, claim_status, lifespan_warnings, ownership, redaction
 from poolboy.domain import conditions as cond
 from poolboy.domain import lifespan as lifespan_rules
+from poolboy.domain.provider import Provider
 from poolboy.reconcilers.claim.propagation import clamp_explanation
 from poolboy.reconcilers.claim.run import ClaimRun
 from poolboy.utils import timeutil
@@ -64,8 +65,11 @@ def warn_before_end(run: ClaimRun) -> None:
 
 
 def read_states(run: ClaimRun, handle: dict[str, Any]) -> dict[int, dict[str, Any] | None]:
-    """The live managed resources, read fresh and pruned (never from an event payload)."""
+    """The live managed resources, read fresh, pruned and redacted (never from an event payload); an object the
+    handle may not manage (:mod:`poolboy.domain.ownership`) is never shown."""
     states: dict[int, dict[str, Any] | None] = {}
+    spec_resources = (handle.get("spec") or {}).get("resources") or []
+    redactions: dict[str | None, tuple[str, ...]] = {}  # provider name -> patterns, read once per run
     for index, entry in enumerate((handle.get("status") or {}).get("resources") or []):
         reference = entry.get("reference") or {}
         if not reference.get("name") or not reference.get("apiVersion") or not reference.get("kind"):
@@ -75,8 +79,20 @@ def read_states(run: ClaimRun, handle: dict[str, Any]) -> dict[int, dict[str, An
                                             reference.get("namespace"))
         except kube_errors.ApiMissing:
             live = None
-        states[index] = claim_status.prune_state(live, run.ctx.settings.domain) if live is not None else None
+        if live is None or not ownership.may_manage(run.ctx.settings.domain, handle, live):
+            states[index] = None
+            continue
+        name = ((spec_resources[index].get("provider") if index < len(spec_resources) else None) or {}).get("name")
+        if name not in redactions:
+            redactions[name] = _redactions(run, name)
+        states[index] = claim_status.prune_state(live, run.ctx.settings.domain, redactions[name])
     return states
+
+
+def _redactions(run: ClaimRun, name: str | None) -> tuple[str, ...]:
+    """The ``statusRedactions`` patterns of a provider (none when it is gone: Secrets stay redacted)."""
+    provider = Provider.get_or_none(run.ctx, name) if name else None
+    return redaction.patterns_of(provider.status_redactions) if provider is not None else ()
 
 
 def conclude(run: ClaimRun, handle: dict[str, Any], limits: lifespan_rules.Limits) -> None:

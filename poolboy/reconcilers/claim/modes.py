@@ -13,7 +13,8 @@ from __future__ import annotations
 import copy
 from typing import Any, Protocol
 
-from poolboy.domain import claim_parameters, claim_validation, matching
+from poolboy import kube
+from poolboy.domain import claim_parameters, claim_validation, matching, resource_targets
 from poolboy.domain.provider import Provider
 from poolboy.reconcilers.claim.run import ClaimRun
 from poolboy.result import PermanentError
@@ -127,6 +128,43 @@ class ProviderMode:
         return self.provider.template_vars(handle)
 
 
+def target_refusal(run: ClaimRun, index: int, resource: dict[str, Any], provider: Provider) -> str | None:
+    """Why the claim's template may not place this resource where it says (:mod:`poolboy.domain.resource_targets`).
+
+    The provider's default is rendered only to excuse what would otherwise be refused (a namespace or kind that the
+    default itself gives), so a claim in its own namespace costs no render."""
+    template = resource.get("template") or {}
+    namespace = run.claim["metadata"]["namespace"]
+
+    def labels_of(name: str) -> dict[str, str] | None:
+        found = run.ctx.kube.get_or_none("v1", "Namespace", name)
+        return None if found is None else dict((found.get("metadata") or {}).get("labels") or {})
+
+    def decide(default: dict[str, Any] | None) -> str | None:
+        return resource_targets.refusal(template, claim_namespace=namespace, provider_name=provider.name,
+                                        policy=resource_targets.TargetPolicy.of(provider.spec),
+                                        override=provider.override, default=default,
+                                        namespaced=_namespaced(run, template, provider.override),
+                                        labels_of=labels_of)
+
+    if decide(None) is None:
+        return None
+    return decide(provider.render_default(run.ctx, resource_claim=run.claim, resource_index=index,
+                                          resource_name=resource.get("name")))
+
+
+def _namespaced(run: ClaimRun, template: dict[str, Any], override: dict[str, Any] | None) -> bool | None:
+    """Whether the kind the resource will have is namespaced (None: unknown, or an API that is missing)."""
+    source = override if isinstance(override, dict) and "kind" in override else template
+    api_version, kind = source.get("apiVersion") or template.get("apiVersion"), source.get("kind")
+    if not isinstance(api_version, str) or not isinstance(kind, str) or "{" in api_version + kind:
+        return None
+    try:
+        return run.ctx.mapper.resource_info(api_version, kind).namespaced
+    except kube.ApiError:
+        return None
+
+
 class ResourcesMode:
     """``spec.resources``: one provider per resource; each template is defaulted and validated by its provider."""
 
@@ -161,7 +199,7 @@ class ResourcesMode:
             message = claim_validation.validate_template(
                 resource.get("template"), provider.validation,
                 context_variables=context_variables(run, provider, handle),
-                template_vars=provider.template_vars(handle))
+                template_vars=provider.template_vars(handle)) or target_refusal(run, index, resource, provider)
             entry = run.status["resources"][index]
             if message:
                 entry["validationError"] = message

@@ -10,13 +10,13 @@ from typing import Any
 
 from poolboy import keys, kube
 from poolboy.context import Context
-from poolboy.domain import binding
+from poolboy.domain import binding, ownership
 from poolboy.domain.object_meta import is_ignored
 from poolboy.kinds import RESOURCE_CLAIM, RESOURCE_HANDLE
 from poolboy.reconcilers import preamble
 from poolboy.reconcilers.handle.names import claim_key, describe_reference, pool_key, unique_keys
 from poolboy.result import Result
-from poolboy.utils import timeutil
+from poolboy.utils import jsonpatch, timeutil
 
 log = logging.getLogger(__name__)
 
@@ -32,18 +32,35 @@ def _references(handle: dict[str, Any]) -> list[dict[str, Any]]:
     return list(found.values())
 
 
-def _delete_resource(ctx: Context, ref: dict[str, Any]) -> bool:
-    """Annotate ``D/resource-handle-deleted`` first (so its events are ignored), then delete; 404 is fine.
+def _delete_resource(ctx: Context, handle: dict[str, Any], ref: dict[str, Any]) -> bool:
+    """Delete the resource at ``ref`` when it is this handle's (:mod:`poolboy.domain.ownership`); 404 is fine.
 
+    ``D/resource-handle-deleted`` is annotated first (so its events are ignored). Both writes carry the uid that was
+    read: an object recreated under the same name by someone else in between is another object, never removed.
     Returns whether this call deleted an existing resource, so a cleanup that is repeated (its finalizer removal
     conflicted) does not emit its ``ResourceDeleted`` Events twice."""
     try:
-        ctx.kube.patch_merge(ref["apiVersion"], ref["kind"], ref["name"], ref.get("namespace"),
-                             {"metadata": {"annotations": {
-                                 ctx.label("resource-handle-deleted"): timeutil.format_timestamp(ctx.now)}}})
-        return ctx.kube.delete_if_exists(ref["apiVersion"], ref["kind"], ref["name"], ref.get("namespace"))
+        live = ctx.kube.get_or_none(ref["apiVersion"], ref["kind"], ref["name"], ref.get("namespace"))
+        if live is None:
+            return False
+        if not ownership.may_manage(ctx.settings.domain, handle, live):
+            log.warning("handle %s: leaving %s alone: %s", handle["metadata"]["name"], ownership.describe(live),
+                        ownership.conflict_message(handle, live))
+            return False
+        uid = live["metadata"]["uid"]
+        annotation = jsonpatch.escape_pointer(ctx.label("resource-handle-deleted"))
+        annotations_op = ({"op": "add", "path": f"/metadata/annotations/{annotation}",
+                           "value": timeutil.format_timestamp(ctx.now)}
+                          if (live["metadata"].get("annotations") or {}) else
+                          {"op": "add", "path": "/metadata/annotations",
+                           "value": {ctx.label("resource-handle-deleted"): timeutil.format_timestamp(ctx.now)}})
+        ctx.kube.patch_json(ref["apiVersion"], ref["kind"], ref["name"], ref.get("namespace"),
+                            [{"op": "test", "path": "/metadata/uid", "value": uid}, annotations_op])
+        return ctx.kube.delete_if_exists(ref["apiVersion"], ref["kind"], ref["name"], ref.get("namespace"), uid=uid)
     except (kube.NotFound, kube.ApiMissing):
         return False
+    except (kube.Conflict, kube.Invalid):
+        return False  # another object now has the name (the uid precondition failed): not ours to delete
 
 
 def _delete_bound_claim(ctx: Context, handle: dict[str, Any]) -> None:
@@ -71,7 +88,7 @@ def cleanup(ctx: Context, handle: dict[str, Any]) -> preamble.Cleaned:
     """docs/behaviour.md#deletion: resources, then the bound claim (unless detached); the preamble then removes the
     finalizer. The pool and the claim look again."""
     for ref in _references(handle):
-        if _delete_resource(ctx, ref):
+        if _delete_resource(ctx, handle, ref):
             ctx.events.emit(handle, "ResourceDeleted", f"Deleted {describe_reference(ref)}")
     _delete_bound_claim(ctx, handle)
     return preamble.Cleaned(Result(enqueue=unique_keys(pool_key(ctx, handle), claim_key(handle))))

@@ -8,7 +8,7 @@ import copy
 from typing import Any
 
 from poolboy.context import Context
-from poolboy.domain import health, linked, managed_resources
+from poolboy.domain import health, linked, managed_resources, ownership
 from poolboy.domain.provider import Provider
 from poolboy.domain.requester import Requester, get_requester
 from poolboy.kinds import RESOURCE_CLAIM
@@ -49,11 +49,19 @@ class HandleRun:
         self.guid = managed_resources.handle_guid(handle)
         self.status = copy.deepcopy(handle.get("status") or {})
         self.status_resources = status_resources(handle)
-        self.states: list[dict[str, Any] | None] = [managed_resources.read_live(ctx, e.get("reference"))
+        self.states: list[dict[str, Any] | None] = [self.read_state(e.get("reference"))
                                                     for e in self.status_resources]
         self._requester: Requester | None = None
         self.wrote_resources = False  # a managed resource was created or patched in the current pass
         self.run_again = False  # still changing after the passes of this run: the handle must run once more
+
+    def read_state(self, reference: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The live resource at ``reference`` when this handle may manage it; another's object is no state of
+        ours (its contents must reach neither a template nor a status) and meets its conflict when created."""
+        live = managed_resources.read_live(self.ctx, reference)
+        if live is None or ownership.may_manage(self.ctx.settings.domain, self.handle, live):
+            return live
+        return None
 
     @property
     def requester(self) -> Requester:
@@ -127,8 +135,13 @@ class HandleRun:
                 self.write_status()  # durable before create; Conflict here re-runs the reconcile
         self.status_resources[index].pop("waitingFor", None)
         before = self.states[index]
-        self.states[index] = managed_resources.create_or_update(self.ctx, definition, provider.update_filters,
-                                                                before, on_created=self.created)
+        try:
+            self.states[index] = managed_resources.create_or_update(self.ctx, definition, provider.update_filters,
+                                                                    before, self.handle, on_created=self.created)
+        except PermanentError as error:
+            if error.reason == ownership.CONFLICT:
+                self.status_resources[index].pop("reference", None)  # never mirrored, never deleted: not ours
+            raise
         if resource_version(self.states[index]) != resource_version(before):
             self.wrote_resources = True
 

@@ -19,12 +19,16 @@ def write_status(ctx: Context, handle: dict[str, Any], status: dict[str, Any]) -
 
 
 def status_resources(handle: dict[str, Any]) -> list[dict[str, Any]]:
-    """``status.resources`` shaped like ``spec.resources`` (length and names), keeping what is recorded."""
+    """``status.resources`` shaped like ``spec.resources`` (length and names), keeping what is recorded; an entry
+    with nothing recorded takes the reference an administrator wrote into ``spec.resources[i].reference``."""
     spec_resources = (handle.get("spec") or {}).get("resources") or []
     old = (handle.get("status") or {}).get("resources") or []
     result = []
     for index, resource in enumerate(spec_resources):
         entry = copy.deepcopy(old[index]) if index < len(old) and isinstance(old[index], dict) else {}
+        if not entry.get("reference") and isinstance(resource.get("reference"), dict) and \
+                resource["reference"].get("name"):
+            entry["reference"] = copy.deepcopy(resource["reference"])  # an administrator's explicit reference
         if resource.get("name"):
             entry["name"] = resource["name"]
         else:
