@@ -14,8 +14,10 @@ case (for names in the shared operator namespace). Generators build inputs that 
                                                  # (or {kind, selector: <labels>} for an object Poolboy made)
       condition: {type: Synced, status: "False", reason: ValidationFailed, message: "is not of type"}
 
-A Warning Event with the condition's reason on that object is always expected too. A broken provider says so
-on itself (``Valid=False``, ``InvalidSpec``) and on the claim or pool that uses it (``ProviderInvalid``).
+A Warning Event with the condition's reason on that object is expected too, except in a case marked
+``warnings: none``: input at a limit that must still work, whose condition (say ``Ready``) comes with no Warning
+Event at all. A broken provider says so on itself (``Valid=False``, ``InvalidSpec``) and on the claim or pool that
+uses it (``ProviderInvalid``).
 """
 
 from __future__ import annotations
@@ -44,6 +46,11 @@ class Case:
     @property
     def rejected(self) -> str | None:
         return self.expect.get("rejected")
+
+    @property
+    def quiet(self) -> bool:
+        """Input within the limits: the condition comes with no Warning Event."""
+        return self.expect.get("warnings") == "none"
 
     @property
     def condition(self) -> dict[str, str]:

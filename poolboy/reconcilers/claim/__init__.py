@@ -23,7 +23,7 @@ from typing import Any
 
 from poolboy import keys
 from poolboy.context import Context
-from poolboy.domain import binding, claim_lifespan, reads, refusals
+from poolboy.domain import binding, claim_bounds, claim_lifespan, reads, refusals
 from poolboy.domain.binding.queue_policy import OnTimeout
 from poolboy.domain.object_meta import is_ignored
 from poolboy.domain.provider import ProviderNotFound
@@ -74,7 +74,8 @@ reconcile = preamble.ObjectReconciler(RESOURCE_CLAIM, live=_live, deleting=_clea
 
 
 def process(run: ClaimRun) -> Result:
-    """The steps of one run over a live claim, in order."""
+    """The steps of one run over a live claim, in order; the claim's size is checked before anything it costs."""
+    claim_bounds.check(run.spec)
     mode = select_mode(run)
     check_providers(run, mode)
     initialise(run, mode)
