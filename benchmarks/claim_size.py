@@ -108,15 +108,16 @@ class Bench:
     def requests(self) -> int:
         return int(self.cluster.counters()["total"])
 
-    def claim(self, name: str, spec: dict[str, Any]) -> tuple[Converger, str, str]:
-        """A new claim, run once (it creates its handle): the converger, the claim's key and the handle's."""
+    def claim(self, name: str, spec: dict[str, Any]) -> tuple[Converger, str, str | None]:
+        """A new claim, run once (it creates its handle): the converger, the claim's key and the handle's (None:
+        the claim was refused)."""
         self.kube.create({"apiVersion": API, "kind": "ResourceClaim",
                           "metadata": {"name": name, "namespace": USER_NAMESPACE}, "spec": spec})
         converger = Converger(self.kube, self.settings)
         claim_key = f"claim/{USER_NAMESPACE}/{name}"
         converger.reconcile(claim_key)
-        handle_name = self.kube.get(API, "ResourceClaim", name, USER_NAMESPACE)["status"]["resourceHandle"]["name"]
-        return converger, claim_key, f"handle/{OPERATOR_NAMESPACE}/{handle_name}"
+        handle = self.kube.get(API, "ResourceClaim", name, USER_NAMESPACE)["status"].get("resourceHandle")
+        return converger, claim_key, f"handle/{OPERATOR_NAMESPACE}/{handle['name']}" if handle else None
 
     def document(self, label: str, document: Any) -> tuple[float, str]:
         """CPU of a provider-mode claim's runs with ``document`` as a parameter value, and its Synced reason."""
@@ -137,6 +138,10 @@ class Bench:
 
     def measure(self, size: int) -> dict[str, float]:
         converger, claim_key, handle_key = self.claim(f"c{size}", {"resources": claim_resources(size)})
+        if handle_key is None:  # refused (ClaimTooLarge): only the claim's run has a cost
+            with cpu() as refused:
+                converger.reconcile(claim_key)
+            return {"claim steady s": refused[0]}
         requests = self.requests()
         with cpu() as create:
             converger.reconcile(handle_key)
@@ -193,6 +198,9 @@ def main() -> None:
               f"{'renders':>8} {'claim steady s':>14}")
         for size in (int(s) for s in args.sizes.split(",")):
             row = bench.measure(size)
+            if "renders" not in row:
+                print(f"{size:>9} {'refused':>15} {'-':>15} {'-':>15} {'-':>8} {row['claim steady s']:>14.3f}")
+                continue
             print(f"{size:>9} {row['handle create s']:>15.3f} {row['create requests']:>15.0f} "
                   f"{row['handle steady s']:>15.3f} {row['renders']:>8.0f} {row['claim steady s']:>14.3f}")
         print()
