@@ -41,6 +41,9 @@ class StackOptions:
     namespace: str = "poolboy"
     kubeconfig: Path | None = None
     redis_url: str | None = None
+    #: per component (``watcher``, ``worker``, ``beat``, ``flower``): its own ``POOLBOY_REDIS_URL``, e.g. with the
+    #: Redis ACL user the chart gives it (``helm/files/redis-acl.conf``); the others use ``redis_url``
+    redis_urls: dict[str, str] = field(default_factory=dict)
     use_current_context: bool = False
     flower_port: int | None = None
     #: Prometheus metrics: the watcher on this port, worker i on port + 1 + i, all on 127.0.0.1 (None: from
@@ -187,10 +190,13 @@ class LocalStack(InTemporaryDirectory):
             self.options.managed_resources).start()
 
     def _identity_env(self, name: str) -> dict[str, str]:
-        """A component's own identity (``worker-1`` is a worker), or nothing when the stack runs as the admin."""
-        if self.identities is None:
-            return {}
-        return self.identities.env(name.split("-")[0])
+        """A component's own identities (``worker-1`` is a worker): its ServiceAccount, when the stack runs as
+        ServiceAccounts, and its own Redis URL, when it has one."""
+        component = name.split("-")[0]
+        env = {} if self.identities is None else self.identities.env(component)
+        if component in self.options.redis_urls:
+            env["POOLBOY_REDIS_URL"] = self.options.redis_urls[component]
+        return env
 
     def _apply_crds(self) -> None:
         """Install or update the CRDs in an existing cluster (``--use-current-context``)."""

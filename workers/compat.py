@@ -20,6 +20,10 @@ module first.
    exchange's delivery info (``Channel._inplace_augment_message``) and the list of a priority
    (``Channel._q_for_pri``), so that the work queue's script can push the very message ``send_task`` would.
 4. **Beat's last tick** (:func:`beat_last_tick`, ``Service._last_tick``) for beat's liveness probe.
+5. **Flower without remote control** (:func:`flower_without_remote_control`): Flower's event thread wakes the workers
+   up with a broadcast it always sends (``flower.events.EventReceiver``, ``capture(wakeup=True)``), and its inspector
+   broadcasts ``inspect`` commands (``flower.inspector.Inspector._inspect``). Both are commands on the workers'
+   remote-control channel, which the chart's Redis ACL refuses Flower unless ``flower.remoteControl`` is on.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from celery.events.receiver import EventReceiver as CeleryEventReceiver
 from celery.worker.consumer import Consumer as CeleryConsumer
 from kombu.transport import redis as kombu_redis
 
@@ -179,5 +184,31 @@ def beat_last_tick(service: Any) -> float | None:
     return getattr(service, "_last_tick", None)
 
 
+# --- Flower as a pure monitor ------------------------------------------------------------------------------------
+
+class _ListeningReceiver(CeleryEventReceiver):
+    """Celery's event receiver that never wakes the workers: they send heartbeats and task events unasked."""
+
+    def capture(self, limit: int | None = None, timeout: float | None = None, wakeup: bool = True) -> Any:
+        return super().capture(limit=limit, timeout=timeout, wakeup=False)
+
+
+def _inspect_nothing(self: Any, method: str, workername: str | None) -> None:
+    """Flower's inspector asks the workers nothing: what it shows comes from their events."""
+    return None
+
+
+def flower_without_remote_control() -> None:
+    """Flower sends no command on the workers' remote-control channel: no wake-up broadcast when it starts listening
+    and no ``inspect`` (its worker pages show what the events tell; its control buttons do nothing). With
+    ``--enable_events=False`` (Flower's own option) and ``ack_emulation`` off (it consumes only events, so it has no
+    unacked messages to restore), a Flower whose Redis user may only listen to the events runs without a refusal."""
+    import flower.events
+    import flower.inspector
+
+    flower.events.EventReceiver = _ListeningReceiver  # type: ignore[misc]
+    flower.inspector.Inspector._inspect = _inspect_nothing  # type: ignore[method-assign]
+
+
 #: the versions whose private names this module was checked against
-CHECKED = {"celery": "5.7.0", "kombu": "5.7.0"}
+CHECKED = {"celery": "5.7.0", "kombu": "5.7.0", "flower": "2.2.0"}
