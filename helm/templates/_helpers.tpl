@@ -52,8 +52,9 @@ app.kubernetes.io/component: {{ .component }}
 {{- .Values.watcher.leaseName | default (printf "%s-watcher" (include "poolboy.fullname" .)) -}}
 {{- end -}}
 
+{{/* The project image: repository:tag, and @digest when image.digest is set (the digest then decides). */}}
 {{- define "poolboy.image" -}}
-{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}{{ with .Values.image.digest }}@{{ . }}{{ end }}
 {{- end -}}
 
 {{/* True (non-empty) when the chart deploys its own Redis. */}}
@@ -61,13 +62,125 @@ app.kubernetes.io/component: {{ .component }}
 {{- if not (or .Values.redis.url .Values.redis.existingSecret.name) -}}true{{- end -}}
 {{- end -}}
 
-{{/* Secret and key of the bundled Redis's password (generated, or the user's). */}}
+{{/* Secret and key of the bundled Redis's password (generated, or the user's): the admin's with ACL users. */}}
 {{- define "poolboy.redisPasswordSecret" -}}
 {{- .Values.redis.auth.existingSecret | default (printf "%s-redis" (include "poolboy.fullname" .)) -}}
 {{- end -}}
 
 {{- define "poolboy.redisPasswordKey" -}}
 {{- if .Values.redis.auth.existingSecret }}{{ .Values.redis.auth.existingSecretKey }}{{ else }}password{{ end -}}
+{{- end -}}
+
+{{/* True (non-empty) when the bundled Redis has one ACL user per component (files/redis-acl.conf). */}}
+{{- define "poolboy.redisAcl" -}}
+{{- if and (include "poolboy.bundledRedis" .) .Values.redis.auth.enabled .Values.redis.acl.enabled -}}true{{- end -}}
+{{- end -}}
+
+{{/* The Secret key of an ACL user's password: call with (dict "root" $ "user" "watcher"); the admin's is the
+bundled Redis's password key. */}}
+{{- define "poolboy.redisUserKey" -}}
+{{- if eq .user "admin" }}{{ include "poolboy.redisPasswordKey" .root }}{{ else }}{{ printf "%s-password" .user }}{{ end -}}
+{{- end -}}
+
+{{/* The users of files/redis-acl.conf with the rules chosen by the values, as JSON {"order": [...], "rules":
+{user: [rule, ...]}}: `<user> <rules>` lines, plus the rules of `<user>+<option>` lines whose option is on
+(remote-control: flower.remoteControl). stack/redis_acl.py reads the file the same way. */}}
+{{- define "poolboy.redisAclUsers" -}}
+{{- $options := list -}}
+{{- if .Values.flower.remoteControl }}{{ $options = append $options "remote-control" }}{{ end -}}
+{{- $order := list -}}
+{{- $rules := dict -}}
+{{- $extra := dict -}}
+{{- range $line := splitList "\n" (.Files.Get "files/redis-acl.conf") -}}
+{{- $words := compact (splitList " " (trim $line)) -}}
+{{- if and $words (not (hasPrefix "#" (first $words))) -}}
+{{- $name := first $words -}}
+{{- if contains "+" $name -}}
+{{- $parts := splitList "+" $name -}}
+{{- if has (index $parts 1) $options -}}
+{{- $_ := set $extra (index $parts 0) (concat (get $extra (index $parts 0) | default list) (rest $words)) -}}
+{{- end -}}
+{{- else -}}
+{{- $order = append $order $name -}}
+{{- $_ := set $rules $name (rest $words) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- range $name := $order -}}
+{{- $_ := set $rules $name (concat (get $rules $name) (get $extra $name | default list)) -}}
+{{- end -}}
+{{- toJson (dict "order" $order "rules" $rules) -}}
+{{- end -}}
+
+{{/* redis-server's arguments that define the ACL users: `--user <name> reset on >$(REDIS_PASSWORD_<NAME>)
+<rules>` (`reset off` for default), the password expanded by Kubernetes from the container's environment. */}}
+{{- define "poolboy.redisUserArgs" -}}
+{{- $users := include "poolboy.redisAclUsers" . | fromJson -}}
+{{- range $name := $users.order }}
+- --user
+- {{ $name | quote }}
+- reset
+{{- if eq $name "default" }}
+- "off"
+{{- else }}
+- "on"
+- {{ printf ">$(REDIS_PASSWORD_%s)" (upper $name) | quote }}
+{{- end }}
+{{- range $rule := index $users.rules $name }}
+- {{ $rule | quote }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* Every ACL user's password as REDIS_PASSWORD_<NAME> (the bundled Redis's container). */}}
+{{- define "poolboy.redisUserPasswordEnv" -}}
+{{- $root := . -}}
+{{- $users := include "poolboy.redisAclUsers" . | fromJson -}}
+{{- range $name := $users.order }}
+{{- if ne $name "default" }}
+- name: {{ printf "REDIS_PASSWORD_%s" (upper $name) }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "poolboy.redisPasswordSecret" $root }}
+      key: {{ include "poolboy.redisUserKey" (dict "root" $root "user" $name) }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* True (non-empty) when the bundled Redis serves TLS (redis.tls.enabled). */}}
+{{- define "poolboy.redisTls" -}}
+{{- if and (include "poolboy.bundledRedis" .) .Values.redis.tls.enabled -}}true{{- end -}}
+{{- end -}}
+
+{{/* The Secret and key of the CA bundle the components verify Redis's certificate with: redis.tls.caSecret, else
+the bundled Redis's own TLS Secret (its ca.crt). Empty when there is none. */}}
+{{- define "poolboy.redisCaSecret" -}}
+{{- if .Values.redis.tls.caSecret.name }}{{ .Values.redis.tls.caSecret.name }}{{ else if include "poolboy.redisTls" . }}{{ .Values.redis.tls.existingSecret }}{{ end -}}
+{{- end -}}
+
+{{- define "poolboy.redisCaKey" -}}
+{{- if .Values.redis.tls.caSecret.name }}{{ .Values.redis.tls.caSecret.key }}{{ else }}ca.crt{{ end -}}
+{{- end -}}
+
+{{/* maxmemory of the bundled Redis in bytes: redis.maxmemory when set, else redis.maxmemoryPercent (80) of
+redis.resources.limits.memory (a Kubernetes quantity: plain bytes or k, K, M, G, T, Ki, Mi, Gi, Ti), rounded
+down; empty when neither is set (no limit). */}}
+{{- define "poolboy.redisMaxmemory" -}}
+{{- if .Values.redis.maxmemory -}}
+{{- .Values.redis.maxmemory -}}
+{{- else -}}
+{{- $raw := dig "limits" "memory" "" .Values.redis.resources -}}
+{{- $limit := ternary (printf "%.0f" (float64 $raw)) (toString $raw) (or (kindIs "float64" $raw) (kindIs "int64" $raw) (kindIs "int" $raw)) -}}
+{{- if $limit -}}
+{{- if not (regexMatch "^[0-9]+(\\.[0-9]+)?(k|K|M|G|T|Ki|Mi|Gi|Ti)?$" $limit) -}}
+{{- fail (printf "redis.resources.limits.memory %q is not a quantity maxmemory can be computed from; set redis.maxmemory" $limit) -}}
+{{- end -}}
+{{- $number := regexFind "^[0-9.]+" $limit | float64 -}}
+{{- $units := dict "" 1.0 "k" 1e3 "K" 1e3 "M" 1e6 "G" 1e9 "T" 1e12 "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0 -}}
+{{- $bytes := mulf $number (get $units (regexReplaceAll "^[0-9.]+" $limit "")) -}}
+{{- printf "%d" (int64 (floor (divf (mulf $bytes .Values.redis.maxmemoryPercent) 100))) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{/* A random secret value that survives upgrades: the value already in the cluster's Secret, else a new one.
@@ -81,41 +194,58 @@ Call with (dict "root" $ "name" secretName "key" key "length" 32). */}}
 {{- end -}}
 {{- end -}}
 
-{{/* Redis connection environment: external URL, URL from a Secret, or the bundled Redis (with its password). */}}
+{{/* Redis connection environment of a component: external URL, URL from a Secret, or the bundled Redis as the
+component's own ACL user (with its own password; the one shared password without ACL users). Call with (dict
+"root" $ "user" "watcher"). */}}
 {{- define "poolboy.redisEnv" -}}
-{{- if .Values.redis.existingSecret.name }}
+{{- $root := .root -}}
+{{- $values := $root.Values -}}
+{{- $fullname := include "poolboy.fullname" $root -}}
+{{- $scheme := ternary "rediss" "redis" (eq (include "poolboy.redisTls" $root) "true") -}}
+{{- if $values.redis.existingSecret.name }}
 - name: POOLBOY_REDIS_URL
   valueFrom:
     secretKeyRef:
-      name: {{ .Values.redis.existingSecret.name }}
-      key: {{ .Values.redis.existingSecret.key }}
-{{- else if .Values.redis.url }}
+      name: {{ $values.redis.existingSecret.name }}
+      key: {{ $values.redis.existingSecret.key }}
+{{- else if $values.redis.url }}
 - name: POOLBOY_REDIS_URL
-  value: {{ .Values.redis.url | quote }}
-{{- else if .Values.redis.auth.enabled }}
+  value: {{ $values.redis.url | quote }}
+{{- else if include "poolboy.redisAcl" $root }}
 - name: REDIS_PASSWORD
   valueFrom:
     secretKeyRef:
-      name: {{ include "poolboy.redisPasswordSecret" . }}
-      key: {{ include "poolboy.redisPasswordKey" . }}
+      name: {{ include "poolboy.redisPasswordSecret" $root }}
+      key: {{ include "poolboy.redisUserKey" (dict "root" $root "user" .user) }}
 - name: POOLBOY_REDIS_URL
-  value: {{ printf "redis://:$(REDIS_PASSWORD)@%s-redis:6379/0" (include "poolboy.fullname" .) | quote }}
+  value: {{ printf "%s://%s:$(REDIS_PASSWORD)@%s-redis:6379/0" $scheme .user $fullname | quote }}
+{{- else if $values.redis.auth.enabled }}
+- name: REDIS_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "poolboy.redisPasswordSecret" $root }}
+      key: {{ include "poolboy.redisPasswordKey" $root }}
+- name: POOLBOY_REDIS_URL
+  value: {{ printf "%s://:$(REDIS_PASSWORD)@%s-redis:6379/0" $scheme $fullname | quote }}
 {{- else }}
 - name: POOLBOY_REDIS_URL
-  value: {{ printf "redis://%s-redis:6379/0" (include "poolboy.fullname" .) | quote }}
+  value: {{ printf "%s://%s-redis:6379/0" $scheme $fullname | quote }}
 {{- end }}
-{{- with .Values.redis.sentinel.masterName }}
+{{- with $values.redis.sentinel.masterName }}
 - name: POOLBOY_REDIS_SENTINEL_MASTER
   value: {{ . | quote }}
 {{- end }}
-{{- if .Values.redis.tls.caSecret.name }}
+{{- if include "poolboy.redisCaSecret" $root }}
 - name: POOLBOY_REDIS_TLS_CA_FILE
-  value: {{ printf "/etc/poolboy/redis-tls/%s" .Values.redis.tls.caSecret.key | quote }}
+  value: {{ printf "/etc/poolboy/redis-tls/%s" (include "poolboy.redisCaKey" $root) | quote }}
 {{- end }}
 {{- end -}}
 
-{{/* Environment shared by every Poolboy container (Settings.from_env reads these); call with the root context. */}}
+{{/* Environment shared by every Poolboy container (Settings.from_env reads these); call with (dict "root" $
+"user" "watcher"), the component's Redis ACL user. */}}
 {{- define "poolboy.env" -}}
+{{- $redis := dict "root" .root "user" .user -}}
+{{- with .root -}}
 - name: POOLBOY_DOMAIN
   value: {{ .Values.domain | quote }}
 - name: POOLBOY_NAMESPACE
@@ -126,7 +256,7 @@ Call with (dict "root" $ "name" secretName "key" key "length" 32). */}}
   valueFrom:
     fieldRef:
       fieldPath: metadata.name
-{{ include "poolboy.redisEnv" . }}
+{{- include "poolboy.redisEnv" $redis }}
 - name: POOLBOY_MANAGE_CLAIMS_INTERVAL
   value: {{ .Values.intervals.manageClaims | quote }}
 - name: POOLBOY_MANAGE_HANDLES_INTERVAL
@@ -157,6 +287,7 @@ Call with (dict "root" $ "name" secretName "key" key "length" 32). */}}
   value: /tmp
 {{- with .Values.extraEnv }}
 {{ toYaml . }}
+{{- end }}
 {{- end }}
 {{- end -}}
 
@@ -226,10 +357,12 @@ topologySpreadConstraints:
 volumes:
 - name: tmp
   emptyDir: {}
-{{- if $root.Values.redis.tls.caSecret.name }}
+{{- with include "poolboy.redisCaSecret" $root }}
 - name: redis-tls
   secret:
-    secretName: {{ $root.Values.redis.tls.caSecret.name }}
+    secretName: {{ . }}
+    items:
+    - {key: {{ include "poolboy.redisCaKey" $root }}, path: {{ include "poolboy.redisCaKey" $root }}}
 {{- end }}
 {{- end -}}
 
@@ -244,7 +377,7 @@ securityContext:
 volumeMounts:
 - name: tmp
   mountPath: /tmp
-{{- if .Values.redis.tls.caSecret.name }}
+{{- if include "poolboy.redisCaSecret" . }}
 - name: redis-tls
   mountPath: /etc/poolboy/redis-tls
   readOnly: true

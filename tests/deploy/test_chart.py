@@ -33,6 +33,9 @@ MATRIX: dict[str, dict[str, Any]] = {
                                "tests.enabled": False, "rbac.aggregateToDefaultRoles": False},
     "external-redis-tls": {"redis.url": "rediss://:secret@redis.example:6380/0",
                            "redis.tls.caSecret.name": "redis-ca"},
+    "bundled-redis-tls-keda-flower-remote-control": {
+        "redis.tls.enabled": True, "redis.tls.existingSecret": "redis-tls", "workers.groupDefaults.keda.enabled": True,
+        "flower.enabled": True, "flower.remoteControl": True, "image.digest": "sha256:" + "0" * 64},
     "sentinel-from-secret": {"redis.existingSecret.name": "redis-url", "redis.sentinel.masterName": "mymaster"},
     "sentinel-url": {"redis.url": "sentinel://s1:26379;sentinel://s2:26379", "redis.sentinel.masterName": "mymaster"},
     "redis-no-auth-existing-flower-secret": {"redis.auth.enabled": False, "flower.enabled": True,
@@ -93,6 +96,8 @@ BAD_VALUES = [
     (["--set", "redis.url=sentinel://s1:26379"], "redis.sentinel.masterName"),
     (["--set", "redis.sentinel.masterName=m"], "not a sentinel:// URL"),
     (["--set", "workers.taskEvents=sometimes"], "/workers/taskEvents"),
+    (["--set", "redis.maxmemoryPercent=100"], "/redis/maxmemoryPercent"),
+    (["--set", "redis.maxmemory=lots"], "/redis/maxmemory"),
 ]
 
 
@@ -164,15 +169,17 @@ def env_of(manifests: list[dict[str, Any]], deployment: str = "pb-poolboy-worker
     return {e["name"]: e for e in containers(manifests)[deployment][1]["env"]}
 
 
-def test_bundled_redis_has_a_generated_password_used_by_every_client() -> None:
+def test_bundled_redis_has_generated_passwords_and_every_client_its_own() -> None:
+    """Each client's user and password: tests/deploy/test_chart_redis.py."""
     manifests = render()
     secret = by_kind(manifests, "Secret")["pb-poolboy-redis"]
     assert len(secret["data"]["password"]) >= 40  # base64 of 32 random characters
+    assert len(secret["data"]["worker-password"]) >= 40
     env = env_of(manifests)
-    assert env["REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {"name": "pb-poolboy-redis", "key": "password"}
-    assert env["POOLBOY_REDIS_URL"]["value"] == "redis://:$(REDIS_PASSWORD)@pb-poolboy-redis:6379/0"
+    assert env["REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {"name": "pb-poolboy-redis", "key": "worker-password"}
+    assert env["POOLBOY_REDIS_URL"]["value"] == "redis://worker:$(REDIS_PASSWORD)@pb-poolboy-redis:6379/0"
     redis = containers(manifests)["pb-poolboy-redis"][1]
-    assert "--requirepass" in redis["args"] and "--protected-mode" not in redis["args"]
+    assert "--user" in redis["args"] and "--protected-mode" not in redis["args"]
 
 
 def test_external_redis_sentinel_and_tls_values_become_env() -> None:
