@@ -39,6 +39,10 @@ stamp="$stamp -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/compone
 # only the binaries (240 MB) and the downloaded modules (in the machine's GOMODCACHE) stay
 export CGO_ENABLED=0 GOFLAGS=-mod=mod GOCACHE="$root/go-build"
 mkdir -p "$out"
+# one build at a time per machine: test sessions started together wait for the first build instead of racing it
+# (two builds share the .partial files and the build cache, which the first to finish removes)
+exec 9>"$root/.build.lock"
+flock 9
 for binary in kube-apiserver etcd kube-controller-manager; do
   if [ -x "$out/$binary" ]; then continue; fi
   say "building $binary ($kubernetes, etcd $etcd) into $out; the first build takes several minutes"

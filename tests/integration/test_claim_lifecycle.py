@@ -23,9 +23,12 @@ def _bound(env: ClaimEnv, **provider_spec: Any) -> dict:
     return env.claim_handle("c")
 
 
-def _configmap(env: ClaimEnv, name: str, data: dict | None = None, **metadata: Any) -> dict:
-    return env.kube.create({"apiVersion": "v1", "kind": "ConfigMap",
-                            "metadata": {"name": name, "namespace": env.ns, **metadata}, "data": data or {}})
+def _configmap(env: ClaimEnv, name: str, handle: dict, data: dict | None = None,
+               annotations: dict | None = None) -> dict:
+    """A ConfigMap made for ``handle`` (its uid mark: a claim shows only what its handle may manage)."""
+    marks = {f"{env.d}/resource-handle-uid": handle["metadata"]["uid"], **(annotations or {})}
+    return env.kube.create({"apiVersion": "v1", "kind": "ConfigMap", "data": data or {},
+                            "metadata": {"name": name, "namespace": env.ns, "annotations": marks}})
 
 
 def _set_handle_status(env: ClaimEnv, name: str, status: dict) -> None:
@@ -44,7 +47,7 @@ def _ref(env: ClaimEnv, name: str) -> dict:
 
 def test_handle_resource_status_and_aggregates_are_mirrored(env: ClaimEnv) -> None:
     handle = _bound(env)
-    _configmap(env, "cm1", {"k": "v"})
+    _configmap(env, "cm1", handle, {"k": "v"})
     _set_handle_status(env, handle["metadata"]["name"], {
         "healthy": True, "ready": False, "summary": {"url": "http://x"},
         "resources": [{"name": "r", "reference": _ref(env, "cm1"), "healthy": True, "ready": False}]})
@@ -76,7 +79,7 @@ def test_aggregates_removed_when_absent_on_handle(env: ClaimEnv) -> None:
 
 def test_mirrored_state_is_pruned(env: ClaimEnv) -> None:
     handle = _bound(env)
-    _configmap(env, "cm1", annotations={f"{env.d}/resource-handle-name": "x", "keep": "1"})
+    _configmap(env, "cm1", handle, annotations={f"{env.d}/resource-handle-name": "x", "keep": "1"})
     _set_handle_status(env, handle["metadata"]["name"], {"resources": [{"reference": _ref(env, "cm1")}]})
     env.reconcile_claim("c")
     state = env.get_claim("c")["status"]["resources"][0]["state"]
