@@ -10,8 +10,13 @@ import orjson
 import pytest
 
 from cache import model as cache_model
+from poolboy import kube
+from poolboy.context import Context
 from poolboy.domain import claim_status, ownership, provider_validation, redaction, resource_targets
 from poolboy.domain.resource_targets import TargetPolicy
+from poolboy.kube.no_cluster import NoCluster
+from poolboy.reconcilers.handle import lifecycle
+from poolboy.settings import Settings
 
 D = "poolboy.gpte.redhat.com"
 HANDLE = {"metadata": {"name": "guid-abcde", "namespace": "poolboy", "uid": "u-1"}, "spec": {"resources": []}}
@@ -170,3 +175,48 @@ def test_the_read_cache_drops_managed_fields_and_the_last_applied_annotation() -
     assert stored["data"] == {"a": "b"} and cache_model.decode(orjson.dumps(stored)) == stored
     plain = config_map()
     assert cache_model.stored_form(plain) is plain, "nothing to drop: no copy"
+
+
+# --- deleting a managed resource -------------------------------------------------------------------------------------
+
+
+class ReplacedBetweenReadAndDelete:
+    """Serves the object the handle made; by the time the writes arrive, someone has recreated the name (the API
+    server's uid preconditions fail). Records every write (a pure unit test: no API server needed)."""
+
+    def __init__(self, obj: dict[str, Any]) -> None:
+        self.obj = obj
+        self.writes: list[tuple[str, Any]] = []
+
+    def get_or_none(self, *args: Any) -> dict[str, Any]:
+        return self.obj
+
+    def patch_json(self, api_version: str, kind: str, name: str, namespace: str | None, ops: list[dict[str, Any]],
+                   **_: Any) -> dict[str, Any]:
+        self.writes.append(("patch", ops[0]))
+        raise kube.Invalid(422, "Invalid", "the test operation failed")
+
+    def delete_if_exists(self, api_version: str, kind: str, name: str, namespace: str | None = None,
+                         **preconditions: Any) -> bool:
+        self.writes.append(("delete", preconditions.get("uid")))
+        raise kube.Conflict(409, "Conflict", "Precondition failed: UID in precondition: u-mine")
+
+
+def test_every_write_of_a_delete_carries_the_uid_it_read_and_a_replaced_object_survives() -> None:
+    mine = {**config_map({f"{D}/resource-handle-uid": "u-1"}), "metadata": {
+        "name": "cm", "namespace": "ns", "uid": "u-mine", "annotations": {f"{D}/resource-handle-uid": "u-1"}}}
+    fake = ReplacedBetweenReadAndDelete(mine)
+    ctx = Context(kube=fake, events=fake, mapper=NoCluster("no discovery"),  # type: ignore[arg-type]
+                  settings=Settings(operator_namespace="poolboy"))
+    ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "cm", "namespace": "ns"}
+    assert lifecycle._delete_resource(ctx, HANDLE, ref) is False
+    assert fake.writes == [("patch", {"op": "test", "path": "/metadata/uid", "value": "u-mine"}),
+                           ("delete", "u-mine")]
+
+
+def test_an_unmarked_object_is_not_even_annotated_before_a_delete() -> None:
+    fake = ReplacedBetweenReadAndDelete({**config_map(), "metadata": {"name": "cm", "namespace": "ns", "uid": "x"}})
+    ctx = Context(kube=fake, events=fake, mapper=NoCluster("no discovery"),  # type: ignore[arg-type]
+                  settings=Settings(operator_namespace="poolboy"))
+    ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "cm", "namespace": "ns"}
+    assert lifecycle._delete_resource(ctx, HANDLE, ref) is False and fake.writes == []

@@ -54,12 +54,16 @@ def _delete_resource(ctx: Context, handle: dict[str, Any], ref: dict[str, Any]) 
                           if (live["metadata"].get("annotations") or {}) else
                           {"op": "add", "path": "/metadata/annotations",
                            "value": {ctx.label("resource-handle-deleted"): timeutil.format_timestamp(ctx.now)}})
-        ctx.kube.patch_json(ref["apiVersion"], ref["kind"], ref["name"], ref.get("namespace"),
-                            [{"op": "test", "path": "/metadata/uid", "value": uid}, annotations_op])
+        try:
+            ctx.kube.patch_json(ref["apiVersion"], ref["kind"], ref["name"], ref.get("namespace"),
+                                [{"op": "test", "path": "/metadata/uid", "value": uid}, annotations_op])
+        except kube.Invalid as error:  # another object now (its uid test failed), or one no patch passes
+            log.debug("handle %s: not annotating %s before its delete: %s", handle["metadata"]["name"],
+                      ownership.describe(live), error)
         return ctx.kube.delete_if_exists(ref["apiVersion"], ref["kind"], ref["name"], ref.get("namespace"), uid=uid)
     except (kube.NotFound, kube.ApiMissing):
         return False
-    except (kube.Conflict, kube.Invalid):
+    except kube.Conflict:
         return False  # another object now has the name (the uid precondition failed): not ours to delete
 
 
