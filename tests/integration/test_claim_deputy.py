@@ -65,3 +65,15 @@ def test_a_managed_secrets_values_stay_out_of_the_claims_status(env: ClaimEnv) -
     assert env.condition("c", "Ready")["status"] == "True"
     text = orjson.dumps(claim["status"]).decode()
     assert "hunter2" not in text and "aHVudGVyMg" not in text and "thunder" not in text
+
+
+def test_values_a_claims_status_shows_from_before_the_rule_are_redacted_without_a_change(env: ClaimEnv) -> None:
+    env.provider("s", {"override": {"apiVersion": "v1", "kind": "Secret", "metadata": {"namespace": env.ns},
+                                    "stringData": {"password": "hunter2"}}, "readinessCheck": "true"})
+    env.claim("c", {"resources": [{"provider": {"name": "s"}, "template": {}}]})
+    env.converge("c")
+    claim = env.get_claim("c")
+    claim["status"]["resources"][0]["state"]["data"] = {"password": "aHVudGVyMg=="}  # as shown before the rule
+    env.kube.replace_status(claim)
+    env.reconcile_claim("c")
+    assert env.get_claim("c")["status"]["resources"][0]["state"]["data"] == {"password": redaction.REDACTED}

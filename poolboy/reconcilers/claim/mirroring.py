@@ -7,6 +7,7 @@ that surface an error the handle reconciler met while creating the resources.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from poolboy import keys
@@ -34,7 +35,9 @@ def mirror(run: ClaimRun, handle: dict[str, Any], limits: lifespan_rules.Limits)
                       action="LifespanChange")
         else:
             run.event("Lifespan end cleared", "Lifespan end cleared", action="LifespanChange")
-    status["resources"] = claim_status.mirror_resources(status.get("resources"), handle, read_states(run, handle))
+    redactions = Redactions(run, handle)
+    stored = [redactions.stored(index, entry) for index, entry in enumerate(status.get("resources") or [])]
+    status["resources"] = claim_status.mirror_resources(stored, handle, read_states(run, handle, redactions))
     claim_status.copy_aggregates(status, handle)
     end = claim_lifespan.parse_optional(new_end)
     if end is not None:
@@ -64,12 +67,36 @@ def warn_before_end(run: ClaimRun) -> None:
         run.condition(lifespan_warnings.CONDITION, *lifespan_warnings.condition(end, decision.ending))
 
 
-def read_states(run: ClaimRun, handle: dict[str, Any]) -> dict[int, dict[str, Any] | None]:
+class Redactions:
+    """The ``statusRedactions`` patterns of each resource's provider, read once per provider and run (none when the
+    provider is gone: Secrets stay redacted whatever the patterns)."""
+
+    def __init__(self, run: ClaimRun, handle: dict[str, Any]) -> None:
+        self.run = run
+        self.spec_resources = (handle.get("spec") or {}).get("resources") or []
+        self.by_provider: dict[str | None, tuple[str, ...]] = {}
+
+    def __call__(self, index: int) -> tuple[str, ...]:
+        entry = self.spec_resources[index] if index < len(self.spec_resources) else {}
+        name = (entry.get("provider") or {}).get("name")
+        if name not in self.by_provider:
+            provider = Provider.get_or_none(self.run.ctx, name) if name else None
+            self.by_provider[name] = redaction.patterns_of(provider.status_redactions) if provider else ()
+        return self.by_provider[name]
+
+    def stored(self, index: int, entry: dict[str, Any]) -> dict[str, Any]:
+        """A claim's stored entry with its state redacted as a fresh one would be: a state shown before a rule
+        existed (an upgrade, a new ``statusRedactions``) loses its values even while the resource does not change."""
+        state = entry.get("state")
+        if not isinstance(state, dict):
+            return entry
+        return {**entry, "state": redaction.redact(copy.deepcopy(state), self(index))}
+
+
+def read_states(run: ClaimRun, handle: dict[str, Any], redactions: Redactions) -> dict[int, dict[str, Any] | None]:
     """The live managed resources, read fresh, pruned and redacted (never from an event payload); an object the
     handle may not manage (:mod:`poolboy.domain.ownership`) is never shown."""
     states: dict[int, dict[str, Any] | None] = {}
-    spec_resources = (handle.get("spec") or {}).get("resources") or []
-    redactions: dict[str | None, tuple[str, ...]] = {}  # provider name -> patterns, read once per run
     for index, entry in enumerate((handle.get("status") or {}).get("resources") or []):
         reference = entry.get("reference") or {}
         if not reference.get("name") or not reference.get("apiVersion") or not reference.get("kind"):
@@ -82,17 +109,8 @@ def read_states(run: ClaimRun, handle: dict[str, Any]) -> dict[int, dict[str, An
         if live is None or not ownership.may_manage(run.ctx.settings.domain, handle, live):
             states[index] = None
             continue
-        name = ((spec_resources[index].get("provider") if index < len(spec_resources) else None) or {}).get("name")
-        if name not in redactions:
-            redactions[name] = _redactions(run, name)
-        states[index] = claim_status.prune_state(live, run.ctx.settings.domain, redactions[name])
+        states[index] = claim_status.prune_state(live, run.ctx.settings.domain, redactions(index))
     return states
-
-
-def _redactions(run: ClaimRun, name: str | None) -> tuple[str, ...]:
-    """The ``statusRedactions`` patterns of a provider (none when it is gone: Secrets stay redacted)."""
-    provider = Provider.get_or_none(run.ctx, name) if name else None
-    return redaction.patterns_of(provider.status_redactions) if provider is not None else ()
 
 
 def conclude(run: ClaimRun, handle: dict[str, Any], limits: lifespan_rules.Limits) -> None:
