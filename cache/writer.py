@@ -11,12 +11,18 @@ Here rather than in ``watcher/`` so that the cache's writer and its readers live
   an empty replica): the gate, the due-index and the cache are gone, so every informer lists again at once, which
   refills the cache and hands every key to the gate again, without waiting for the periodic resync. The same happens
   when Redis answers again after an outage, whatever it kept: work queued or run meanwhile may be lost.
+* When Redis refuses a cache write for memory (``maxmemory`` reached, :mod:`engine.redis_oom`), the cache misses
+  what it refused, so the watcher retires it at once (deletes still work then): readers go to the API. It tries its
+  heartbeat again only after a quiet period that doubles with each refusal in a row (5 s up to 5 minutes), and the
+  first heartbeat Redis accepts lists everything once, which refills the cache and re-adds the work the refusals
+  lost. So a Redis at its limit costs one re-list per quiet period at most, never a re-list loop.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from typing import Protocol
@@ -26,7 +32,9 @@ from prometheus_client import Counter
 
 from cache import model as cache_model
 from cache.store import ObjectCache, ScriptCall
+from engine import redis_oom
 from poolboy.observability import labelled
+from poolboy.utils.backoff import doubling
 from workqueue import keyspace
 
 log = logging.getLogger(__name__)
@@ -38,6 +46,8 @@ CACHE_ERRORS = Counter("poolboy_cache_write_errors_total", "Failed writes of the
 REDIS_LOSSES = Counter("poolboy_redis_state_lost_total",
                        "Times the watcher re-listed everything because Redis lost its epoch key (restarted empty or "
                        "flushed) or answered again after an outage")
+#: the quiet period after a refusal for memory: doubling from the first to the last, per refusal in a row
+OOM_QUIET_S = (5.0, 300.0)
 
 
 class Listed(Protocol):
@@ -64,6 +74,9 @@ class CacheWriter:
         self.epoch = uuid.uuid4().hex
         #: the last heartbeat failed: Redis is away (the next successful one re-lists everything)
         self.unreachable = False
+        #: refusals for memory in a row, and the monotonic time before which no heartbeat is tried after the last
+        self._refusals = 0
+        self._quiet_until = 0.0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -80,6 +93,8 @@ class CacheWriter:
             CACHE_WRITES.labels("prune").inc(removed)
         except Exception as error:  # the cache only costs speed: the keys still go to the gate
             CACHE_ERRORS.inc()
+            if self._refused_for_memory(error, f"{informer.name}: the cache is not filled from the list"):
+                return
             log.warning("%s: could not fill the cache from the list: %s", informer.name, error)
 
     def event_call(self, event_type: str, obj: dict) -> ScriptCall | None:
@@ -96,7 +111,27 @@ class CacheWriter:
             labelled(CACHE_WRITES, event_type.lower()).inc()
             return
         CACHE_ERRORS.inc()
+        if self._refused_for_memory(error, f"{event_type} of {cache_model.identity(obj)} is not cached"):
+            return
         log.warning("could not write %s of %s to the cache: %s", event_type, cache_model.identity(obj), error)
+
+    def _refused_for_memory(self, error: BaseException, what: str) -> bool:
+        """When ``error`` is Redis refusing a write for memory: report it, retire the cache (it now misses what was
+        refused) and hold the heartbeat back for a quiet period; the first heartbeat after it lists everything."""
+        if not redis_oom.is_oom(error):
+            return False
+        redis_oom.report(log, f"{what}; the shared cache is off until Redis accepts writes, then everything is "
+                              "listed again", error)
+        now = time.monotonic()
+        if now >= self._quiet_until:  # one step of the quiet period per refusal in a row, not per refused write
+            self._refusals += 1
+            self._quiet_until = now + doubling(self._refusals, base=OOM_QUIET_S[0], cap=OOM_QUIET_S[1])
+        self.unreachable = True
+        try:
+            self.cache.retire()  # deletes are allowed at maxmemory: readers stop trusting the cache at once
+        except redis.RedisError as retire_error:
+            log.debug("cache retire: %s", retire_error)
+        return True
 
     # --- leadership ------------------------------------------------------------------------------------------
 
@@ -123,10 +158,15 @@ class CacheWriter:
 
     def _loop(self) -> None:
         while not self._stop.wait(self.check_interval):
+            if time.monotonic() < self._quiet_until:
+                continue  # Redis refused a write for memory: the cache stays retired for the quiet period
             try:
                 self.check(after_outage=self.unreachable)
                 self.unreachable = False
+                self._refusals = 0 if time.monotonic() > self._quiet_until + OOM_QUIET_S[1] else self._refusals
             except Exception as error:  # Redis away: readers already fall back to the API
+                if self._refused_for_memory(error, "the watcher's heartbeat is refused"):
+                    continue
                 if not self.unreachable:
                     log.warning("Redis unreachable (%s); re-listing everything once it answers again", error)
                 self.unreachable = True

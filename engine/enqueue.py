@@ -21,7 +21,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from engine import metrics
+from engine import metrics, redis_oom
 from engine.own_writes import OwnWrites
 from poolboy.observability import labelled
 from workers.names import route
@@ -125,7 +125,10 @@ class GateIntake:
     def _outcome(self, key: str, reply: Reply[Added]) -> Added:
         if reply.error is not None:  # the script failed: add the key as if nothing were known (raises if Redis is
             # away, and the watcher delivers the event again)
-            log.warning("own-write check for %s failed (%s); adding the key", key, reply.error)
+            if redis_oom.is_oom(reply.error):
+                redis_oom.report(log, f"the own-write check for {key} is skipped", reply.error)
+            else:
+                log.warning("own-write check for %s failed (%s); adding the key", key, reply.error)
             metrics.OWN_WRITE_CHECK_ERRORS.inc()
             added = self.enqueuer.queue.add(key)
         else:

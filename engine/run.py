@@ -23,8 +23,10 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import redis
+
 from cache.reader import CachedKubeClient
-from engine import metrics, own_writes, run_log, shutdown, sweeps
+from engine import metrics, own_writes, redis_oom, run_log, shutdown, sweeps
 from engine.outcome import Failed, HandedBack, Outcome, Refused, Succeeded
 from engine.runtime import Runtime, reconcilers, runtime
 from poolboy.context import Context
@@ -186,7 +188,15 @@ def execute(msg_id: str | None, kind: str, key: str) -> str:
     msg_id = msg_id or uuid.uuid4().hex
     token = f"{msg_id}/{uuid.uuid4().hex[:8]}"
     kube = rt.reader()
-    started = begin(rt, kind, key, token, msg_id, kube)
+    try:
+        started = begin(rt, kind, key, token, msg_id, kube)
+    except redis.RedisError as error:
+        if not redis_oom.is_oom(error):
+            raise
+        redis_oom.report(log, f"{key} does not run now (the watcher lists it again once Redis accepts writes)",
+                         error)
+        labelled(metrics.GATE_STARTS, "refused").inc()
+        return "refused"
     if started is None:
         labelled(metrics.GATE_STARTS, "busy").inc()
         return "busy"
@@ -212,5 +222,18 @@ def execute(msg_id: str | None, kind: str, key: str) -> str:
             labelled(metrics.RECONCILE_TOTAL, kind, outcome.result).inc()
             text, level = run_log.describe(outcome, rt.redis, key)
             run_log.report(run, text, elapsed, level)
-            finish(rt, kind, key, token, outcome, writes, kube)
+            finish_or_report(rt, kind, key, token, outcome, writes, kube)
     return outcome.result
+
+
+def finish_or_report(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, writes: own_writes.Collector,
+                     kube: CachedKubeClient | None) -> None:
+    """:func:`finish`, with Redis refusing the record for memory reported in one line instead of failing the task:
+    the run's lease then lapses and the gate runs the key again (:mod:`engine.redis_oom`)."""
+    try:
+        finish(rt, kind, key, token, outcome, writes, kube)
+    except redis.RedisError as error:
+        if not redis_oom.is_oom(error):
+            raise
+        redis_oom.report(log, f"the outcome of {key}'s run is not recorded (its lease lapses and it runs again)",
+                         error)

@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
+from engine import redis_oom
 from poolboy.observability import labelled
 from poolboy.settings import Settings
 from poolboy.utils.backoff import Backoff
@@ -268,7 +269,10 @@ class EventDelivery:
                     log.warning("dropping %s after a failed delivery while stopping: %s", what, error)
                     return
                 delay = backoff.next_delay()
-                log.warning("delivery of %s failed (%s); retrying in %.1fs", what, error, delay)
+                if redis_oom.is_oom(error):
+                    redis_oom.report(log, f"delivery of {what} is retried (every {delay:.1f}s at most)", error)
+                else:
+                    log.warning("delivery of %s failed (%s); retrying in %.1fs", what, error, delay)
                 self.stopping.wait(delay)
 
 

@@ -28,6 +28,8 @@ from redbeat import RedBeatScheduler
 from redbeat.schedulers import acquire_distributed_beat_lock, get_redis
 from redis.exceptions import LockError
 
+from engine import redis_oom
+
 log = logging.getLogger(__name__)
 
 #: seconds before retrying a tick that failed on a Redis error
@@ -46,7 +48,10 @@ class Scheduler(RedBeatScheduler):
                 self.setup_schedule()
             return super().tick(*args, **kwargs)
         except (redis.RedisError, LockError) as error:
-            log.warning("beat: Redis unavailable or lock lost (%s); retrying in %.0fs", error, RETRY_TICK)
+            if redis_oom.is_oom(error):
+                redis_oom.report(log, "beat skips its tick and tries again", error)
+            else:
+                log.warning("beat: Redis unavailable or lock lost (%s); retrying in %.0fs", error, RETRY_TICK)
             return min(RETRY_TICK, self.max_interval)
 
     def apply_async(self, entry: Any, producer: Any = None, advance: bool = True, **kwargs: Any) -> Any:
@@ -59,7 +64,10 @@ class Scheduler(RedBeatScheduler):
             try:
                 swept = sweep_cached(kind) is not None
             except redis.RedisError as error:
-                log.warning("beat: sweep of %s: %s; the next sweep tries again", kind, error)
+                if redis_oom.is_oom(error):
+                    redis_oom.report(log, f"beat's sweep of {kind} is tried again at the next one", error)
+                else:
+                    log.warning("beat: sweep of %s: %s; the next sweep tries again", kind, error)
                 swept = True
             if swept:
                 if advance:

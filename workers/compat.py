@@ -24,10 +24,16 @@ module first.
    up with a broadcast it always sends (``flower.events.EventReceiver``, ``capture(wakeup=True)``), and its inspector
    broadcasts ``inspect`` commands (``flower.inspector.Inspector._inspect``). Both are commands on the workers'
    remote-control channel, which the chart's Redis ACL refuses Flower unless ``flower.remoteControl`` is on.
+6. **Unacked bookkeeping Redis refuses for memory** (:class:`QoS`, kombu's Redis ``QoS.append``/``ack``): at
+   ``maxmemory`` Redis refuses every command of a MULTI/EXEC, and kombu's ack is one; the ``OutOfMemoryError`` it
+   raises is not a connection error, so Celery takes it as unrecoverable and the worker exits. Here the refusal is
+   reported (:mod:`engine.redis_oom`) and only the local bookkeeping is done: a message whose ack Redis refused is
+   restored after the visibility timeout, and the work gate makes its second delivery a no-op or one more run.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,6 +43,12 @@ from typing import Any
 from celery.events.receiver import EventReceiver as CeleryEventReceiver
 from celery.worker.consumer import Consumer as CeleryConsumer
 from kombu.transport import redis as kombu_redis
+from kombu.transport import virtual
+from redis.exceptions import ResponseError
+
+from engine import redis_oom
+
+log = logging.getLogger(__name__)
 
 #: ``broker_transport`` values (``module:Class``) for plain/TLS Redis and for Sentinel
 TRANSPORT = "workers.compat:Transport"
@@ -107,13 +119,41 @@ class _SharesItsClient:
         yield shared[1]
 
 
+class QoS(kombu_redis.QoS):
+    """kombu's ack emulation, with a refusal for memory reported instead of ending the worker."""
+
+    def append(self, message: Any, delivery_tag: str) -> None:
+        try:
+            super().append(message, delivery_tag)
+        except ResponseError as error:
+            if not redis_oom.is_oom(error):
+                raise
+            redis_oom.report(log, "a message taken is not recorded as unacknowledged (a run of it is still gated)",
+                             error)
+            virtual.QoS.append(self, message, delivery_tag)
+
+    def ack(self, delivery_tag: str) -> None:
+        try:
+            super().ack(delivery_tag)
+        except ResponseError as error:
+            if not redis_oom.is_oom(error):
+                raise
+            redis_oom.report(log, "a message's acknowledgement is refused (it is delivered again after the "
+                                  "visibility timeout; the work gate coalesces it)", error)
+            virtual.QoS.ack(self, delivery_tag)
+
+
 class Channel(_SharesItsClient, _RemembersConnectionInfo, kombu_redis.Channel):
-    """kombu's Redis channel, which can still put unacked messages back after its connection was torn down and
-    shares one client per pool."""
+    """kombu's Redis channel, which can still put unacked messages back after its connection was torn down, shares
+    one client per pool and survives Redis refusing its bookkeeping for memory."""
+
+    QoS = QoS
 
 
 class SentinelChannel(_SharesItsClient, _RemembersConnectionInfo, kombu_redis.SentinelChannel):
-    """kombu's Sentinel channel, with the same guard (its pool also reads the sentinel addresses from the client)."""
+    """kombu's Sentinel channel, with the same guards (its pool also reads the sentinel addresses from the client)."""
+
+    QoS = QoS
 
 
 class Transport(kombu_redis.Transport):

@@ -8,28 +8,24 @@ writes for beat, commanding workers for everyone but the admin, and any connecti
 
 from __future__ import annotations
 
-import contextlib
 import json
 import secrets
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import redis
-import yaml
 
-from poolboy.kube import AlreadyExists, KubeClient
+from poolboy.kube import KubeClient
 from procutil import free_port
 from stack import redis_acl
 from stack.local import LocalStack, StackOptions
 from stack.redis_server import RedisServer
+from tests.integration.example_claims import apply_examples, claim_ready, create_claim
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
-D = "poolboy.gpte.redhat.com"
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 #: the tests' own identity (as the admin kubeconfig is for the API): every command, to read the ACL LOG
 ROOT = "acl-test-root"
 PASSWORDS = {user: secrets.token_hex(16) for user in (*redis_acl.COMPONENTS, redis_acl.ADMIN, ROOT)}
@@ -81,26 +77,12 @@ def refused(action: object) -> str:
     return str(raised.value)
 
 
-def apply_examples(kube: KubeClient) -> None:
-    for manifest in sorted(EXAMPLES.glob("[012]*.yaml")):
-        for doc in yaml.safe_load_all(manifest.read_text()):
-            with contextlib.suppress(AlreadyExists):
-                kube.create(doc)
-
-
-def claim_ready(kube: KubeClient, name: str) -> bool:
-    claim = kube.get(f"{D}/v1", "ResourceClaim", name, "demo")
-    conditions = (claim.get("status") or {}).get("conditions") or []
-    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
-
-
 def test_a_claim_binds_with_every_component_as_its_own_user_and_nothing_refused(
         stack: LocalStack, acl_redis: RedisServer) -> None:
     root = client(acl_redis, ROOT)
     kube = KubeClient.from_settings(kubeconfig=str(stack.kubeconfig))
     apply_examples(kube)
-    kube.create({"apiVersion": f"{D}/v1", "kind": "ResourceClaim", "metadata": {"name": "acl", "namespace": "demo"},
-                 "spec": {"provider": {"name": "hello", "parameterValues": {"greeting": "acl"}}}})
+    create_claim(kube, "acl")
     wait_for(lambda: claim_ready(kube, "acl"), timeout=60, interval=0.2,
              message=f"the claim to be Ready\n{stack.logs()}")
     # Flower, which may only listen, learnt of the worker and its reconciles from their events

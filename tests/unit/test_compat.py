@@ -36,6 +36,8 @@ def test_every_private_name_compat_relies_on_is_there_with_the_arguments_it_pass
         (channel, "_q_for_pri"): ["self", "queue", "pri"],
         (Consumer, "_flush_events"): ["self"],
         (EventReceiver, "capture"): ["self", "limit", "timeout", "wakeup"],
+        (kombu_redis.QoS, "append"): ["self", "message", "delivery_tag"],
+        (kombu_redis.QoS, "ack"): ["self", "delivery_tag"],
         (flower.inspector.Inspector, "_inspect"): ["self", "method", "workername"],
     }
     for (owner, name), parameters in expected.items():
