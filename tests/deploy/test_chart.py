@@ -19,11 +19,12 @@ from tests.deploy.conftest import CHART, NAMESPACE, by_kind, containers, helm, r
 pytestmark = pytest.mark.helm
 
 #: kinds whose schemas kubernetes-validate does not ship (they come from operators' CRDs)
-NOT_BUILT_IN = {"ServiceMonitor", "ScaledObject", "TriggerAuthentication"}
+NOT_BUILT_IN = {"ServiceMonitor", "ScaledObject", "TriggerAuthentication", "PrometheusRule"}
 
 MATRIX: dict[str, dict[str, Any]] = {
     "defaults": {},
     "everything-on": {"flower.enabled": True, "dashboard.enabled": True, "metrics.serviceMonitor.enabled": True,
+                      "metrics.prometheusRule.enabled": True,
                       "anarchy.enabled": True, "workers.groupDefaults.keda.enabled": True,
                       "managedResources": [{"apiGroups": [""], "resources": ["configmaps"]},
                                            {"apiGroups": ["anarchy.gpte.redhat.com"], "resources": ["anarchysubjects"],
@@ -215,18 +216,74 @@ def test_workers_send_task_events_where_flower_runs(values: dict[str, Any], expe
     assert workers and {env_of(manifests, name)["POOLBOY_TASK_EVENTS"]["value"] for name in workers} == {expected}
 
 
-def test_network_policies_keep_redis_to_poolboy_pods_and_metrics_inside_the_cluster() -> None:
-    policies = by_kind(render({"flower.enabled": True}), "NetworkPolicy")
-    redis = policies["pb-poolboy-redis"]["spec"]
+def selecting(policies: dict[str, dict[str, Any]], labels: dict[str, str]) -> list[str]:
+    """The policies whose podSelector selects a pod with ``labels`` (matchLabels, and In expressions)."""
+    def selects(selector: dict[str, Any]) -> bool:
+        if any(labels.get(k) != v for k, v in selector.get("matchLabels", {}).items()):
+            return False
+        return all(labels.get(e["key"]) in e["values"] for e in selector.get("matchExpressions", []))
+    return [name for name, policy in policies.items() if selects(policy["spec"]["podSelector"])]
+
+
+DNS = {"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+               "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
+       "ports": [{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}]}
+TO_REDIS = {"to": [{"podSelector": {"matchLabels": {"app.kubernetes.io/name": "poolboy", "app.kubernetes.io/instance": "pb",
+                                                    "app.kubernetes.io/component": "redis"}}}],
+            "ports": [{"port": 6379, "protocol": "TCP"}]}
+MONITORING = {"monitoring.example/scrape": "true"}
+
+
+def test_every_component_has_its_own_policy_in_and_out() -> None:
+    manifests = render({"flower.enabled": True, "networkPolicy.monitoringNamespaceSelector": {"matchLabels": MONITORING},
+                        "networkPolicy.apiServer.cidrs": ["10.96.0.1/32", "172.18.0.2/32"]})
+    policies = by_kind(manifests, "NetworkPolicy")
+    for name, deployment in by_kind(manifests, "Deployment").items():
+        labels = deployment["spec"]["template"]["metadata"]["labels"]
+        assert len(selecting(policies, labels)) == 1, f"{name} is selected by {selecting(policies, labels)}"
+    assert all(p["spec"]["policyTypes"] == ["Ingress", "Egress"] for p in policies.values())
+    api = {"ports": [{"port": 443, "protocol": "TCP"}, {"port": 6443, "protocol": "TCP"}],
+           "to": [{"ipBlock": {"cidr": "10.96.0.1/32"}}, {"ipBlock": {"cidr": "172.18.0.2/32"}}]}
+    monitoring = [{"namespaceSelector": {"matchLabels": MONITORING}}]
+    for name in ("watcher", "worker"):
+        spec = policies[f"pb-poolboy-{name}"]["spec"]
+        assert spec["egress"] == [DNS, TO_REDIS, api]
+        health, metrics = spec["ingress"]
+        assert "from" not in health and health["ports"] == [{"port": "health", "protocol": "TCP"}]
+        assert metrics == {"from": monitoring, "ports": [{"port": "metrics", "protocol": "TCP"}]}
+    beat, flower = policies["pb-poolboy-beat"]["spec"], policies["pb-poolboy-flower"]["spec"]
+    assert beat["egress"] == flower["egress"] == [DNS, TO_REDIS]  # no Kubernetes API call, no way to the API server
+    assert beat["ingress"] == [{"ports": [{"port": "health", "protocol": "TCP"}]}]
+    assert flower["ingress"] == [{"from": monitoring, "ports": [{"port": "http", "protocol": "TCP"}]}]
+
+
+@pytest.mark.parametrize(("values", "selector"), [
+    ({}, {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}),
+    ({"networkPolicy.monitoringNamespace": "prometheus"}, {"matchLabels": {"kubernetes.io/metadata.name": "prometheus"}}),
+    ({"networkPolicy.monitoringNamespace": ""}, {})])
+def test_metrics_are_scraped_from_the_monitoring_namespace(values: dict[str, Any], selector: dict[str, Any]) -> None:
+    spec = by_kind(render(values), "NetworkPolicy")["pb-poolboy-watcher"]["spec"]
+    assert spec["ingress"][1]["from"] == [{"namespaceSelector": selector}]
+
+
+def test_redis_admits_only_poolboy_pods_and_keda_and_sends_nothing() -> None:
+    redis = by_kind(render(), "NetworkPolicy")["pb-poolboy-redis"]["spec"]
     assert redis["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "redis"
     assert redis["ingress"] == [{"from": [{"podSelector": {"matchLabels": {
         "app.kubernetes.io/name": "poolboy", "app.kubernetes.io/instance": "pb"}}}],
         "ports": [{"port": "redis", "protocol": "TCP"}]}]
-    pods = policies["pb-poolboy"]["spec"]
-    open_to_all, in_cluster = pods["ingress"]
-    assert "from" not in open_to_all and open_to_all["ports"] == [{"port": "health", "protocol": "TCP"}]
-    assert in_cluster["from"] == [{"namespaceSelector": {}}]
-    assert {p["port"] for p in in_cluster["ports"]} == {"metrics", "http"}
+    assert "egress" not in redis and "Egress" in redis["policyTypes"]  # no egress rule: nothing out
+    keda = by_kind(render({"workers.groupDefaults.keda.enabled": True}), "NetworkPolicy")["pb-poolboy-redis"]["spec"]
+    assert {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "keda"}}} in keda["ingress"][0]["from"]
+
+
+def test_an_external_redis_is_reached_on_its_ports() -> None:
+    policies = by_kind(render({"redis.url": "redis://r.example:6379/0",
+                               "networkPolicy.externalRedis.cidrs": ["192.0.2.0/24"]}), "NetworkPolicy")
+    assert "pb-poolboy-redis" not in policies
+    assert policies["pb-poolboy-beat"]["spec"]["egress"][1] == {
+        "ports": [{"port": 6379, "protocol": "TCP"}, {"port": 26379, "protocol": "TCP"}],
+        "to": [{"ipBlock": {"cidr": "192.0.2.0/24"}}]}
 
 
 def test_pdbs_and_topology_spread_for_watcher_and_workers() -> None:

@@ -164,3 +164,13 @@ def test_images_are_pinned_by_digest() -> None:
     assert images == {f"registry.example/poolboy:1.0@{digest}"}
     result = helm("template", "pb", str(CHART), "--set", "image.digest=latest")
     assert result.returncode != 0 and "/image/digest" in result.stderr
+
+
+def test_an_alert_fires_on_writes_redis_refuses_for_memory() -> None:
+    rule = by_kind(render({"metrics.prometheusRule.enabled": True}), "PrometheusRule")["pb-poolboy"]
+    alerts = {r["alert"]: r for group in rule["spec"]["groups"] for r in group["rules"]}
+    refused = alerts["PoolboyRedisRefusesWrites"]
+    assert "increase(poolboy_redis_oom_errors_total" in refused["expr"] and refused["labels"]["severity"] == "critical"
+    assert "{{ $value | humanize }}" in refused["annotations"]["description"]  # for Prometheus, not for helm
+    assert "redis_memory_used_bytes" in alerts["PoolboyRedisMemoryHigh"]["expr"]
+    assert alerts["PoolboyRedisMemoryHigh"]["expr"].endswith("> 0.9")
