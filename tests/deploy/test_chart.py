@@ -228,14 +228,15 @@ def selecting(policies: dict[str, dict[str, Any]], labels: dict[str, str]) -> li
 DNS = {"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
                "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
        "ports": [{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}]}
-TO_REDIS = {"to": [{"podSelector": {"matchLabels": {"app.kubernetes.io/name": "poolboy", "app.kubernetes.io/instance": "pb",
-                                                    "app.kubernetes.io/component": "redis"}}}],
-            "ports": [{"port": 6379, "protocol": "TCP"}]}
+REDIS_POD = {"app.kubernetes.io/name": "poolboy", "app.kubernetes.io/instance": "pb",
+             "app.kubernetes.io/component": "redis"}
+TO_REDIS = {"to": [{"podSelector": {"matchLabels": REDIS_POD}}], "ports": [{"port": 6379, "protocol": "TCP"}]}
 MONITORING = {"monitoring.example/scrape": "true"}
 
 
 def test_every_component_has_its_own_policy_in_and_out() -> None:
-    manifests = render({"flower.enabled": True, "networkPolicy.monitoringNamespaceSelector": {"matchLabels": MONITORING},
+    manifests = render({"flower.enabled": True,
+                        "networkPolicy.monitoringNamespaceSelector": {"matchLabels": MONITORING},
                         "networkPolicy.apiServer.cidrs": ["10.96.0.1/32", "172.18.0.2/32"]})
     policies = by_kind(manifests, "NetworkPolicy")
     for name, deployment in by_kind(manifests, "Deployment").items():
@@ -259,7 +260,7 @@ def test_every_component_has_its_own_policy_in_and_out() -> None:
 
 @pytest.mark.parametrize(("values", "selector"), [
     ({}, {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}),
-    ({"networkPolicy.monitoringNamespace": "prometheus"}, {"matchLabels": {"kubernetes.io/metadata.name": "prometheus"}}),
+    ({"networkPolicy.monitoringNamespace": "prom"}, {"matchLabels": {"kubernetes.io/metadata.name": "prom"}}),
     ({"networkPolicy.monitoringNamespace": ""}, {})])
 def test_metrics_are_scraped_from_the_monitoring_namespace(values: dict[str, Any], selector: dict[str, Any]) -> None:
     spec = by_kind(render(values), "NetworkPolicy")["pb-poolboy-watcher"]["spec"]
