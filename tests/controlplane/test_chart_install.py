@@ -58,6 +58,11 @@ CONFIGURATIONS: dict[str, dict[str, Any]] = {
     "ha": HA,
     # KEDA instead of the HPAs: a ScaledObject per group, the bundled Redis's TriggerAuthentication, KEDA let in
     "keda": {"workers": {"groupDefaults": {"keda": {"enabled": True}}}},
+    # the bundled Redis over TLS (its certificate from a Secret), KEDA with its own Redis user over TLS, Flower
+    # allowed to command the workers, the project image pinned by digest
+    "redis-tls": {"redis": {"tls": {"enabled": True, "existingSecret": "redis-tls"}},
+                  "workers": {"groupDefaults": {"keda": {"enabled": True}}},
+                  "flower": {"enabled": True, "remoteControl": True}, "image": {"digest": "sha256:" + "0" * 64}},
     "other-domain": {"domain": OTHER_DOMAIN, "crds": {"renderForDomain": True}},
 }
 
@@ -233,7 +238,7 @@ def test_upgrade_applies_changed_values_and_removes_dropped_objects(
     after = keyed(release.manifest())
     dropped = {key: m for key, m in before.items() if key not in after}
     assert {f"ClusterRole /{fullname}-anarchy-runner", f"ClusterRoleBinding /{fullname}-anarchy-runner",
-            f"NetworkPolicy /{fullname}", f"PodDisruptionBudget /{fullname}-watcher"} <= set(dropped)
+            f"NetworkPolicy /{fullname}-watcher", f"PodDisruptionBudget /{fullname}-watcher"} <= set(dropped)
     assert [key for key, m in dropped.items() if discovery.stored(m, release.namespace) is not None] == []
     apps = f"/apis/apps/v1/namespaces/{release.namespace}/deployments"
     assert stored_object(control_plane, f"{apps}/{fullname}-watcher")["spec"]["replicas"] == 3

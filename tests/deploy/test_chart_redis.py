@@ -4,6 +4,7 @@ maxmemory sized from the pod's limit, and images pinned by digest."""
 
 from __future__ import annotations
 
+import base64
 import re
 from typing import Any
 
@@ -81,7 +82,7 @@ def test_keda_reads_queue_lengths_as_its_own_user() -> None:
     refs = {r["parameter"]: r for r in by_kind(manifests, "TriggerAuthentication")["pb-poolboy-keda-redis"]["spec"][
         "secretTargetRef"]}
     assert refs["password"]["key"] == "keda-password"
-    assert by_kind(manifests, "Secret")[refs["username"]["name"]]["stringData"]["username"] == "keda"
+    assert base64.b64decode(by_kind(manifests, "Secret")[refs["username"]["name"]]["data"]["username"]) == b"keda"
 
 
 def test_without_acl_users_one_password_serves_everyone_as_before() -> None:
@@ -122,7 +123,7 @@ def test_tls_for_the_bundled_redis() -> None:
     refs = {r["parameter"]: r for r in by_kind(manifests, "TriggerAuthentication")["pb-poolboy-keda-redis"]["spec"][
         "secretTargetRef"]}
     assert refs["ca"] == {"parameter": "ca", "name": "redis-tls", "key": "ca.crt"}
-    assert by_kind(manifests, "Secret")[refs["tls"]["name"]]["stringData"]["tls"] == "enable"
+    assert base64.b64decode(by_kind(manifests, "Secret")[refs["tls"]["name"]]["data"]["tls"]) == b"enable"
 
 
 def test_tls_without_its_secret_fails_at_render_time() -> None:
