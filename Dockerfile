@@ -15,9 +15,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 
-# Pinned runtime dependencies first, in their own layer, so code changes do not reinstall them.
-COPY requirements.txt ./
-RUN pip install -r requirements.txt
+# Pinned runtime dependencies first, in their own layer, so code changes do not reinstall them: every package,
+# transitive ones and the build backend included, from the hashed lock (requirements.lock, compiled from
+# requirements-image.in), so pip refuses any file whose hash differs from the one locked.
+COPY requirements.lock ./
+RUN pip install --require-hashes --no-deps -r requirements.lock
 
 COPY pyproject.toml README.md ./
 COPY poolboy ./poolboy
@@ -30,7 +32,7 @@ COPY devcluster ./devcluster
 COPY stack ./stack
 COPY procutil ./procutil
 COPY helm/crds ./helm/crds
-RUN pip install --no-deps . \
+RUN pip install --no-deps --no-build-isolation . \
  && useradd --uid 1000 --user-group --no-create-home --home-dir /tmp --shell /usr/sbin/nologin poolboy
 
 # Non-root; the working directory is /tmp so that celery beat's schedule file and Prometheus multiprocess files
