@@ -246,8 +246,8 @@ def flower_without_remote_control() -> None:
     import flower.events
     import flower.inspector
 
-    flower.events.EventReceiver = _ListeningReceiver  # type: ignore[misc]
-    flower.inspector.Inspector._inspect = _inspect_nothing  # type: ignore[method-assign]
+    flower.events.EventReceiver = _ListeningReceiver
+    flower.inspector.Inspector._inspect = _inspect_nothing
 
 
 #: the versions whose private names this module was checked against
