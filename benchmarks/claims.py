@@ -21,6 +21,8 @@ Starts the stack exactly as ``poolboy dev`` does (:class:`stack.local.LocalStack
 * RTT: Redis commands and sequential round trips of one warm bind (:mod:`benchmarks.redis_rtt`).
 * SCALE: ``--scale-n`` bound claims at rest, a burst on top, a watcher restart and a Redis loss
   (:mod:`benchmarks.scale`).
+* WD delete burst: W2's N claims bound with their resources, idle; then every claim deleted as fast as one client
+  can, until every claim, handle and managed resource is gone (from watches) and the system is idle again.
 
 ``--cluster real`` runs either system on the real control plane (:mod:`controlplane`) instead of devcluster, and
 adds what the API server served (its ``/metrics``) and the CPU of kube-apiserver and etcd to every burst and rest.
@@ -41,6 +43,7 @@ verb and resource, and CPU per claim per component, are read twice: when all cla
     .venv/bin/python benchmarks/claims.py --workloads W1 --n 300 --profile /tmp/prof   # py-spy the workers
     .venv/bin/python benchmarks/claims.py --workloads W6 --n 300 --pool threads --concurrency 8
     .venv/bin/python benchmarks/claims.py --workloads MEM,CACHE
+    .venv/bin/python benchmarks/claims.py --cluster real --workloads WD --n 300 --repeat 2
 """
 
 from __future__ import annotations
@@ -84,7 +87,7 @@ from benchmarks import (
 )
 from benchmarks import summary as summary_table
 from benchmarks.systems import SYSTEMS, ProjectStack, UpstreamStack, time_startup
-from benchmarks.workload import API, CLAIM_NS, ITEM_GROUP, OPERATOR_NS, SHAPES, Workload, item_crd
+from benchmarks.workload import API, CLAIM_NS, ITEM_API, ITEM_GROUP, OPERATOR_NS, SHAPES, Workload, item_crd
 from poolboy.kube import AlreadyExists, KubeClient
 from stack.local import StackOptions
 from stack.worker import DEFAULT_CONCURRENCY, DEFAULT_POOL, POOLS, local_concurrency
@@ -143,6 +146,34 @@ class HandleCensus:
             self.unbound.discard(name)
         if self.tracking:
             self.minimum = len(self.unbound) if self.minimum is None else min(self.minimum, len(self.unbound))
+
+
+@dataclass
+class GoneClock:
+    """Which objects of each watched kind are still there and when each claim went, from watches: WD's "every
+    claim, handle and managed resource gone"."""
+
+    live: dict[str, set[str]] = field(default_factory=lambda: collections.defaultdict(set))
+    gone: dict[str, float] = field(default_factory=dict)  # claim name -> when its DELETED event came
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    last: float = 0.0  # when the last object of any kind went
+
+    def observer(self, kind: str) -> Callable[[str, dict], None]:
+        def observe(event_type: str, obj: dict) -> None:
+            name, now = obj["metadata"]["name"], time.monotonic()
+            with self.lock:
+                if event_type != "DELETED":
+                    self.live[kind].add(name)
+                    return
+                self.live[kind].discard(name)
+                self.last = now
+                if kind == "ResourceClaim":
+                    self.gone[name] = now
+        return observe
+
+    def empty(self) -> bool:
+        with self.lock:
+            return not any(self.live.values())
 
 
 def percentiles(values: list[float]) -> dict[str, float | None]:
@@ -271,19 +302,19 @@ class Bench:
 
     # --- watches -------------------------------------------------------------------------------------------
 
-    def _watch(self, kind: str, plural: str, ns: str, on_event: Callable[[str, dict], None], ready: threading.Event,
-               stop: threading.Event) -> None:
+    def _watch(self, api: str, kind: str, plural: str, ns: str, on_event: Callable[[str, dict], None],
+               ready: threading.Event, stop: threading.Event) -> None:
         """List-then-watch in a thread; every event goes to ``on_event`` as soon as it is read."""
         while not stop.is_set():
             try:
                 self.own.add("list", plural)
-                items, version = self.kube.list_with_version(API, kind, ns)
+                items, version = self.kube.list_with_version(api, kind, ns)
                 for item in items:
                     on_event("ADDED", item)
                 ready.set()
                 while not stop.is_set():
                     self.own.add("watch", plural)
-                    for event in self.kube.watch(API, kind, ns, resource_version=version, timeout_seconds=5):
+                    for event in self.kube.watch(api, kind, ns, resource_version=version, timeout_seconds=5):
                         obj = event.get("object") or {}
                         version = (obj.get("metadata") or {}).get("resourceVersion") or version
                         if event.get("type") != "BOOKMARK":
@@ -293,9 +324,10 @@ class Bench:
             except Exception:
                 time.sleep(0.1)
 
-    def start_watch(self, kind: str, ns: str, on_event: Callable[[str, dict], None]) -> threading.Event:
+    def start_watch(self, kind: str, ns: str, on_event: Callable[[str, dict], None],
+                    api: str = API) -> threading.Event:
         ready, stop = threading.Event(), threading.Event()
-        args = (kind, self.plural(API, kind), ns, on_event, ready, stop)
+        args = (api, kind, self.plural(api, kind), ns, on_event, ready, stop)
         threading.Thread(target=self._watch, args=args, daemon=True).start()
         if not ready.wait(30):
             raise TimeoutError(f"watch on {kind} did not start")
@@ -337,23 +369,36 @@ class Bench:
             clock.created[name] = time.monotonic()
             self.create(self.workload.claim(name))
 
-        start = time.monotonic()
-        if creators > 1 and not rate:
-            with ThreadPoolExecutor(creators) as executor:
-                list(executor.map(create, names))
-        else:
-            for index, name in enumerate(names):
-                if rate:
-                    delay = start + index / rate - time.monotonic()
-                    if delay > 0:
-                        time.sleep(delay)
-                create(name)
-        created = time.monotonic() - start
+        start, created = issue(names, create, rate, creators)
         try:
             self.wait(lambda: clock.done(names), timeout, "all claims bound with state", interval=0.02)
         finally:
             stop.set()
         return clock, start, created
+
+    def delete_claims(self, names: list[str], timeout: float, creators: int = 1) -> dict[str, Any]:
+        """Delete the claims (as fast as ``creators`` threads can); wait until every claim, handle and managed
+        BenchItem is gone. Returns when each went, from the first delete."""
+        clock = GoneClock()
+        watched = (("ResourceClaim", CLAIM_NS, API), ("ResourceHandle", OPERATOR_NS, API),
+                   ("BenchItem", CLAIM_NS, ITEM_API))
+        stops = [self.start_watch(kind, ns, clock.observer(kind), api) for kind, ns, api in watched]
+        asked: dict[str, float] = {}
+
+        def delete(name: str) -> None:
+            asked[name] = time.monotonic()
+            self.own.add("delete", "resourceclaims")
+            self.kube.delete(API, "ResourceClaim", name, CLAIM_NS)
+
+        start, deleted = issue(names, delete, None, creators)
+        try:
+            self.wait(clock.empty, timeout, "every claim, handle and resource gone", interval=0.02)
+        finally:
+            for stop in stops:
+                stop.set()
+        return {"n": len(names), "delete_s": round(deleted, 3), "all_gone_s": round(clock.last - start, 3),
+                "claims_gone_s": round(max(clock.gone[name] for name in names) - start, 3),
+                "delete_to_gone": percentiles([clock.gone[name] - asked[name] for name in names])}
 
     # --- components ----------------------------------------------------------------------------------------
 
@@ -383,6 +428,23 @@ class Bench:
 
     def redis_memory_mib(self) -> float | None:
         return round(rediscache.used_memory(self.redis) / 2**20, 1) if self.redis is not None else None
+
+
+def issue(names: list[str], action: Callable[[str], None], rate: float | None, creators: int) -> tuple[float, float]:
+    """``action`` for every name: as fast as ``creators`` threads can, or at ``rate``/s from one; returns the start
+    and how long it took."""
+    start = time.monotonic()
+    if creators > 1 and not rate:
+        with ThreadPoolExecutor(creators) as executor:
+            list(executor.map(action, names))
+    else:
+        for index, name in enumerate(names):
+            if rate:
+                delay = start + index / rate - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+            action(name)
+    return start, time.monotonic() - start
 
 
 # --- one measured phase (counters, CPU, optional profile) ----------------------------------------------------------
@@ -556,6 +618,16 @@ def creators(args: argparse.Namespace, latency_ms: float) -> int:
     return args.create_threads or (1 if not latency_ms else AUTO_CREATORS)
 
 
+def burst_settings(args: argparse.Namespace, stack: Stack, workers: int, latency_ms: float) -> dict[str, Any]:
+    """What a burst ran with, and the operator's start-up on a running API server: the project's components until
+    all are ready; upstream's harness until Kopf is live and watching (on the real control plane it applies the
+    CRDs too)."""
+    return {"workers": workers, "concurrency": concurrency_of(args, workers), "pool": args.pool,
+            "api_latency_ms": latency_ms, "create_threads": creators(args, latency_ms),
+            "task_events": args.task_events, "redis_latency_ms": getattr(stack, "redis_latency_ms", None),
+            "shape": args.shape, "operator_ready_s": round(stack.ready_s, 2)}
+
+
 def run_burst(args: argparse.Namespace, workers: int, n: int, warm: bool, latency_ms: float = 0.0,
               name: str | None = None) -> dict[str, Any]:
     label = f"{name or ('W1' if warm else 'W2')}-{workers}w-{n}"
@@ -563,19 +635,37 @@ def run_burst(args: argparse.Namespace, workers: int, n: int, warm: bool, latenc
         bench = Bench(stack, Workload(args.shape))
         try:
             bench.setup()
-            result: dict[str, Any] = {"workers": workers, "concurrency": concurrency_of(args, workers)}
-            result |= {"pool": args.pool, "api_latency_ms": latency_ms, "create_threads": creators(args, latency_ms),
-                       "task_events": args.task_events,
-                       "redis_latency_ms": getattr(stack, "redis_latency_ms", None), "shape": args.shape}
-            # the operator's start-up on a running API server: the project's components until all are ready;
-            # upstream's harness until Kopf is live and watching (on the real control plane it applies the CRDs too)
-            result["operator_ready_s"] = round(stack.ready_s, 2)
+            result = burst_settings(args, stack, workers, latency_ms)
             if warm:
                 result["pool_fill_s"] = round(bench.fill_pool(n), 2)
             phase = Phase(bench, args.profile, label, args.redis_purposes)
             clock, start, created = phase.run_claims([f"c{i:05d}" for i in range(n)], None, 900,
                                                      creators(args, latency_ms))
             result.update(summarise(clock, start, created))
+            result.update(phase.finish(n))
+            return result
+        finally:
+            bench.close()
+
+
+def run_delete_burst(args: argparse.Namespace) -> dict[str, Any]:
+    """WD: W2's claims bound cold with their resources, idle; then every claim deleted (as W2 creates them), until
+    every claim, handle and managed resource is gone and the system is idle again. "Without replenishment" is
+    when all are gone, "with" when idle after."""
+    n = args.n
+    with open_system(args, args.workers) as stack:
+        bench = Bench(stack, Workload(args.shape))
+        try:
+            bench.setup()
+            result = burst_settings(args, stack, args.workers, 0.0)
+            names = [f"d{i:05d}" for i in range(n)]
+            clock, start, created = bench.run_claims(names, None, 900, creators(args, 0.0))
+            result["setup_all_bound_s"] = summarise(clock, start, created)["all_bound_s"]
+            bench.wait_idle(quiet=3.0)
+            bench.wait_drained()
+            phase = Phase(bench, args.profile, f"WD-{args.workers}w-{n}")
+            result.update(bench.delete_claims(names, 900, creators(args, 0.0)))
+            phase.mark(WITHOUT)
             result.update(phase.finish(n))
             return result
         finally:
@@ -691,6 +781,7 @@ AGGREGATES = {
     "control_plane_cpu_ms_per_claim_with": ("control_plane", WITH, "cpu_ms_per_claim", "total"),
     "apiserver_requests_per_claim_with": ("control_plane", WITH, "requests_per_claim", "total"),
     "etcd_requests_per_claim_with": ("control_plane", WITH, "etcd_requests_per_claim"),
+    "all_gone_s": ("all_gone_s",), "gone_p50_s": ("delete_to_gone", "p50"), "gone_p99_s": ("delete_to_gone", "p99"),
 }
 
 
@@ -699,7 +790,7 @@ def aggregate(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 #: the workloads summarised by :func:`aggregate` (bursts)
-BURSTS = ("W1", "W2", "W3", "W4", "W5", "W6")
+BURSTS = ("W1", "W2", "W3", "W4", "W5", "W6", "WD")
 
 
 def with_scaling(series: dict[str, Any]) -> dict[str, Any]:
@@ -955,6 +1046,7 @@ def plan(args: argparse.Namespace, chosen: list[str], systems: tuple[str, ...]) 
         "IDLE": lambda: run_idle(args),
         "RTT": lambda: run_rtt(args),
         "SCALE": lambda: run_scale(args),
+        "WD": lambda: run_delete_burst(args),
     }
     counts = {"W4": [1, 2, 4], "W6": [int(w) for w in args.w6_workers.split(",")],
               "STARTUP": [int(w) for w in args.startup_workers.split(",")]}
@@ -1029,7 +1121,7 @@ def run_all(args: argparse.Namespace, units: list[Unit], systems: tuple[str, ...
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", default="W1,W2,W3",
-                        help="comma list of W1..W6, MEM, CACHE, IDLE, STARTUP, RTT, SCALE (default W1,W2,W3)")
+                        help="comma list of W1..W6, WD, MEM, CACHE, IDLE, STARTUP, RTT, SCALE (default W1,W2,W3)")
     parser.add_argument("--systems", default="project",
                         help="comma list of project, upstream (default project); several: interleaved runs and a"
                              " project/upstream ratio table")
@@ -1038,7 +1130,7 @@ def main() -> int:
                              "(kube-apiserver, etcd, controller manager; its /metrics and their CPU are recorded too)")
     parser.add_argument("--shape", choices=SHAPES, default="upstream",
                         help="workload shape (benchmarks/workload.py; default upstream)")
-    parser.add_argument("--n", type=int, default=300, help="claims per burst (W1, W2, W4, W6)")
+    parser.add_argument("--n", type=int, default=300, help="claims per burst (W1, W2, W4, W6, WD)")
     parser.add_argument("--workers", type=int, default=2, help="worker processes for W1–W3, W5, CACHE (default 2)")
     parser.add_argument("--concurrency", type=int, default=None,
                         help="pool size (threads or processes) per worker (default: as `poolboy dev` chooses for "

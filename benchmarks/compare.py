@@ -27,8 +27,17 @@ BURST = (
     ("requests the API server served/claim (all clients)", ("apiserver_requests_per_claim_with",)),
     ("etcd requests/claim", ("etcd_requests_per_claim_with",)),
 )
+DELETE = (
+    ("all gone s", ("all_gone_s",)),
+    ("delete->claim gone p50 s", ("gone_p50_s",)),
+    ("delete->claim gone p99 s", ("gone_p99_s",)),
+    ("operator CPU s until idle", ("operator_cpu_s_with",)),
+    ("API requests/claim until idle", ("api_per_claim_with",)),
+    ("Redis commands/claim until idle", ("redis_commands_per_claim_with",)),
+    ("kube-apiserver + etcd CPU ms/claim until idle", ("control_plane_cpu_ms_per_claim_with",)),
+)
 FIGURES: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
-    "W1": BURST, "W2": BURST, "W3": BURST, "W4": BURST, "W6": BURST,
+    "W1": BURST, "W2": BURST, "W3": BURST, "W4": BURST, "W6": BURST, "WD": DELETE,
     "STARTUP": (("ready s", ("startup_ready_s",)),),
     "MEM": (("operator PSS MiB idle", ("idle_pss_mib",)), ("operator PSS MiB peak during W1", ("peak_pss_mib",)),
             ("operator PSS MiB idle after W1", ("after_pss_mib",))),

@@ -14,6 +14,7 @@ from typing import Any
 #: column title -> (aggregate name, or a path into the summary)
 COLUMNS: dict[str, tuple[str, ...]] = {
     "all bound s": ("all_bound_s", "median"),
+    "all gone s": ("all_gone_s", "median"),
     "claims/s": ("throughput_per_s", "median"),
     "scaling": ("scaling", "throughput_ratio"),
     "bound p99 s": ("bound_p99_s", "median"),
