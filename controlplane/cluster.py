@@ -442,7 +442,7 @@ class ControlPlane(InTemporaryDirectory):
 
     def _established(self, name: str) -> bool:
         crd = self.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
-        conditions = crd.get("status", {}).get("conditions", [])
+        conditions = (crd.get("status") or {}).get("conditions") or []  # null while the CRD is new
         return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
 
 
