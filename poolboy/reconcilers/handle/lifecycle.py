@@ -48,15 +48,14 @@ def _delete_resource(ctx: Context, handle: dict[str, Any], ref: dict[str, Any]) 
                         ownership.conflict_message(handle, live))
             return False
         uid = live["metadata"]["uid"]
-        annotation = jsonpatch.escape_pointer(ctx.label("resource-handle-deleted"))
-        annotations_op = ({"op": "add", "path": f"/metadata/annotations/{annotation}",
-                           "value": timeutil.format_timestamp(ctx.now)}
-                          if (live["metadata"].get("annotations") or {}) else
-                          {"op": "add", "path": "/metadata/annotations",
-                           "value": {ctx.label("resource-handle-deleted"): timeutil.format_timestamp(ctx.now)}})
+        ops: list[dict[str, Any]] = [{"op": "test", "path": "/metadata/uid", "value": uid}]
+        if not live["metadata"].get("annotations"):
+            ops.append({"op": "add", "path": "/metadata/annotations", "value": {}})
+        ops.append({"op": "add", "path": "/metadata/annotations/"
+                    + jsonpatch.escape_pointer(ctx.label("resource-handle-deleted")),
+                    "value": timeutil.format_timestamp(ctx.now)})
         try:
-            ctx.kube.patch_json(ref["apiVersion"], ref["kind"], ref["name"], ref.get("namespace"),
-                                [{"op": "test", "path": "/metadata/uid", "value": uid}, annotations_op])
+            ctx.kube.patch_json(ref["apiVersion"], ref["kind"], ref["name"], ref.get("namespace"), ops)
         except kube.Invalid as error:  # another object now (its uid test failed), or one no patch passes
             log.debug("handle %s: not annotating %s before its delete: %s", handle["metadata"]["name"],
                       ownership.describe(live), error)
