@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from devcluster.process import DevCluster
-from procutil import die_with_parent
+from procutil import spawn
 from stack import forked
 from stack.local import LocalStack, StackOptions
 from stack.redis_server import RedisServer
@@ -259,9 +259,8 @@ class ReadyProcess:
 
     def start(self, timeout: float = 120.0) -> ReadyProcess:
         self.launched_at = time.time()
-        self.process = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                        cwd=ROOT, env=self.env, stdin=subprocess.DEVNULL,
-                                        preexec_fn=die_with_parent)
+        self.process = spawn(self.argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+                             env=self.env, stdin=subprocess.DEVNULL)
         found = threading.Event()
         log = open(self.log_path, "w")  # noqa: SIM115 - closed by the copying thread
         threading.Thread(target=self._copy, args=(log, found), daemon=True).start()

@@ -41,15 +41,20 @@ def find_binaries() -> Binaries:
 
 
 def _build() -> Path:
-    """Run the pinned build (a no-op once built) and return the directory it printed."""
+    return run_build(BUILD_SCRIPT, "the real control plane needs Go 1.26 or newer to build kube-apiserver, etcd and "
+                                   "kube-controller-manager (https://go.dev/doc/install), or KUBEBUILDER_ASSETS naming "
+                                   "a directory with kube-apiserver and etcd")
+
+
+def run_build(script: Path, without_go: str) -> Path:
+    """Run a pinned build script (a no-op once built) and return the directory it printed last; ``without_go`` is
+    the complaint when the machine has no Go and nothing was built before."""
     # without Go the script can only find an earlier build; its own complaint would repeat the one raised below
     quiet = shutil.which("go") is None
-    result = subprocess.run([str(BUILD_SCRIPT)], stdout=subprocess.PIPE, text=True, check=False,
+    result = subprocess.run([str(script)], stdout=subprocess.PIPE, text=True, check=False,
                             stderr=subprocess.DEVNULL if quiet else None)
     if result.returncode == NO_GO:
-        raise ControlPlaneUnavailable("the real control plane needs Go 1.26 or newer to build kube-apiserver, etcd "
-                                      "and kube-controller-manager (https://go.dev/doc/install), or "
-                                      "KUBEBUILDER_ASSETS naming a directory with kube-apiserver and etcd")
+        raise ControlPlaneUnavailable(without_go)
     if result.returncode != 0:
-        raise ControlPlaneUnavailable(f"{BUILD_SCRIPT} failed with status {result.returncode} (its output is above)")
+        raise ControlPlaneUnavailable(f"{script} failed with status {result.returncode} (its output is above)")
     return Path(result.stdout.strip().splitlines()[-1])

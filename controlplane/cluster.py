@@ -47,6 +47,8 @@ CONTROLLERS = ("garbage-collector-controller", "namespace-controller", "servicea
 WORKLOAD_CONTROLLERS = ("deployment-controller", "replicaset-controller")
 #: the Common Name of the fault proxy's certificate, the one name the API server takes identity headers from
 FRONT_PROXY_NAME = "front-proxy-client"
+#: the Common Name of the API server's client certificate for kubelets
+KUBELET_CLIENT = "kube-apiserver-kubelet-client"
 #: admission plugins beyond the API server's defaults: OpenShift's owner-reference check, where upstream runs
 EXTRA_ADMISSION = ("OwnerReferencesPermissionEnforcement",)
 
@@ -149,6 +151,9 @@ class ControlPlane(InTemporaryDirectory):
         front_proxy = pki.CertificateAuthority("poolboy-front-proxy-ca")
         front_proxy.pair.write(pki_dir, "front-proxy-ca")
         front_proxy.client(FRONT_PROXY_NAME).write(pki_dir, "front-proxy-client")
+        # what the API server shows itself as to a kubelet (logs, exec, port-forward): kubeadm's name, which
+        # ``Node.start`` binds to the kubelet API's admin role
+        self.ca.client(KUBELET_CLIENT).write(pki_dir, "kubelet-client")
         self._admin = self.ca.client("kubernetes-admin", ("system:masters",))
         self._admin.write(pki_dir, "admin")
         self._write_kubeconfig(self.kubeconfig, "admin", self._admin)
@@ -156,9 +161,11 @@ class ControlPlane(InTemporaryDirectory):
         self._write_kubeconfig(self.dir / "controller-manager.kubeconfig", "system:kube-controller-manager", manager,
                                server=self.apiserver_url)
 
-    def _write_kubeconfig(self, path: Path, user: str, pair: pki.KeyPair, server: str = "") -> None:
+    def _write_kubeconfig(self, path: Path, user: str, pair: pki.KeyPair, server: str = "",
+                          tls_server_name: str = "") -> None:
         """A kubeconfig with everything inline: the cluster's CA and the user's certificate and key; the server is
-        where clients go (:attr:`url`) unless ``server`` says otherwise."""
+        where clients go (:attr:`url`) unless ``server`` says otherwise, verified as ``tls_server_name`` when given
+        (a forwarded address the serving certificate does not name)."""
         assert self.ca is not None
         encoded = {name: base64.b64encode(data).decode() for name, data in
                    (("ca", self.ca.certificate), ("cert", pair.certificate), ("key", pair.key))}
@@ -166,7 +173,8 @@ class ControlPlane(InTemporaryDirectory):
             "apiVersion": "v1", "kind": "Config", "preferences": {},
             "clusters": [{"name": "poolboy-control-plane",
                           "cluster": {"server": server or self.url,
-                                      "certificate-authority-data": encoded["ca"]}}],
+                                      "certificate-authority-data": encoded["ca"],
+                                      **({"tls-server-name": tls_server_name} if tls_server_name else {})}}],
             "users": [{"name": user, "user": {"client-certificate-data": encoded["cert"],
                                                "client-key-data": encoded["key"]}}],
             "contexts": [{"name": user, "context": {"cluster": "poolboy-control-plane", "user": user,
@@ -179,10 +187,17 @@ class ControlPlane(InTemporaryDirectory):
 
     def add_user(self, name: str, groups: tuple[str, ...] | list[str] = ()) -> User:
         """A client certificate for ``name`` in ``groups`` and a kubeconfig that uses it (envtest's ``AddUser``)."""
-        assert self.ca is not None, "not started"
         kubeconfig = self.dir / "users" / f"{name.replace(':', '_')}.kubeconfig"
-        self._write_kubeconfig(kubeconfig, name, self.ca.client(name, tuple(groups)))
+        self.write_kubeconfig(kubeconfig, name, groups)
         return User(name, tuple(groups), kubeconfig)
+
+    def write_kubeconfig(self, path: Path, name: str, groups: tuple[str, ...] | list[str] = (), server: str = "",
+                         tls_server_name: str = "") -> Path:
+        """A client certificate for ``name`` in ``groups`` and a kubeconfig at ``path`` that uses it, for ``server``
+        (default: where clients go) verified as ``tls_server_name`` when given; a node's components use these."""
+        assert self.ca is not None, "not started"
+        self._write_kubeconfig(path, name, self.ca.client(name, tuple(groups)), server, tls_server_name)
+        return path
 
     # --- components ----------------------------------------------------------------------------------------
 
@@ -227,6 +242,8 @@ class ControlPlane(InTemporaryDirectory):
             f"--service-account-signing-key-file={pki_dir / 'sa.key'}",
             # the ``kubernetes`` Service's endpoints may not point at loopback: nothing in the cluster reaches it
             "--endpoint-reconciler-type=none",
+            f"--kubelet-client-certificate={pki_dir / 'kubelet-client.crt'}",
+            f"--kubelet-client-key={pki_dir / 'kubelet-client.key'}",
             "--allow-privileged=true", "--profiling=false",
             *(audit.apiserver_args(self.dir / "audit") if self.audit_log else []),
             *self.apiserver_args,

@@ -8,6 +8,7 @@ and so that its last lines can be shown when it dies.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import ctypes
 import os
@@ -20,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Protocol, Self
+from typing import Any, Protocol, Self
 
 PR_SET_PDEATHSIG = 1
 PR_SET_NAME = 15
@@ -49,10 +50,45 @@ def prctl(option: int, value: int | bytes) -> None:
 
 def die_with_parent() -> None:
     """``preexec_fn`` for helper subprocesses: SIGTERM when the process that started them dies, so a killed test
-    run or ``poolboy dev`` never leaves orphaned servers behind (Linux ``prctl``; a no-op elsewhere). Start them
-    from a long-lived thread: the signal follows the death of the forking thread."""
+    run or ``poolboy dev`` never leaves orphaned servers behind (Linux ``prctl``; a no-op elsewhere). Linux sends
+    it when the *thread* that forked the child ends: :class:`ChildProcess` forks from :func:`spawner`'s thread."""
     with contextlib.suppress(OSError, AttributeError):
         prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+_spawner: concurrent.futures.ThreadPoolExecutor | None = None
+_spawner_lock = threading.Lock()
+
+
+def spawner() -> concurrent.futures.ThreadPoolExecutor:
+    """The one thread this process starts children from. It lives as long as the process, so a child tied to its
+    parent by :func:`die_with_parent` outlives whatever short-lived thread asked for it (a supervisor restarting a
+    component from a request handler's thread) and dies only with the process."""
+    global _spawner
+    with _spawner_lock:
+        if _spawner is None:
+            _spawner = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="procutil-spawner")
+        return _spawner
+
+
+def _forget_spawner() -> None:
+    """A forked child has no copy of its parent's spawner thread: it starts its own on first use."""
+    global _spawner, _spawner_lock
+    _spawner, _spawner_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_spawner)
+
+
+def spawn(cmdline: Sequence[str], tie_to_parent: bool = True, **popen: Any) -> subprocess.Popen[Any]:
+    """``subprocess.Popen(cmdline, **popen)`` forked from :func:`spawner`'s thread, tied to this process by
+    :func:`die_with_parent` unless ``tie_to_parent`` is false."""
+    preexec = die_with_parent if tie_to_parent else None
+
+    def fork() -> subprocess.Popen[Any]:
+        return subprocess.Popen(list(cmdline), preexec_fn=preexec, **popen)
+
+    return spawner().submit(fork).result()
 
 
 #: where :func:`free_port` looks first: below Linux's default ephemeral range (32768-60999), whose ports the kernel
@@ -134,10 +170,9 @@ class ChildProcess:
             log = files.enter_context(open(self.log_path, "ab"))
             self._log_offset = log.tell()
             stdout = files.enter_context(open(self.stdout_path, "wb")) if self.stdout_path else log
-            self.process = subprocess.Popen(
-                self.cmdline, stdout=stdout, stderr=log if stdout is not log else subprocess.STDOUT, env=self.env,
-                cwd=self.cwd, start_new_session=True, preexec_fn=die_with_parent if self.tie_to_parent else None,
-            )
+            self.process = spawn(self.cmdline, self.tie_to_parent, stdout=stdout,
+                                 stderr=log if stdout is not log else subprocess.STDOUT, env=self.env, cwd=self.cwd,
+                                 start_new_session=True)
         return self
 
     @property

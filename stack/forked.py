@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from procutil import PR_SET_CHILD_SUBREAPER, die_with_parent, prctl
+from procutil import PR_SET_CHILD_SUBREAPER, prctl, spawn
 
 #: the pools whose monkey-patching must precede every import: such workers run as plain subprocesses
 PATCHING_POOLS = frozenset({"gevent", "eventlet"})
@@ -52,10 +52,8 @@ class Zygote:
     def __init__(self) -> None:
         # adopt the orphans among this process's descendants: a component forked by the server's middle child
         prctl(PR_SET_CHILD_SUBREAPER, 1)
-        # die_with_parent ties the server to the thread that starts it: the stack's main thread, by warm_up
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "stack.zygote"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            cwd=ROOT, preexec_fn=die_with_parent, start_new_session=True)
+        self.process = spawn([sys.executable, "-m", "stack.zygote"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             cwd=ROOT, start_new_session=True)
         assert self.process.stdin is not None and self.process.stdout is not None
         self._requests: IO[bytes] = self.process.stdin
         self._replies: IO[bytes] = self.process.stdout

@@ -1,5 +1,6 @@
 """The type annotations are checked: ``mypy`` over ``poolboy/``, ``cache/``,
-``workqueue/``, ``engine/``, ``workers/``, ``watcher/``, ``procutil/`` and ``controlplane/`` (the ``[tool.mypy]``
+``workqueue/``, ``engine/``, ``workers/``, ``watcher/``, ``procutil/``, ``controlplane/`` and ``node/``
+(the ``[tool.mypy]``
 section of pyproject.toml: stricter for ``poolboy/``), so
 ``./run tests`` — and so CI — fails on a type error."""
 
