@@ -202,12 +202,15 @@ def _configure_beat_runtime(**_: object) -> None:
 
 @beat_init.connect
 def _start_beat_health(sender: object = None, **_: object) -> None:
-    """/healthz: beat's scheduler loop ticks; /readyz: Redis answers too (beat makes no Kubernetes API call)."""
-    from workers import health
+    """/healthz: beat's scheduler loop ticks (or waits for the lock); /readyz: Redis answers too (beat makes no
+    Kubernetes API call). Then the scheduler's lock, which a standby waits for here."""
+    from workers import beat_scheduler, health
 
     stall = max(settings.health_stall_seconds, 3 * float(app.conf.beat_max_loop_interval))
     health.start_for(settings, {"tick": health.beat_probe(sender, stall)},
                      {"redis": health.redis_probe(settings)})
+    if isinstance(vars(sender).get("scheduler"), beat_scheduler.Scheduler):
+        beat_scheduler.wait_for_lock(sender)
 
 
 @worker_process_shutdown.connect

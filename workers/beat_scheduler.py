@@ -24,6 +24,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import redis
+from celery.signals import beat_init
 from redbeat import RedBeatScheduler
 from redbeat.schedulers import acquire_distributed_beat_lock, get_redis
 from redis.exceptions import LockError
@@ -31,6 +32,16 @@ from redis.exceptions import LockError
 from engine import redis_oom
 
 log = logging.getLogger(__name__)
+
+# redbeat takes the lock in a beat_init receiver of its own, where a standby blocks for as long as it waits: beat's
+# probes must be served first (a kubelet restarts a standby that answers none), so beat's own beat_init receiver
+# (workers.app) starts them and then calls wait_for_lock
+beat_init.disconnect(acquire_distributed_beat_lock)
+
+
+def wait_for_lock(service: Any) -> None:
+    """Block until this beat holds the scheduler's Redis lock (at once when it is free), as redbeat would."""
+    acquire_distributed_beat_lock(sender=service)
 
 #: seconds before retrying a tick that failed on a Redis error
 RETRY_TICK = 1.0

@@ -224,6 +224,13 @@ def beat_last_tick(service: Any) -> float | None:
     return getattr(service, "_last_tick", None)
 
 
+def beat_on_standby(service: Any) -> bool:
+    """Whether celery beat waits for redbeat's Redis lock (a standby replica, or one taking the lock back) instead
+    of ticking: its scheduler, once made, has a lock key and holds no lock."""
+    scheduler = vars(service).get("scheduler")  # Service.scheduler is a cached property: never made from here
+    return bool(getattr(scheduler, "lock_key", None)) and getattr(scheduler, "lock", None) is None
+
+
 # --- Flower as a pure monitor ------------------------------------------------------------------------------------
 
 class _ListeningReceiver(CeleryEventReceiver):

@@ -184,15 +184,18 @@ def consumer_probe(consumer: Any, ticks: LoopTicks | None = None, max_silence: f
 
 
 def beat_probe(service: Any, max_silence: float) -> Probe:
-    """celery beat's scheduler loop (``Service._last_tick``, stamped after every pass) is still ticking."""
+    """celery beat's scheduler loop (``Service._last_tick``, stamped after every pass) is still ticking, or beat
+    waits for the scheduler's Redis lock: a standby replica is healthy (and ready to take over), not stuck."""
 
     def probe() -> str | None:
-        from workers.compat import beat_last_tick
+        from workers.compat import beat_last_tick, beat_on_standby
 
         last = beat_last_tick(service)
-        if last is None:
+        silent = None if last is None else time.monotonic() - last
+        if (silent is None or silent > max_silence) and beat_on_standby(service):
+            return None
+        if silent is None:
             return "no tick yet"
-        silent = time.monotonic() - last
         return f"no tick for {silent:.0f}s" if silent > max_silence else None
 
     return probe

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import signal
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 
 import pytest
 import redis
 
+from stack import ports
 from stack.local import LocalStack
 from tests.clusters import e2e_options
 from tests.e2e.conftest import FAST_INTERVALS
@@ -29,6 +32,10 @@ UNCLAIMED = 6
 def two_beats() -> Iterator[LocalStack]:
     env = {**FAST_INTERVALS, "POOLBOY_BEAT_LOCK_TIMEOUT": str(LOCK_TIMEOUT)}
     with LocalStack(e2e_options(workers=1, concurrency=2, env=env)) as stack:
+        # the second beat starts once the first holds the lock: it is the standby, and its probes are served
+        wait_for(lambda: "Acquired lock" in stack.child("beat").tail(100_000), timeout=20,
+                 message="the first beat holding the lock")
+        stack.component_env["beat-2"] = {"POOLBOY_HEALTH_PORT": str(ports.free())}
         stack.add("beat-2", "beat")
         yield stack
 
@@ -38,6 +45,27 @@ def active_beat(stack: LocalStack) -> str:
     holders = [name for name in ("beat", "beat-2") if "Acquired lock" in stack.child(name).tail(100_000)]
     assert len(holders) <= 1, f"two beats hold the lock: {holders}\n{stack.logs()}"
     return holders[0] if holders else ""
+
+
+def probe(stack: LocalStack, name: str, path: str) -> tuple[int, str]:
+    url = f"http://127.0.0.1:{stack.component_env[name]['POOLBOY_HEALTH_PORT']}{path}"
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+    except OSError as error:
+        return 0, str(error)
+
+
+def test_the_standby_beat_is_live_and_ready_while_it_waits_for_the_lock(two_beats: LocalStack) -> None:
+    """A standby never ticks: its probes say it is healthy, else a kubelet restarts it forever (the chart's
+    startup probe gives up after two minutes) and its Deployment never becomes Available."""
+    stack = two_beats
+    wait_for(lambda: probe(stack, "beat-2", "/healthz")[0] != 0, timeout=20, message="the standby's probes served")
+    assert active_beat(stack) == "beat"
+    for path in ("/healthz", "/readyz"):
+        assert probe(stack, "beat-2", path)[0] == 200, f"the standby beat's {path}: {probe(stack, 'beat-2', path)}"
 
 
 @pytest.mark.slow
