@@ -129,14 +129,14 @@ class Release:
     namespace: str
     workdir: Path
 
-    def helm(self, *args: str) -> subprocess.CompletedProcess[str]:
+    def helm(self, *args: str, timeout: float = HELM_TIMEOUT) -> subprocess.CompletedProcess[str]:
         """``helm`` as the admin; fails the test with helm's own words when it fails."""
         home = self.workdir / "helm-home"
         env = {**os.environ, "KUBECACHEDIR": str(home / "kube-cache"), "HELM_CACHE_HOME": str(home / "cache"),
                "HELM_CONFIG_HOME": str(home / "config"), "HELM_DATA_HOME": str(home / "data")}
         result = subprocess.run([helm_binary(), *args, "--kubeconfig", str(self.cluster.kubeconfig),
                                  "--namespace", self.namespace], capture_output=True, text=True, env=env,
-                                timeout=HELM_TIMEOUT)
+                                timeout=timeout)
         assert result.returncode == 0, f"helm {' '.join(args)} failed:\n{result.stderr}"
         return result
 
@@ -145,14 +145,19 @@ class Release:
         path.write_text(yaml.safe_dump(values))
         return str(path)
 
-    def install(self, values: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    def install(self, values: dict[str, Any], *extra: str,
+                timeout: float = HELM_TIMEOUT) -> subprocess.CompletedProcess[str]:
         """Install without ``crds/``: the package's control plane already serves them, from that very folder
-        (devcluster.testing.DEFAULT_CRDS); a release of another domain renders its own (crds.renderForDomain)."""
-        return self.helm("install", self.name, str(CHART), "--skip-crds", "-f", self._values_file(values))
+        (devcluster.testing.DEFAULT_CRDS); a release of another domain renders its own (crds.renderForDomain).
+        ``extra``: more of helm's arguments (``--wait``)."""
+        return self.helm("install", self.name, str(CHART), "--skip-crds", "-f", self._values_file(values), *extra,
+                         timeout=timeout)
 
-    def upgrade(self, values: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    def upgrade(self, values: dict[str, Any], *extra: str,
+                timeout: float = HELM_TIMEOUT) -> subprocess.CompletedProcess[str]:
         """Upgrade to exactly ``values`` over the chart's defaults (no --reuse-values)."""
-        return self.helm("upgrade", self.name, str(CHART), "--skip-crds", "-f", self._values_file(values))
+        return self.helm("upgrade", self.name, str(CHART), "--skip-crds", "-f", self._values_file(values), *extra,
+                         timeout=timeout)
 
     def uninstall(self) -> subprocess.CompletedProcess[str]:
         return self.helm("uninstall", self.name)
