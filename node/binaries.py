@@ -3,6 +3,7 @@ a cache directory keyed by their versions, and Debian's CNI plugins (``scripts/b
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,8 @@ class NodeBinaries:
 
 def find_node_binaries() -> NodeBinaries:
     """The node's binaries, building them first if this machine has not (progress lines on stderr)."""
+    if os.geteuid() != 0:
+        raise NodeUnavailable("a node needs root: network namespaces, cgroups and mounts of its own")
     missing = [package for tool, package in HOST_TOOLS.items() if shutil.which(tool) is None]
     if not (CNI_PLUGINS / "bridge").exists():
         missing.append("containernetworking-plugins")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import shutil
 import socket
 import subprocess
 import tempfile
@@ -285,10 +284,3 @@ def _connects(address: str, port: int, netns: Layout | None = None) -> bool:
     with contextlib.suppress(OSError, subprocess.SubprocessError):
         return subprocess.run(host.in_netns(netns, argv), capture_output=True, timeout=3).returncode == 0
     return False
-
-
-def node_tools_present() -> bool:
-    """Whether this machine can run a node at all: root, and the host tools on PATH."""
-    import os
-
-    return os.geteuid() == 0 and all(shutil.which(tool) for tool in ("nsenter", "ip", "socat"))

@@ -14,10 +14,15 @@ PYTHON="${PYTHON:-python3}"
 "$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null \
   || die "Python 3.11 or newer is required (tried '$PYTHON'). Install python3.11 and python3.11-venv, or set PYTHON=..."
 
+present() {  # present <binary or absolute path>: on PATH, or the file exists
+  case "$1" in /*) [ -e "$1" ] ;; *) command -v "$1" >/dev/null 2>&1 ;; esac
+}
+
 apt_install() {
-  # apt_install <binary> <package> [<package> ...]: install the first package that provides <binary>.
+  # apt_install <binary> <package> [<package> ...]: install the first package that provides <binary> (a command,
+  # or an absolute path such as a header).
   local binary="$1"; shift
-  command -v "$binary" >/dev/null 2>&1 && return 0
+  present "$binary" && return 0
   if [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null 2>&1; then
     die "'$binary' is missing and I cannot install it without root. Install one of: $*"
   fi
@@ -28,7 +33,7 @@ apt_install() {
   for pkg in "$@"; do
     say "installing $pkg (for $binary)"
     if DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$pkg" >/dev/null 2>&1 \
-       && command -v "$binary" >/dev/null 2>&1; then
+       && present "$binary"; then
       return 0
     fi
   done
@@ -90,4 +95,20 @@ if [ "$status" -eq 2 ]; then
   say "without it \`poolboy dev --cluster real\` cannot run and ./run tests skips the end-to-end tests"
 elif [ "$status" -ne 0 ]; then
   die "building the control plane failed (controlplane/go/build.sh, status $status)"
+fi
+
+# A node beside that control plane (tests/node, `poolboy dev --cluster node`): the host tools it runs with, from the
+# distribution's packages, then kubelet, kube-proxy, kube-scheduler, containerd, runc and CoreDNS built once per
+# machine from their Go modules (node/build.sh: about 8 minutes the first time, nothing after). Its images are built
+# when a node first starts (scripts/node-images.sh, cached).
+for tool in socat=socat conntrack=conntrack iptables=iptables nsenter=util-linux; do
+  (apt_install "${tool%%=*}" "${tool#*=}") || say "without ${tool#*=} no node can run here"
+done
+(apt_install /usr/lib/cni/bridge containernetworking-plugins) \
+  || say "without containernetworking-plugins no node can run here"
+(apt_install /usr/include/seccomp.h libseccomp-dev) || say "without libseccomp-dev no runc, and no node, here"
+if [ "$status" -ne 2 ]; then
+  node_status=0
+  node/build.sh >/dev/null || node_status=$?
+  [ "$node_status" -eq 0 ] || say "building the node failed (node/build.sh, status $node_status): tests/node cannot run"
 fi
