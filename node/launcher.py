@@ -246,6 +246,20 @@ class Node(InTemporaryDirectory):
             if result.returncode != 0:
                 raise RuntimeError(f"importing {archive} failed: {result.stderr.strip()}")
 
+    def tag_image(self, source: str, target: str) -> None:
+        """Give an image a second name, as a rebuilt image pushed under a new tag would arrive."""
+        self._ctr("images", "tag", "--force", source, target)
+
+    def container_pid(self, container_id: str) -> int:
+        """The host pid of a container's first process (``containerStatuses[].containerID``, with or without its
+        ``containerd://`` prefix), for what only the node's root can do to it (SIGSTOP a hung process)."""
+        wanted = container_id.removeprefix("containerd://")
+        for line in self._ctr("tasks", "list").stdout.splitlines()[1:]:
+            task, pid, *_ = line.split()
+            if task == wanted:
+                return int(pid)
+        raise LookupError(f"no running task {wanted} on the node")
+
     def image_names(self) -> list[str]:
         """The names of the images the node holds."""
         return self._ctr("images", "list", "--quiet").stdout.split()

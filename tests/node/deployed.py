@@ -3,6 +3,7 @@ reports them, and a flow of claims that keeps running while an operator changes 
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Iterator
@@ -11,12 +12,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from kubernetes import client, watch
+from kubernetes import watch
 
 from controlplane.testing import ControlPlane
 from node.images import REDIS_REPOSITORY, named
 from node.launcher import Node
-from tests.e2e.provider_support import config_map_provider
+from tests.e2e.burst import Burst
+from tests.waiting import wait_for
 
 D, V1 = "poolboy.gpte.redhat.com", "v1"
 #: the examples' operator namespace: the release goes there
@@ -71,37 +73,30 @@ def restarts(pod: dict[str, Any]) -> dict[str, tuple[int, str]]:
 
 @dataclass
 class ClaimFlow:
-    """Claims created at ``rate`` per second against a ConfigMap provider and a pool of ``pool_size``, each one's
-    bind time seen from a watch; :meth:`during` names a window (an operation) whose claims' worst delay counts."""
+    """Claims of ``burst`` (a ConfigMap provider and its pool) created at ``rate`` per second in the background, and
+    any number at once with :meth:`claim_many`; each one's bind time seen from a watch. :meth:`during` names a
+    window (an operation) whose claims' worst bind delay :meth:`delays` reports."""
 
-    api: client.CustomObjectsApi
-    namespace: str
-    rate: float = 2.0
-    pool_size: int = 5
+    burst: Burst
+    rate: float = 1.0
     created: dict[str, float] = field(default_factory=dict)
     bound: dict[str, float] = field(default_factory=dict)
-    handles: dict[str, str] = field(default_factory=dict)
     windows: dict[str, tuple[float, float]] = field(default_factory=dict)
+    _next: itertools.count[int] = field(default_factory=itertools.count)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
     _stop: threading.Event = field(default_factory=threading.Event)
     _threads: list[threading.Thread] = field(default_factory=list)
-    _watch: watch.Watch | None = None
 
-    def install(self) -> None:
-        provider = config_map_provider(self.namespace)
-        self._create("resourceproviders", NAMESPACE, {"metadata": {"name": "flow"}, "spec": provider})
-        self._create("resourcepools", NAMESPACE, {"metadata": {"name": "flow"}, "spec": {
-            "minAvailable": self.pool_size, "provider": {"name": "flow", "parameterValues": {}}}})
-
-    def _create(self, plural: str, namespace: str, body: dict[str, Any]) -> None:
-        kind = {"resourceproviders": "ResourceProvider", "resourcepools": "ResourcePool",
-                "resourceclaims": "ResourceClaim"}[plural]
-        self.api.create_namespaced_custom_object(D, V1, namespace, plural,
-                                                 {"apiVersion": f"{D}/{V1}", "kind": kind, **body})
-
-    def claim(self, name: str) -> None:
+    def claim(self) -> str:
+        with self._lock:
+            index = next(self._next)
+        name = f"c{index:03d}"
         self.created[name] = time.monotonic()
-        self._create("resourceclaims", self.namespace, {
-            "metadata": {"name": name}, "spec": {"provider": {"name": "flow", "parameterValues": {}}}})
+        self.burst.claim(index)
+        return name
+
+    def claim_many(self, count: int) -> list[str]:
+        return [self.claim() for _ in range(count)]
 
     def start(self) -> None:
         for target in (self._observe, self._produce):
@@ -111,35 +106,30 @@ class ClaimFlow:
 
     def stop(self) -> None:
         self._stop.set()
-        if self._watch is not None:
-            self._watch.stop()
         for thread in self._threads:
-            thread.join(10)
+            thread.join(70)
 
     def _produce(self) -> None:
-        index = 0
         while not self._stop.wait(1 / self.rate):
-            name = f"flow-{index:05d}"
-            index += 1
-            try:
-                self.claim(name)
-            except client.ApiException:  # the API server is there throughout: this only records the gap
-                self.created.pop(name, None)
+            self.claim()
 
     def _observe(self) -> None:
+        api = self.burst.api
         while not self._stop.is_set():
-            self._watch = watch.Watch()
             try:
-                for event in self._watch.stream(self.api.list_namespaced_custom_object, D, V1, self.namespace,
-                                                "resourceclaims", timeout_seconds=60):
+                for event in watch.Watch().stream(api.list_namespaced_custom_object, D, V1, self.burst.namespace,
+                                                  "resourceclaims", timeout_seconds=5):
                     claim = event["object"]
-                    name, status = claim["metadata"]["name"], claim.get("status") or {}
-                    handle = (status.get("resourceHandle") or {}).get("name")
-                    if handle and name not in self.bound:
-                        self.bound[name] = time.monotonic()
-                        self.handles[name] = handle
+                    if (claim.get("status") or {}).get("resourceHandle"):
+                        self.bound.setdefault(claim["metadata"]["name"], time.monotonic())
             except Exception:  # a watch cut by an operation: list and watch again
-                time.sleep(0.2)
+                self._stop.wait(0.2)
+
+    def wait_bound(self, names: list[str], timeout: float) -> float:
+        """Until every one of ``names`` is bound; returns the seconds from the first's creation to the last bind."""
+        wait_for(lambda: all(name in self.bound for name in names), timeout=timeout, interval=0.1,
+                 message=f"{len(names)} claims bound ({sum(n in self.bound for n in names)} so far)")
+        return max(self.bound[n] for n in names) - min(self.created[n] for n in names)
 
     @contextmanager
     def during(self, operation: str) -> Iterator[None]:
@@ -149,11 +139,49 @@ class ClaimFlow:
         finally:
             self.windows[operation] = (start, time.monotonic())
 
-    def delays(self, operation: str) -> list[float]:
-        """The bind delays of the claims created during ``operation`` (a claim still unbound counts until now)."""
+    def worst_delay(self, operation: str) -> float:
+        """The longest bind delay of the claims created during ``operation`` (one still unbound counts till now)."""
         start, end = self.windows[operation]
         now = time.monotonic()
-        return [self.bound.get(name, now) - at for name, at in self.created.items() if start <= at <= end]
+        return max((self.bound.get(name, now) - at for name, at in self.created.items() if start <= at <= end),
+                   default=0.0)
 
     def unbound(self) -> list[str]:
         return sorted(name for name in self.created if name not in self.bound)
+
+
+def deployments(cluster: ControlPlane, namespace: str = NAMESPACE) -> list[dict[str, Any]]:
+    return list(cluster.request("GET", f"/apis/apps/v1/namespaces/{namespace}/deployments")["items"])
+
+
+def not_rolled_out(cluster: ControlPlane, namespace: str = NAMESPACE) -> list[str]:
+    """What keeps the release from being rolled out: a Deployment not at its wanted replicas, all of the current
+    revision and available, or a pod not Ready (or left terminating). Empty once rolled out."""
+    waiting = []
+    for deployment in deployments(cluster, namespace):
+        spec, status = deployment["spec"], deployment.get("status") or {}
+        wanted = spec.get("replicas", 1)
+        counts = {key: status.get(key, 0) for key in ("replicas", "updatedReplicas", "availableReplicas")}
+        if status.get("observedGeneration") != deployment["metadata"]["generation"] or any(
+                count != wanted for count in counts.values()):
+            waiting.append(f"{deployment['metadata']['name']} wants {wanted}: {counts}")
+    waiting += [f"pod {p['metadata']['name']} {p['status'].get('phase')}"
+                f"{' terminating' if p['metadata'].get('deletionTimestamp') else ''}"
+                for p in pods(cluster, namespace) if not ready(p) or p["metadata"].get("deletionTimestamp")]
+    return waiting
+
+
+def rolled_out(cluster: ControlPlane, namespace: str = NAMESPACE) -> bool:
+    return not not_rolled_out(cluster, namespace)
+
+
+def scale(cluster: ControlPlane, deployment: str, replicas: int, namespace: str = NAMESPACE) -> None:
+    """``kubectl scale``: the Deployment's scale subresource."""
+    cluster.request("PATCH", f"/apis/apps/v1/namespaces/{namespace}/deployments/{deployment}/scale",
+                    {"spec": {"replicas": replicas}})
+
+
+def warnings(cluster: ControlPlane, reason: str, namespace: str = NAMESPACE) -> list[str]:
+    """The namespace's Events of ``reason`` (Unhealthy, OOMKilling, BackOff, ...): what the kubelet complained of."""
+    events = cluster.request("GET", f"/api/v1/namespaces/{namespace}/events")["items"]
+    return [f"{e['involvedObject']['name']}: {e['message']}" for e in events if e.get("reason") == reason]
