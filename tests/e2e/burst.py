@@ -85,7 +85,9 @@ class Burst:
         return self.api.list_namespaced_custom_object(D, "v1", self.namespace, "resourceclaims")["items"]
 
     def config_maps(self) -> list[Any]:
-        return client.CoreV1Api(self.api.api_client).list_namespaced_config_map(self.namespace).items
+        """The provider's ConfigMaps (named after it: not the cluster's own, such as kube-root-ca.crt)."""
+        found = client.CoreV1Api(self.api.api_client).list_namespaced_config_map(self.namespace).items
+        return [cm for cm in found if cm.metadata.name.startswith(f"{self.name}-")]
 
     def unbound_pool(self) -> list[dict]:
         """The pool's unbound handles that are not being deleted."""
