@@ -19,9 +19,9 @@ import subprocess
 import tempfile
 import time
 import urllib.error
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from controlplane.cluster import KUBELET_CLIENT, ControlPlane
 from node import configs, host
@@ -44,18 +44,29 @@ COREDNS_USER = "poolboy-node:coredns"
 NODE_USER = f"system:node:{NODE_NAME}"
 
 
+class Addon(Protocol):
+    """Something more a node runs once it is Ready (a metrics source, a network policy controller): started in
+    order after the node, stopped in reverse before it; :meth:`Node.child` starts its processes in the node's
+    namespace and cgroup, so they are stopped, killed and cleaned up with the node's own."""
+
+    def start(self, node: Node) -> None: ...
+
+    def stop(self, node: Node) -> None: ...
+
+
 class Node(InTemporaryDirectory):
     """One node's processes and files; see the module docstring."""
 
     def __init__(self, cluster: ControlPlane, log_dir: str | Path | None = None,
                  binaries: NodeBinaries | None = None, images: list[Image] | None = None,
-                 startup_timeout: float = 120.0) -> None:
+                 addons: Sequence[Addon] = (), startup_timeout: float = 120.0) -> None:
         self.cluster = cluster
         self._tmp = tempfile.TemporaryDirectory(prefix="pbnode-", dir="/tmp")
         self.dir = Path(self._tmp.name)
         self.log_dir = Path(log_dir) if log_dir else self.dir / "logs"
         self._binaries = binaries
         self.images = images
+        self.addons = list(addons)
         self.startup_timeout = startup_timeout
         self._slot: SlotLock | None = None
         self.layout = Layout(-1, self.dir)
@@ -90,14 +101,19 @@ class Node(InTemporaryDirectory):
             self.start_coredns()
             self.start_scheduler()
             self.wait_ready()
+            for addon in self.addons:
+                addon.start(self)
         except BaseException:
             self.stop()
             raise
         return self
 
     def stop(self) -> None:
-        # the kubelet first, so it restarts no container while the rest goes
-        for name in ("kubelet", "kube-scheduler", "kube-proxy", "coredns", "containerd", "api-forwarder"):
+        for addon in reversed(self.addons):
+            addon.stop(self)
+        # the kubelet first, so it restarts no container while the rest goes; then any addon's left
+        for name in ("kubelet", "kube-scheduler", "kube-proxy", "coredns", "containerd", "api-forwarder",
+                     *self.children):
             child = self.children.pop(name, None)
             if child is not None:
                 child.stop(timeout=5)
@@ -180,7 +196,9 @@ class Node(InTemporaryDirectory):
 
     # --- components ----------------------------------------------------------------------------------------
 
-    def _child(self, name: str, argv: list[str], *, netns: bool = True) -> ChildProcess:
+    def child(self, name: str, argv: list[str], *, netns: bool = True) -> ChildProcess:
+        """Start ``argv`` as the node component ``name`` (log ``<log_dir>/<name>.log``), in the node's ``system``
+        cgroup and, unless ``netns`` is false, its network namespace; :meth:`stop` stops it."""
         argv = host.in_netns(self.layout, argv) if netns else argv
         child = ChildProcess(host.join_system_cgroup(self.layout, argv), self.log_dir / f"{name}.log",
                              env={"PATH": f"{self.binaries.directory}:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -192,19 +210,19 @@ class Node(InTemporaryDirectory):
         """The API server, reached from the node's namespace: a TCP forwarder on the host's end of the veth pair to
         the API server on loopback (which keeps listening on loopback only)."""
         target = self.cluster.apiserver_url.removeprefix("https://")
-        child = self._child("api-forwarder", [
+        child = self.child("api-forwarder", [
             "socat", f"TCP-LISTEN:{API_PORT},bind={self.layout.host_ip},reuseaddr,fork,backlog=512",
             f"TCP:{target},nodelay"], netns=False)
         child.wait_until(lambda: _connects(self.layout.host_ip, API_PORT), self.startup_timeout, "api forwarder")
 
     def start_containerd(self) -> None:
-        child = self._child("containerd", [str(self.binaries["containerd"]), "--config",
+        child = self.child("containerd", [str(self.binaries["containerd"]), "--config",
                                            str(self.layout.path("containerd.toml"))])
         child.wait_until(lambda: self._ctr("version", check=False).returncode == 0, self.startup_timeout,
                          "containerd")
 
     def start_kubelet(self) -> None:
-        self._child("kubelet", [
+        self.child("kubelet", [
             str(self.binaries["kubelet"]), f"--config={self.layout.path('kubelet.yaml')}",
             f"--kubeconfig={self.layout.path('kubelet.kubeconfig')}",
             f"--root-dir={self.layout.path('kubelet')}", f"--cert-dir={self.layout.path('kubelet', 'pki')}",
@@ -212,16 +230,16 @@ class Node(InTemporaryDirectory):
         ])
 
     def start_kube_proxy(self) -> None:
-        self._child("kube-proxy", [str(self.binaries["kube-proxy"]),
+        self.child("kube-proxy", [str(self.binaries["kube-proxy"]),
                                    f"--config={self.layout.path('kube-proxy.yaml')}", "--v=1"])
 
     def start_coredns(self) -> None:
-        child = self._child("coredns", [str(self.binaries["coredns"]), "-conf", str(self.layout.path("Corefile"))])
+        child = self.child("coredns", [str(self.binaries["coredns"]), "-conf", str(self.layout.path("Corefile"))])
         child.wait_until(lambda: _connects(self.layout.node_ip, 8181, netns=self.layout), self.startup_timeout,
                          "coredns")
 
     def start_scheduler(self) -> None:
-        self._child("kube-scheduler", [
+        self.child("kube-scheduler", [
             str(self.binaries["kube-scheduler"]), f"--kubeconfig={self.layout.path('kube-scheduler.kubeconfig')}",
             "--leader-elect=false", "--secure-port=0", "--v=1"], netns=False)
 
