@@ -6,16 +6,22 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import Protocol
 
-from stack.local import LocalStack
+
+class Running(Protocol):
+    """What the demo needs of a running system: where its kubeconfig and its logs are."""
+
+    kubeconfig: Path
+    log_dir: Path
 
 
-def _kubectl(stack: LocalStack, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+def _kubectl(stack: Running, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["kubectl", "--kubeconfig", str(stack.kubeconfig), *args],
                           capture_output=True, text=True, check=check)
 
 
-def run_demo(stack: LocalStack, examples: Path, stop: threading.Event, timeout: float = 60.0) -> bool:
+def run_demo(stack: Running, examples: Path, stop: threading.Event, timeout: float = 60.0) -> bool:
     """Apply ``examples/`` in order and wait for the example claim's Ready condition; True when it is Ready."""
     for manifest in sorted(examples.glob("*.yaml")):
         result = _kubectl(stack, "apply", "-f", str(manifest), check=False)

@@ -53,11 +53,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metrics-port", type=int, default=int(os.environ.get("POOLBOY_METRICS_PORT") or 0),
                         help="Prometheus metrics on 127.0.0.1: the watcher on this port, worker i on port + 1 + i "
                              "(default $POOLBOY_METRICS_PORT; 0 = off)")
-    parser.add_argument("--cluster", choices=("devcluster", "real"),
+    parser.add_argument("--cluster", choices=("devcluster", "real", "node"),
                         default=os.environ.get("POOLBOY_DEV_CLUSTER", "devcluster"),
-                        help="the API server to start: devcluster (in memory, starts in under a second) or real "
+                        help="the API server to start: devcluster (in memory, starts in under a second), real "
                              "(etcd, kube-apiserver and kube-controller-manager, built once from their Go modules; "
-                             "ready in 5-10 s); default $POOLBOY_DEV_CLUSTER or devcluster")
+                             "ready in 5-10 s), or node: real plus a node (kubelet, containerd, kube-proxy, "
+                             "CoreDNS) with the Helm chart installed on it, every component a pod as deployed "
+                             "(needs root; about a minute); default $POOLBOY_DEV_CLUSTER or devcluster")
     parser.add_argument("--service-accounts", action="store_true",
                         default=os.environ.get("POOLBOY_DEV_SERVICE_ACCOUNTS") == "1",
                         help="with --cluster real: install the chart's RBAC and run each component as its own "
@@ -87,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
     from stack.processes import ComponentExited
     from stack.supervisor import Supervisor
 
+    if args.cluster == "node" and not args.use_current_context:
+        return run_deployed(args)
     if args.service_accounts and (args.cluster != "real" or args.use_current_context):
         print("poolboy dev: --service-accounts needs --cluster real (devcluster has no authorization)",
               file=sys.stderr, flush=True)
@@ -117,6 +121,45 @@ def run(args: argparse.Namespace) -> int:
             while not stop.wait(1.0):
                 supervisor.check()
     except (PortTaken, ComponentExited, ControlPlaneUnavailable) as error:
+        print(f"poolboy dev: {error}", file=sys.stderr, flush=True)
+        return 1
+    return 0
+
+
+def run_deployed(args: argparse.Namespace) -> int:
+    """``--cluster node``: the chart deployed on a node of this machine (:mod:`stack.deployed`)."""
+    from controlplane import ControlPlaneUnavailable
+    from stack.deployed import DeployedStack
+    from stack.local import CONFIGMAPS
+
+    managed = [dict(CONFIGMAPS), *(managed_entry(grant) for grant in args.grant)]
+    values = {"logLevel": args.log_level} if getattr(args, "log_level", None) else {}
+    values["flower"] = {"enabled": bool(args.flower_port)}
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    print("poolboy dev: starting the control plane, a node and the chart on it (the first run builds the node "
+          "and the images: several minutes)", flush=True)
+    try:
+        with DeployedStack(Path(args.kubeconfig).resolve(), args.namespace, managed, Path(args.log_dir).resolve(),
+                           values) as stack:
+            took = ", ".join(f"{name} {seconds:.0f}s" for name, seconds in stack.timings.items())
+            print(f"poolboy dev ready: the chart deployed on node poolboy-node ({took}); logs in {stack.log_dir}",
+                  flush=True)
+            print(f"  export KUBECONFIG={stack.kubeconfig}\n  kubectl get pods -n {args.namespace}", flush=True)
+            if args.flower_port:
+                print(f"  kubectl port-forward -n {args.namespace} svc/poolboy-flower {args.flower_port}:5555  "
+                      f"# Flower; its user and password: kubectl get secret -n {args.namespace} "
+                      "poolboy-flower-auth -o jsonpath='{.data.auth}' | base64 -d", flush=True)
+            if args.demo:
+                from stack.demo import run_demo
+
+                run_demo(stack, EXAMPLES, stop)
+            else:
+                print("  kubectl apply -f examples/   # then: kubectl get rclaim -A", flush=True)
+            print("Press Ctrl-C to stop.", flush=True)
+            stop.wait()
+    except (ControlPlaneUnavailable, RuntimeError) as error:
         print(f"poolboy dev: {error}", file=sys.stderr, flush=True)
         return 1
     return 0

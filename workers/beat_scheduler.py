@@ -20,6 +20,7 @@ test). So every tick also checks that the schedule is there (one ``EXISTS``) and
 from __future__ import annotations
 
 import logging
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -45,10 +46,30 @@ def wait_for_lock(service: Any) -> None:
 
 #: seconds before retrying a tick that failed on a Redis error
 RETRY_TICK = 1.0
+#: the longest wait between two tries to reach Redis as beat starts
+MAX_START_RETRY = 10.0
 
 
 class Scheduler(RedBeatScheduler):
     """``beat_scheduler = "workers.beat_scheduler:Scheduler"``."""
+
+    def setup_schedule(self) -> None:
+        """Install the schedule; the first time (as beat starts), wait for Redis instead of exiting: the chart
+        starts beat and its Redis together, and a beat that exits is only restarted by its kubelet, later. Once
+        running, a failure is the tick's to retry."""
+        if getattr(self, "_installed", False):
+            super().setup_schedule()
+            return
+        delay = RETRY_TICK
+        while True:
+            try:
+                super().setup_schedule()
+                break
+            except redis.ConnectionError as error:
+                log.warning("beat: Redis unreachable at start (%s); retrying in %.0fs", error, delay)
+                time.sleep(delay)
+                delay = min(2 * delay, MAX_START_RETRY)
+        self._installed = True
 
     def tick(self, *args: Any, **kwargs: Any) -> float:
         try:

@@ -72,3 +72,17 @@ def test_beat_installs_its_schedule_again_when_it_is_lost_but_the_lock_is_not(ow
                  message=f"beat ticking again after losing its schedule\n{beat.log()[-3000:]}")
         assert r.get(LOCK_KEY) == lock, "the same beat kept its lock"
         assert "the schedule is gone from Redis" in beat.log()
+
+
+@pytest.mark.slow
+def test_a_beat_started_before_its_redis_waits_for_it_and_ticks(own_redis: RedisServer) -> None:
+    """The chart starts beat and Redis together: a beat whose Redis is not up yet waits instead of exiting."""
+    own_redis.stop()
+    r = redis.Redis.from_url(own_redis.url, decode_responses=True)
+    env = {"POOLBOY_MANAGE_POOLS_INTERVAL": "1", "POOLBOY_BEAT_LOCK_TIMEOUT": "5"}
+    with BeatProcess(own_redis.url, env=env) as beat:
+        wait_for(lambda: "Redis unreachable at start" in beat.log(), timeout=20,
+                 message=f"beat waiting for Redis\n{beat.log()[-3000:]}")
+        assert beat.process is not None and beat.process.poll() is None, f"beat exited\n{beat.log()[-3000:]}"
+        own_redis.start()
+        wait_for(lambda: beat_is_ticking(r), timeout=30, message=f"beat ticking once Redis is up\n{beat.log()[-3000:]}")

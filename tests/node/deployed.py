@@ -15,8 +15,8 @@ from typing import Any
 from kubernetes import watch
 
 from controlplane.testing import ControlPlane
-from node.images import REDIS_REPOSITORY, named
 from node.launcher import Node
+from stack.deployed import chart_values
 from tests.e2e.burst import Burst
 from tests.waiting import wait_for
 
@@ -26,13 +26,8 @@ NAMESPACE = "poolboy"
 
 
 def node_values(node: Node, **more: Any) -> dict[str, Any]:
-    """The chart's defaults, on a node that pulls nothing: its own images, and ConfigMaps to manage (the examples')."""
-    values: dict[str, Any] = {
-        "image": {"pullPolicy": "Never"},
-        "redis": {"image": named(node.images or [], REDIS_REPOSITORY)},
-        "managedResources": [{"apiGroups": [""], "resources": ["configmaps"]}],
-    }
-    return {**values, **more}
+    """The chart's defaults on a node that pulls nothing, managing ConfigMaps (the examples' and the flow's)."""
+    return chart_values(node, [{"apiGroups": [""], "resources": ["configmaps"]}], **more)
 
 
 def ready(pod: dict[str, Any]) -> bool:
