@@ -278,6 +278,14 @@ class Node(InTemporaryDirectory):
                 return int(pid)
         raise LookupError(f"no running task {wanted} on the node")
 
+    def pod_memory_peak(self, pod_uid: str) -> int:
+        """The most memory a pod's containers have used together since it started (bytes, its cgroup's
+        ``memory.max_usage_in_bytes``): what its limits must hold."""
+        tree = Path("/sys/fs/cgroup/memory") / self.layout.cgroup.lstrip("/") / "kubepods"
+        for directory in tree.glob(f"**/pod{pod_uid}"):
+            return int((directory / "memory.max_usage_in_bytes").read_text())
+        raise LookupError(f"no cgroup of pod {pod_uid} on the node")
+
     def image_names(self) -> list[str]:
         """The names of the images the node holds."""
         return self._ctr("images", "list", "--quiet").stdout.split()

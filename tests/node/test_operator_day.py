@@ -60,7 +60,7 @@ def settle(control_plane: ControlPlane) -> None:
         raise AssertionError(f"{error}: {not_rolled_out(control_plane)}") from None
 
 
-def test_scaling_the_workers_while_claims_flow(control_plane: ControlPlane, flow: ClaimFlow) -> None:
+def test_scaling_the_workers_while_claims_flow(control_plane: ControlPlane, node: Node, flow: ClaimFlow) -> None:
     rates = []
     for replicas in (1, 2, 4):
         # the handles group follows up to two: four of each would not fit the 2 CPUs of a node like this one by
@@ -83,6 +83,14 @@ def test_scaling_the_workers_while_claims_flow(control_plane: ControlPlane, flow
     FIGURES["longest bind delay, scale 4 -> 1 under a burst"] = f"{flow.worst_delay('scale 4 -> 1'):.1f}s"
 
     # the chart's requests and limits held: nothing was OOM-killed or failed a liveness probe
+    peaks = {}
+    for pod in pods(control_plane):
+        component = pod["metadata"]["name"].rsplit("-", 2)[0].removeprefix("poolboy-")
+        limit = pod["spec"]["containers"][0]["resources"].get("limits", {}).get("memory", "none")
+        peak = node.pod_memory_peak(pod["metadata"]["uid"]) / 2**20
+        peaks[component] = max(peaks.get(component, ("", 0.0)), (limit, peak), key=lambda p: p[1])
+    FIGURES["peak memory by component after the bursts (limit)"] = ", ".join(
+        f"{c} {peak:.0f}Mi ({limit})" for c, (limit, peak) in sorted(peaks.items()))
     restarted = {p["metadata"]["name"]: restarts(p) for p in pods(control_plane)
                  if any(count for count, _ in restarts(p).values())}
     assert restarted == {}
