@@ -234,6 +234,10 @@ class ControlPlane(InTemporaryDirectory):
             f"--requestheader-allowed-names={FRONT_PROXY_NAME}",
             "--requestheader-username-headers=X-Remote-User", "--requestheader-group-headers=X-Remote-Group",
             "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            # and shows itself with the same certificate to an aggregated API server (a node's metrics-server),
+            # which takes the caller's identity from those headers
+            f"--proxy-client-cert-file={pki_dir / 'front-proxy-client.crt'}",
+            f"--proxy-client-key-file={pki_dir / 'front-proxy-client.key'}",
             "--authorization-mode=RBAC",
             f"--enable-admission-plugins={','.join(EXTRA_ADMISSION)}",
             f"--service-cluster-ip-range={SERVICE_CIDR}",

@@ -36,7 +36,10 @@ from procutil import ChildProcess, InTemporaryDirectory
 CONTROL_PLANE_OPTIONS: dict[str, Any] = {
     "apiserver_args": ["--authorization-mode=Node", "--enable-admission-plugins=NodeRestriction",
                        # the Node's name resolves nowhere: reach kubelets (logs, exec) by their address
-                       "--kubelet-preferred-address-types=InternalIP"],
+                       "--kubelet-preferred-address-types=InternalIP",
+                       # an aggregated API (node/metrics.py) is dialled at its endpoint: a Service's cluster IP
+                       # exists only inside the node's namespace
+                       "--enable-aggregator-routing=true"],
     "controllers": ("*",),
 }
 #: the node's components' own users; the audit counters leave their requests out as the control plane's own

@@ -170,6 +170,14 @@ def rolled_out(cluster: ControlPlane, namespace: str = NAMESPACE) -> bool:
     return not not_rolled_out(cluster, namespace)
 
 
+def settle(cluster: ControlPlane, timeout: float = 240) -> None:
+    """Until the release is rolled out; fails saying what still keeps it from being so."""
+    try:
+        wait_for(lambda: rolled_out(cluster), timeout=timeout, interval=0.5, message="the release rolled out")
+    except AssertionError as error:
+        raise AssertionError(f"{error}: {not_rolled_out(cluster)}") from None
+
+
 def scale(cluster: ControlPlane, deployment: str, replicas: int, namespace: str = NAMESPACE) -> None:
     """``kubectl scale``: the Deployment's scale subresource."""
     cluster.request("PATCH", f"/apis/apps/v1/namespaces/{namespace}/deployments/{deployment}/scale",

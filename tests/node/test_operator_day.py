@@ -22,11 +22,10 @@ from tests.node.conftest import wait
 from tests.node.deployed import (
     ClaimFlow,
     node_values,
-    not_rolled_out,
     pods,
     restarts,
-    rolled_out,
     scale,
+    settle,
     warnings,
 )
 from tests.waiting import wait_for
@@ -51,13 +50,6 @@ def flow(control_plane: ControlPlane, release: Release) -> Iterator[ClaimFlow]:
     yield claims
     claims.stop()
     print("\noperator's day on the node:\n" + "\n".join(f"  {k}: {v}" for k, v in FIGURES.items()))
-
-
-def settle(control_plane: ControlPlane) -> None:
-    try:
-        wait_for(lambda: rolled_out(control_plane), timeout=ROLLOUT, interval=0.5, message="the release rolled out")
-    except AssertionError as error:
-        raise AssertionError(f"{error}: {not_rolled_out(control_plane)}") from None
 
 
 def test_scaling_the_workers_while_claims_flow(control_plane: ControlPlane, node: Node, flow: ClaimFlow) -> None:
