@@ -99,9 +99,10 @@ fi
 
 # A node beside that control plane (tests/node, `poolboy dev --cluster node`): the host tools it runs with, from the
 # distribution's packages, then kubelet, kube-proxy, kube-scheduler, containerd, runc and CoreDNS built once per
-# machine from their Go modules (node/build.sh: about 8 minutes the first time, nothing after). Its images are built
+# machine from their Go modules (node/build.sh: about 8 minutes the first time, nothing after; ipset is for its
+# NetworkPolicy controller). Its images are built
 # when a node first starts (scripts/node-images.sh, cached).
-for tool in socat=socat conntrack=conntrack iptables=iptables nsenter=util-linux; do
+for tool in socat=socat conntrack=conntrack iptables=iptables nsenter=util-linux ipset=ipset; do
   (apt_install "${tool%%=*}" "${tool#*=}") || say "without ${tool#*=} no node can run here"
 done
 (apt_install /usr/lib/cni/bridge containernetworking-plugins) \
@@ -111,4 +112,6 @@ if [ "$status" -ne 2 ]; then
   node_status=0
   node/build.sh >/dev/null || node_status=$?
   [ "$node_status" -eq 0 ] || say "building the node failed (node/build.sh, status $node_status): tests/node cannot run"
+  # its addons, metrics-server and kube-router's policy controller (about 5 minutes the first time)
+  node/build-addons.sh >/dev/null || say "building the node's addons failed (node/build-addons.sh)"
 fi
