@@ -35,7 +35,7 @@ CLAIMS_WORKERS, HANDLES_WORKERS = "poolboy-worker-claims", "poolboy-worker-handl
 WORKER_GROUPS = (CLAIMS_WORKERS, HANDLES_WORKERS)
 IMAGE = "docker.io/library/poolboy-celery:0.1.0"
 REBUILT_TAG = "0.1.0-rebuilt"
-BURST = 100
+BURST = 60
 POOL_SIZE = 5
 ROLLOUT = 240
 FIGURES: dict[str, str] = {}
@@ -134,8 +134,11 @@ def test_deleting_a_components_pod_loses_nothing(control_plane: ControlPlane, fl
                           f"longest bind delay {flow.worst_delay(operation):.1f}s")
 
 
-def test_a_hung_worker_is_restarted_by_its_liveness_probe_while_its_work_goes_on(
+def test_a_hung_worker_is_restarted_by_its_liveness_probe_and_no_claim_is_lost(
         control_plane: ControlPlane, node: Node, flow: ClaimFlow) -> None:
+    """The other replica serves new claims meanwhile, but for those whose message the hung worker had taken: they
+    wait for a sweep to re-publish their stale mark (``POOLBOY_GATE_STALE_SECONDS`` and the claims sweep: up to two
+    minutes), or for the restart; the figure says how long the 20 took."""
     for group in WORKER_GROUPS:
         scale(control_plane, group, 2)
     settle(control_plane)
@@ -146,7 +149,7 @@ def test_a_hung_worker_is_restarted_by_its_liveness_probe_while_its_work_goes_on
         stopped_at = time.monotonic()
         os.kill(node.container_pid(status["containerID"]), signal.SIGSTOP)
         names = flow.claim_many(20)
-        flow.wait_bound(names, timeout=150)  # the other replica serves them meanwhile
+        flow.wait_bound(names, timeout=180)
         bound_by = time.monotonic() - stopped_at
 
         def restarted() -> bool:
@@ -157,7 +160,7 @@ def test_a_hung_worker_is_restarted_by_its_liveness_probe_while_its_work_goes_on
         restart = time.monotonic() - stopped_at
         settle(control_plane)
     FIGURES["a hung (SIGSTOPped) claims worker"] = (
-        f"20 new claims bound on the other replica within {bound_by:.1f}s; restarted {restart:.0f}s after it hung; "
+        f"20 new claims all bound {bound_by:.1f}s after it hung; restarted {restart:.0f}s after it hung; "
         f"longest bind delay {flow.worst_delay('a hung claims worker'):.1f}s")
     assert any("Liveness" in w and name in w for w in warnings(control_plane, "Unhealthy"))
 
