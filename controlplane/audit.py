@@ -25,9 +25,10 @@ omitStages: ["RequestReceived"]
 rules:
 - level: Metadata
 """
-#: users whose requests the counters leave out: the control plane's own components
-CONTROL_PLANE_USERS = ("system:apiserver", "system:kube-controller-manager")
-CONTROL_PLANE_PREFIXES = ("system:serviceaccount:kube-system:",)
+#: users whose requests the counters leave out: the control plane's own components, and a node's (node/)
+CONTROL_PLANE_USERS = ("system:apiserver", "system:kube-controller-manager", "system:kube-scheduler",
+                       "system:kube-proxy")
+CONTROL_PLANE_PREFIXES = ("system:serviceaccount:kube-system:", "system:node:", "poolboy-node:")
 
 
 def apiserver_args(directory: Path) -> list[str]:
