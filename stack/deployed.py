@@ -12,15 +12,16 @@ import tempfile
 import time
 import urllib.error
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from controlplane import ControlPlane
-from node.images import REDIS_REPOSITORY, named
-from node.launcher import CONTROL_PLANE_OPTIONS, Node
 from procutil import InTemporaryDirectory
 from stack.service_accounts import CHART, helm_binary
+
+if TYPE_CHECKING:  # the image carries neither: only `poolboy dev --cluster node` loads them
+    from controlplane import ControlPlane
+    from node.launcher import Node
 
 #: PodSecurity at its strictest on the operator namespace, enforced (the chart's pods comply)
 RESTRICTED = {"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/warn": "restricted"}
@@ -30,6 +31,8 @@ RELEASE = "poolboy"
 def chart_values(node: Node, managed: list[dict[str, Any]], **more: Any) -> dict[str, Any]:
     """The chart's values for a node that pulls nothing: its imported images (never pulled), the kinds Poolboy
     may manage, and ``more`` over them."""
+    from node.images import REDIS_REPOSITORY, named
+
     values: dict[str, Any] = {
         "image": {"pullPolicy": "Never"},
         "redis": {"image": named(node.images or [], REDIS_REPOSITORY)},
@@ -55,6 +58,9 @@ class DeployedStack(InTemporaryDirectory):
         self.timings: dict[str, float] = {}
 
     def start(self) -> DeployedStack:
+        from controlplane import ControlPlane
+        from node.launcher import CONTROL_PLANE_OPTIONS, Node
+
         crds = Path(CHART) / "crds"
         try:
             started = time.monotonic()
