@@ -28,6 +28,9 @@ USER = "poolboy-node:kube-router"
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
 #: kube-router's health endpoint, inside the node's namespace
 HEALTH_PORT = 20244
+#: the iptables chains and ipsets of kube-router's policy controller (kube-proxy's are KUBE-SVC-, KUBE-SEP-, ...)
+CHAIN_PREFIXES = ("KUBE-ROUTER-", "KUBE-NWPLCY-", "KUBE-POD-FW-")
+SET_PREFIXES = ("KUBE-SRC-", "KUBE-DST-", "kube-router-")
 
 
 class NetworkPolicies:
@@ -74,6 +77,20 @@ class NetworkPolicies:
         if child is None:
             return
         child.stop(timeout=5)
-        # its chains and ipsets outlive it: remove them (kube-router's own cleanup)
-        subprocess.run(host.in_netns(node.layout, [str(self.binary), "--cleanup-config"]), capture_output=True,
-                       check=False, timeout=60)
+        remove_rules(node)
+
+
+def remove_rules(node: Node) -> None:
+    """Remove kube-router's chains, the rules that jump to them and its ipsets from the node's namespace, leaving
+    kube-proxy's. Its own ``--cleanup-config`` says it cleaned them and leaves them (v2.1.0, then panics on the
+    service proxy it never ran)."""
+    saved = subprocess.run(host.in_netns(node.layout, ["iptables-save"]), capture_output=True, text=True,
+                           check=True).stdout
+    kept = [line for line in saved.splitlines() if not any(chain in line for chain in CHAIN_PREFIXES)]
+    subprocess.run(host.in_netns(node.layout, ["iptables-restore"]), input="\n".join(kept) + "\n", text=True,
+                   capture_output=True, check=True)
+    sets = subprocess.run(host.in_netns(node.layout, ["ipset", "list", "-n"]), capture_output=True, text=True,
+                          check=True).stdout.split()
+    for name in sets:
+        if name.startswith(SET_PREFIXES):
+            subprocess.run(host.in_netns(node.layout, ["ipset", "destroy", name]), capture_output=True, check=False)

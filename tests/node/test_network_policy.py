@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import subprocess
 import urllib.error
 from collections.abc import Iterator
 
 import pytest
 
 from controlplane.testing import ControlPlane
+from node import host
 from node.launcher import Node
 from node.network_policy import NetworkPolicies
 from tests.controlplane.helm_release import Release
@@ -43,8 +45,13 @@ print(json.dumps(result))
 
 
 @pytest.fixture(scope="module")
-def enforced(control_plane: ControlPlane, node: Node, release: Release) -> Iterator[Node]:
-    policies = NetworkPolicies()
+def policies() -> NetworkPolicies:
+    return NetworkPolicies()
+
+
+@pytest.fixture(scope="module")
+def enforced(control_plane: ControlPlane, node: Node, release: Release,
+             policies: NetworkPolicies) -> Iterator[Node]:
     policies.start(node)
     try:
         # the node's DNS is no pod: the policies admit it by address
@@ -109,3 +116,15 @@ def test_only_the_documented_traffic_reaches_the_release(control_plane: ControlP
     assert outsider == {f"{ip}:8081:open": True, f"{redis}:closed": False, f"{ip}:9090:closed": False}
     monitoring = probe(control_plane, "monitoring", [f"{ip}:9090:open", f"{redis}:closed"])
     assert monitoring == {f"{ip}:9090:open": True, f"{redis}:closed": False}
+
+
+def test_stopping_the_controller_removes_its_rules(control_plane: ControlPlane, enforced: Node,
+                                                   policies: NetworkPolicies) -> None:
+    """Rules left behind with nobody keeping their pod sets current would refuse every pod started later."""
+    policies.stop(enforced)
+    saved = subprocess.run(host.in_netns(enforced.layout, ["iptables-save"]), capture_output=True, text=True,
+                           check=True).stdout
+    assert [line for line in saved.splitlines() if "KUBE-ROUTER" in line or "KUBE-NWPLCY" in line] == []
+    assert "KUBE-SERVICES" in saved, "kube-proxy's rules went too"
+    redis = "poolboy-redis.poolboy.svc.cluster.local:6379"
+    assert probe(control_plane, "np-later", [f"{redis}:open"]) == {f"{redis}:open": True}
