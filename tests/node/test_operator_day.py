@@ -169,7 +169,11 @@ def test_every_claim_ends_bound_once_and_the_pool_exact(flow: ClaimFlow) -> None
     flow.stop()
     flow.wait_bound(list(flow.created), timeout=180)
     burst = flow.burst
-    assert final_violations(burst) == []
+    # a claim is bound before its handle's resources exist: the handles workers create them just after
+    try:
+        wait_for(lambda: not final_violations(burst), timeout=180, interval=1, message="the handles settled")
+    except AssertionError:
+        assert final_violations(burst) == []
 
     def exact() -> int | None:
         handles = burst.unbound_pool()
