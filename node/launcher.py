@@ -159,7 +159,7 @@ class Node(InTemporaryDirectory):
         (token and access reviews), the API server may use every kubelet endpoint (logs, exec), CoreDNS reads
         Services, EndpointSlices and Namespaces."""
         rbac = "/apis/rbac.authorization.k8s.io/v1"
-        self._ensure(f"{rbac}/clusterroles", {
+        self.ensure(f"{rbac}/clusterroles", {
             "metadata": {"name": COREDNS_USER},
             "rules": [{"apiGroups": [""], "resources": ["services", "namespaces", "pods"],
                        "verbs": ["list", "watch"]},
@@ -167,12 +167,12 @@ class Node(InTemporaryDirectory):
                        "verbs": ["list", "watch"]}]})
         for role, user in (("system:auth-delegator", NODE_USER), ("system:kubelet-api-admin", KUBELET_CLIENT),
                            (COREDNS_USER, COREDNS_USER)):
-            self._ensure(f"{rbac}/clusterrolebindings", {
+            self.ensure(f"{rbac}/clusterrolebindings", {
                 "metadata": {"name": f"poolboy-node:{role.replace(':', '-')}"},
                 "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
                 "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]})
 
-    def _ensure(self, path: str, body: dict[str, Any]) -> None:
+    def ensure(self, path: str, body: dict[str, Any]) -> None:
         """Create ``body`` at ``path``, or replace what is there (a cluster a node ran on before)."""
         try:
             self.cluster.request("POST", path, body)
@@ -187,7 +187,7 @@ class Node(InTemporaryDirectory):
     def _publish_api_endpoint(self) -> None:
         """The ``kubernetes`` Service's endpoint: the forwarder on the host's end of the veth pair (the control
         plane runs with no endpoint reconciler, since the API server itself listens on loopback only)."""
-        self._ensure("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices", {
+        self.ensure("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices", {
             "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
             "metadata": {"name": "kubernetes", "namespace": "default",
                          "labels": {"kubernetes.io/service-name": "kubernetes",

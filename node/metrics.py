@@ -103,7 +103,7 @@ class MetricsServer:
     def _grant(self, node: Node) -> None:
         """What upstream's manifest grants metrics-server: read nodes and pods and the kubelet's metrics, check its
         callers with the API server (token and access reviews), read the requestheader CA in kube-system."""
-        ensure = node._ensure
+        ensure = node.ensure
         ensure(f"{RBAC}/clusterroles", {
             "metadata": {"name": USER},
             "rules": [{"apiGroups": [""], "resources": ["nodes/metrics"], "verbs": ["get"]},
@@ -121,7 +121,7 @@ class MetricsServer:
 
     def _register(self, node: Node) -> None:
         assert node.cluster.ca is not None
-        ensure = node._ensure
+        ensure = node.ensure
         ensure(f"/api/v1/namespaces/{NAMESPACE}/services", {
             "metadata": {"name": SERVICE, "namespace": NAMESPACE},
             "spec": {"ports": [{"name": "https", "port": 443, "targetPort": PORT, "protocol": "TCP"}]}})

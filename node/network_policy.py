@@ -47,7 +47,7 @@ class NetworkPolicies:
         directory.mkdir(parents=True, exist_ok=True)
         kubeconfig = node.cluster.write_kubeconfig(directory / "kubeconfig", USER, server=node.layout.api_server,
                                                    tls_server_name="kubernetes")
-        node._ensure(f"{RBAC}/clusterroles", {
+        node.ensure(f"{RBAC}/clusterroles", {
             "metadata": {"name": USER},
             "rules": [{"apiGroups": [""], "resources": ["pods", "namespaces", "nodes", "services", "endpoints"],
                        "verbs": ["get", "list", "watch"]},
@@ -55,7 +55,7 @@ class NetworkPolicies:
                        "verbs": ["get", "list", "watch"]},
                       {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"],
                        "verbs": ["get", "list", "watch"]}]})
-        node._ensure(f"{RBAC}/clusterrolebindings", {
+        node.ensure(f"{RBAC}/clusterrolebindings", {
             "metadata": {"name": USER},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": USER},
             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": USER}]})
