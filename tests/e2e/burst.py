@@ -79,7 +79,9 @@ class Burst:
         }, self.namespace)
 
     def handles(self) -> list[dict]:
-        return self.api.list_namespaced_custom_object(D, "v1", NS, "resourcehandles")["items"]
+        """This burst's handles: those of its provider (another test's may share the operator namespace)."""
+        found = self.api.list_namespaced_custom_object(D, "v1", NS, "resourcehandles")["items"]
+        return [h for h in found if self.name in provider_names(h)]
 
     def claims(self) -> list[dict]:
         return self.api.list_namespaced_custom_object(D, "v1", self.namespace, "resourceclaims")["items"]
@@ -117,6 +119,14 @@ class Burst:
     def all_bound(self, count: int) -> bool:
         claims = self.claims()
         return len(claims) == count and all((c.get("status") or {}).get("resourceHandle") for c in claims)
+
+
+def provider_names(handle: dict) -> set[str]:
+    """The providers a handle's resources come from (its own ``spec.provider`` and each resource's)."""
+    spec = handle.get("spec") or {}
+    names = {(spec.get("provider") or {}).get("name")}
+    names.update((r.get("provider") or {}).get("name") for r in spec.get("resources") or [])
+    return {name for name in names if name}
 
 
 def binding_violations(claims: list[dict], handles: list[dict]) -> list[str]:
@@ -267,8 +277,8 @@ def wait_settled(burst: Burst, timeout: float = 60.0, log_dir: Path | None = Non
     try:
         wait_for(clean, timeout=timeout, interval=1.0, message="every claim, handle and resource consistent")
     except AssertionError as error:
-        names = _names(last[0])
-        raise AssertionError(f"{context}{error}: {last[0][:20]}{_log_lines_naming(log_dir, names)}"
+        names = named_objects(last[0])
+        raise AssertionError(f"{context}{error}: {last[0][:20]}{log_lines_naming(log_dir, names)}"
                              f"{_redis_keys_naming(redis_url, names)}") from None
 
 
@@ -276,11 +286,11 @@ def wait_settled(burst: Burst, timeout: float = 60.0, log_dir: Path | None = Non
 _NAMED = re.compile(r"\b(?:claim|handle|resource) (\S+)")
 
 
-def _names(violations: list[str]) -> set[str]:
+def named_objects(violations: list[str]) -> set[str]:
     return {match for violation in violations[:20] for match in _NAMED.findall(violation)}
 
 
-def _log_lines_naming(log_dir: Path | None, names: set[str], limit: int = 200) -> str:
+def log_lines_naming(log_dir: Path | None, names: set[str], limit: int = 200) -> str:
     if log_dir is None or not names:
         return ""
     found = [f"{path.name}: {line}" for path in sorted(log_dir.glob("*.log"))

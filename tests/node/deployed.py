@@ -3,6 +3,7 @@ reports them, and a flow of claims that keeps running while an operator changes 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
 import time
@@ -10,9 +11,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
-from kubernetes import watch
+from kubernetes import client, watch
 
 from controlplane.testing import ControlPlane
 from node.launcher import Node
@@ -182,6 +184,21 @@ def scale(cluster: ControlPlane, deployment: str, replicas: int, namespace: str 
     """``kubectl scale``: the Deployment's scale subresource."""
     cluster.request("PATCH", f"/apis/apps/v1/namespaces/{namespace}/deployments/{deployment}/scale",
                     {"spec": {"replicas": replicas}})
+
+
+def save_logs(cluster: ControlPlane, directory: Path, namespace: str = NAMESPACE) -> Path:
+    """Each pod's container logs (and its previous container's, when it restarted) as ``<pod>.log`` files in
+    ``directory``: what :func:`tests.e2e.burst.wait_settled` searches for the objects still wrong."""
+    directory.mkdir(parents=True, exist_ok=True)
+    core = client.CoreV1Api(cluster.api_client())
+    for pod in pods(cluster, namespace):
+        name = pod["metadata"]["name"]
+        text = ""
+        for previous in (True, False):
+            with contextlib.suppress(client.ApiException):  # 400: no previous container
+                text += core.read_namespaced_pod_log(name, namespace, previous=previous)
+        (directory / f"{name}.log").write_text(text)
+    return directory
 
 
 def warnings(cluster: ControlPlane, reason: str, namespace: str = NAMESPACE) -> list[str]:

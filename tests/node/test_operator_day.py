@@ -10,6 +10,7 @@ import os
 import signal
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from kubernetes import client
@@ -17,13 +18,14 @@ from kubernetes import client
 from controlplane.testing import ControlPlane
 from node.launcher import Node
 from tests.controlplane.helm_release import Release
-from tests.e2e.burst import Burst, final_violations
+from tests.e2e.burst import Burst, final_violations, log_lines_naming, named_objects, wait_settled
 from tests.node.conftest import wait
 from tests.node.deployed import (
     ClaimFlow,
     node_values,
     pods,
     restarts,
+    save_logs,
     scale,
     settle,
     warnings,
@@ -165,15 +167,17 @@ def test_a_hung_worker_is_restarted_by_its_liveness_probe_and_no_claim_is_lost(
     assert any("Liveness" in w and name in w for w in warnings(control_plane, "Unhealthy"))
 
 
-def test_every_claim_ends_bound_once_and_the_pool_exact(flow: ClaimFlow) -> None:
+def test_every_claim_ends_bound_once_and_the_pool_exact(control_plane: ControlPlane, flow: ClaimFlow,
+                                                        tmp_path: Path) -> None:
     flow.stop()
     flow.wait_bound(list(flow.created), timeout=180)
     burst = flow.burst
     # a claim is bound before its handle's resources exist: the handles workers create them just after
     try:
-        wait_for(lambda: not final_violations(burst), timeout=180, interval=1, message="the handles settled")
-    except AssertionError:
-        assert final_violations(burst) == []
+        wait_settled(burst, timeout=180, context="after the operator's day: ")
+    except AssertionError as error:
+        logs = save_logs(control_plane, tmp_path / "logs")
+        raise AssertionError(f"{error}{log_lines_naming(logs, named_objects(final_violations(burst)))}") from None
 
     def exact() -> int | None:
         handles = burst.unbound_pool()
