@@ -253,7 +253,7 @@ class Bench:
         return apimetrics.scrape(lambda path: str(cluster.request("GET", path)))
 
     def operator_work(self) -> collections.Counter[str]:
-        """The project's reconcile runs by controller and gate outcomes so far (nothing for upstream)."""
+        """The project's reconcile runs by controller and work queue outcomes so far (nothing for upstream)."""
         urls = getattr(self.stack, "metrics_urls", None)
         return operator_metrics.snapshot(urls) if urls else collections.Counter()
 
@@ -465,7 +465,7 @@ class Mark(NamedTuple):
     cpu: dict[str, float]  # CPU seconds per component so far (absolute: subtract the phase's start)
     commands: collections.Counter[str]  # Redis commands so far (absolute)
     served: apimetrics.Snapshot | None  # the real API server's own counters so far (absolute; None on devcluster)
-    work: collections.Counter[str]  # the project's runs by controller and gate outcomes so far (absolute)
+    work: collections.Counter[str]  # the project's runs by controller and work queue outcomes so far (absolute)
 
 
 class Phase:
@@ -721,7 +721,7 @@ def run_scale_out(args: argparse.Namespace) -> dict[str, Any]:
             clock, start, created = phase.run_claims([f"x{i:05d}" for i in range(n)], None, 3600)
             result.update(summarise(clock, start, created))
             result.update(phase.finish(n))
-            # full resync: every object through the gate; converged objects cause reads only
+            # full resync: every object through the work queue; converged objects cause reads only
             bench.reset_counters()
             began = time.monotonic()
             _trigger_resync(stack)
@@ -1171,7 +1171,7 @@ def main() -> int:
     parser.add_argument("--profile", type=Path, default=None, help="py-spy the workers, watcher, devcluster into DIR")
     parser.add_argument("--log-dir", default=None, help="keep component logs under this directory")
     parser.add_argument("--redis-purposes", action="store_true",
-                        help="W1/W2: also count Redis commands by purpose (broker, gate, own writes, cache, ...) "
+                        help="W1/W2: also count Redis commands by purpose (broker, work queue, own writes, cache, ...) "
                              "through MONITOR, which slows Redis: not for timing runs")
     parser.add_argument("--output", type=Path, default=None, help="also write the JSON document to this file")
     args = parser.parse_args()

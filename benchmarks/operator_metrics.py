@@ -1,8 +1,8 @@
 """What the project's components count of their own work, from their ``/metrics``: reconcile runs by controller and
-the gate's outcomes for watch events (added, coalesced, skipped as an own write, deferred to a running run).
+the work queue's outcomes for watch events (added, coalesced, skipped as an own write, deferred to a running run).
 
 Runs per claim by controller say which reconcile a workload pays for more than once, where requests and CPU only
-say that something costs; the gate's outcomes say why a run happened.
+say that something costs; the work queue's outcomes say why a run happened.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from stack import ports
 
 RUNS = "controller_runtime_reconcile_total"
-GATE = "poolboy_gate_adds_total"
+ADDS = "poolboy_workqueue_adds_total"
 
 
 def free_port_run(count: int) -> int:
@@ -32,7 +32,7 @@ def free_port_run(count: int) -> int:
 
 
 def snapshot(metrics_urls: Mapping[str, str]) -> collections.Counter[str]:
-    """``runs <controller>`` and ``gate <outcome>`` summed over every component now."""
+    """``runs <controller>`` and ``work queue <outcome>`` summed over every component now."""
     counts: collections.Counter[str] = collections.Counter()
     for url in metrics_urls.values():
         with urllib.request.urlopen(url, timeout=10) as reply:
@@ -41,8 +41,8 @@ def snapshot(metrics_urls: Mapping[str, str]) -> collections.Counter[str]:
             for sample in family.samples:
                 if sample.name == RUNS:
                     counts[f"runs {sample.labels.get('controller')}"] += int(sample.value)
-                elif sample.name == GATE:
-                    counts[f"gate {sample.labels.get('outcome')}"] += int(sample.value)
+                elif sample.name == ADDS:
+                    counts[f"work queue {sample.labels.get('outcome')}"] += int(sample.value)
     return counts
 
 

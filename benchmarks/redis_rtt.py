@@ -9,8 +9,8 @@ the same way, count the sequential round trips on the path (an upper bound: unre
 as beat's 1 s due sweep, lands in the window too; the per-connection breakdown shows it).
 
 Purpose of a command, from its first key: ``broker`` (Celery queues, ``unacked``, kombu bindings, pidbox),
-``gate`` (``gate:``), ``own writes`` (``selfwrites:``), ``index`` (``poolboy:cache:i:``, ``…:resv:``),
-``cache`` (``poolboy:cache:``, ``poolboy:epoch``), ``due`` (the due-index ZSET), ``beat`` (``poolboy:beat:``),
+``work queue`` (``work queue:``), ``own writes`` (``selfwrites:``), ``index`` (``poolboy:cache:i:``, ``…:resv:``),
+``cache`` (``poolboy:cache:``, ``poolboy:epoch``), ``due`` (the delaying queue ZSET), ``beat`` (``poolboy:beat:``),
 ``connection`` (no key: PING, CLIENT, SELECT, SCRIPT, INFO…), else ``other``.
 """
 
@@ -31,7 +31,7 @@ QUEUES = ("claims", "handles", "pools", "providers", "scalings", "periodic", "ce
 PRIORITY_SEP = "\\x06\\x16"
 KEYLESS = {"ping", "client", "select", "script", "info", "hello", "auth", "multi", "exec", "discard", "time",
            "command", "config", "monitor", "readonly", "echo", "quit", "reset", "dbsize", "flushall", "flushdb"}
-PREFIXES = (("poolboy:queue:due", "due"), ("poolboy:queue:", "gate"), ("poolboy:runlog:", "gate"),
+PREFIXES = (("poolboy:queue:due", "due"), ("poolboy:queue:", "work queue"), ("poolboy:runlog:", "work queue"),
             ("poolboy:ownwrites:", "own writes"), ("poolboy:cache:i:", "index"),
             ("poolboy:cache:resv:", "index"), ("poolboy:cache:", "cache"), ("poolboy:epoch", "cache"),
             ("poolboy:beat:", "beat"), ("_kombu.binding", "broker"), ("unacked", "broker"),
@@ -90,7 +90,7 @@ def round_trips(commands: list[Command], gap_s: float) -> list[list[Command]]:
 
 
 def describe(group: list[Command]) -> str:
-    """``gate: evalsha gate:{…}:pending`` for each distinct (purpose, command, key) of a round trip."""
+    """``work queue: evalsha work queue:{…}:pending`` for each distinct (purpose, command, key) of a round trip."""
     seen = dict.fromkeys(f"{purpose(c)}: {c.name} {c.key or ''}".rstrip() for c in group)
     return " | ".join(seen)
 

@@ -2,8 +2,8 @@
 
 The watcher keeps every object it watches in Redis under one key prefix (``poolboy:cache:`` by default). The census
 walks those keys with ``SCAN`` (never ``KEYS``, which blocks the server) and asks ``MEMORY USAGE`` of each, so the
-cache's own bytes are known apart from the queues, the gate and the due-index that share the same Redis. Keys are
-grouped by the segment that follows the prefix (e.g. ``o`` for objects, ``i`` for indexes in ``o:<id>`` /
+cache's own bytes are known apart from the queues, the work queue and the delaying queue that share the same Redis. Keys
+are grouped by the segment that follows the prefix (e.g. ``o`` for objects, ``i`` for indexes in ``o:<id>`` /
 ``i:<index>``), so a layout change shows up rather than being summed away.
 """
 
@@ -58,7 +58,7 @@ def census(client: redis.Redis, prefix: str = DEFAULT_PREFIX) -> dict[str, Any]:
 
 def per_10k(before: dict[str, Any], after: dict[str, Any], used_before: int, used_after: int) -> dict[str, Any]:
     """The cache's cost per 10 000 cached objects: by its own keys' bytes, and by Redis ``used_memory`` (which
-    also carries whatever else the workload left in Redis: gate keys, due-index, queues)."""
+    also carries whatever else the workload left in Redis: work queue keys, delaying queue, queues)."""
     objects = after["objects"] - before["objects"]
     cache_bytes = after["bytes"] - before["bytes"]
     used = used_after - used_before

@@ -1,7 +1,7 @@
 """Redis commands per claim, by command: the delta of ``INFO commandstats`` between two moments.
 
 Redis counts every command it ran since start (``cmdstat_<name>: calls=…``), so two snapshots give what the
-stack asked for in between, whoever asked: the watcher's gate ADDs, workers' START/DONE/RENEW scripts, Celery's
+stack asked for in between, whoever asked: the watcher's work queue ADDs, workers' START/DONE/RENEW scripts, Celery's
 publishes, BRPOPs and acks, beat's sweeps. The benchmark's own ``INFO`` calls are left out.
 """
 

@@ -1,4 +1,4 @@
-"""Redis commands by purpose: what each command the stack sent was *for* (broker, gate, own writes, cache, ...).
+"""Redis commands by purpose: what each command the stack sent was *for* (broker, work queue, own writes, cache, ...).
 
 ``INFO commandstats`` (:mod:`benchmarks.redisops`) counts commands by name only: an ``HSET`` may be kombu recording
 an unacked message or the watcher writing the cache. ``MONITOR`` shows every command with its keys, including the
@@ -102,7 +102,7 @@ class Tally:
         if command in OWN:
             return
         key = args[1] if len(args) > 1 and command not in _KEYLESS else ""
-        if lua:  # by its own key where it says something (a gate script's LPUSH publishes), else the script's
+        if lua:  # by its own key where it says something (a work queue script's LPUSH publishes), else the script's
             own = purpose_of(command, key) if key else "other"
             self._count(self._script if own == "other" else own, f"  {command} {key_shape(key)}")
             return

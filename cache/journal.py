@@ -1,5 +1,5 @@
 """A run's journal: what one run did through its cached client (:mod:`cache.reader`) that the engine settles when
-the run ends (:func:`engine.run.finish`).
+the run ends (:func:`engine.runner.finish`).
 
 * The object versions the run got by name (:meth:`RunJournal.seen`): a watch event of one of them brings the run
   nothing it has not acted on (:mod:`engine.own_writes`).

@@ -3,14 +3,14 @@
 Here rather than in ``watcher/`` so that the cache's writer and its readers live in one package.
 
 * Every (re)list fills the cache with what the API returned and prunes what it no longer has, *before* the listed
-  keys reach the gate, so the runs they cause read at least the listed versions; the scope is then ``synced``.
-* Every watch event writes the cache before its key reaches the gate (ADDED/MODIFIED: the object, DELETED: a
+  keys reach the work queue, so the runs they cause read at least the listed versions; the scope is then ``synced``.
+* Every watch event writes the cache before its key reaches the work queue (ADDED/MODIFIED: the object, DELETED: a
   tombstone), for the same reason.
 * A heartbeat thread keeps the ``alive`` key while this watcher leads, and checks every second that Redis still
   holds this watcher's epoch key. If not, Redis lost its data (restarted without persistence, FLUSHALL, failover to
-  an empty replica): the gate, the due-index and the cache are gone, so every informer lists again at once, which
-  refills the cache and hands every key to the gate again, without waiting for the periodic resync. The same happens
-  when Redis answers again after an outage, whatever it kept: work queued or run meanwhile may be lost.
+  an empty replica): the work queue, the delaying queue and the cache are gone, so every informer lists again at once,
+  which refills the cache and hands every key to the work queue again, without waiting for the periodic resync. The same
+  happens when Redis answers again after an outage, whatever it kept: work queued or run meanwhile may be lost.
 * When Redis refuses a cache write for memory (``maxmemory`` reached, :mod:`engine.redis_oom`), the cache misses
   what it refused, so the watcher retires it at once (deletes still work then): readers go to the API. It tries its
   heartbeat again only after a quiet period that doubles with each refusal in a row (5 s up to 5 minutes), and the
@@ -91,7 +91,7 @@ class CacheWriter:
             self.cache.mark_synced(informer.api_version, informer.kind, informer.namespace)
             CACHE_WRITES.labels("list").inc(len(items))
             CACHE_WRITES.labels("prune").inc(removed)
-        except Exception as error:  # the cache only costs speed: the keys still go to the gate
+        except Exception as error:  # the cache only costs speed: the keys still go to the work queue
             CACHE_ERRORS.inc()
             if self._refused_for_memory(error, f"{informer.name}: the cache is not filled from the list"):
                 return
@@ -99,7 +99,7 @@ class CacheWriter:
 
     def event_call(self, event_type: str, obj: dict) -> ScriptCall | None:
         """What a watch event writes, as (script, keys, args) for the watcher's intake to pipeline with the keys the
-        event wakes (:class:`engine.enqueue.GateIntake`; None: nothing, a LISTED object was written by
+        event wakes (:class:`engine.enqueue.EventIntake`; None: nothing, a LISTED object was written by
         :meth:`on_list`)."""
         if event_type == "LISTED":
             return None
@@ -174,7 +174,7 @@ class CacheWriter:
     def check(self, *, after_outage: bool = False) -> bool:
         """Renew the heartbeat; True (and a re-list of everything) when Redis lost this watcher's epoch, or answers
         again after an outage (a restart *with* persistence keeps the epoch but may have lost queued messages and
-        gate marks written since its last save, and events were not delivered while it was away)."""
+        work queue marks written since its last save, and events were not delivered while it was away)."""
         pipe = self.redis.pipeline(transaction=False)
         pipe.get(EPOCH)
         pipe.set(EPOCH, self.epoch)

@@ -1,5 +1,5 @@
 """The way into the work queue: :class:`Enqueuer` adds keys and publishes the runs the queue says are owed;
-:class:`GateIntake` is the watcher's way in.
+:class:`EventIntake` is the watcher's way in.
 
 The queue decides whether a message is needed at all (most events of a burst coalesce); only then is a
 ``poolboy.reconcile.<kind>`` message published on the kind's queue, with the queue's message id as task id and the
@@ -11,7 +11,7 @@ key it wakes, in this order: the object goes into the shared cache (:mod:`cache.
 reads at least this version; then the key's OBSERVE (:mod:`engine.own_writes`): the key's own write is skipped, an
 event during a run of the key is deferred to that run, anything else is ADDed. A failed cache write only costs
 speed (it is counted and logged); a failed OBSERVE falls back to a plain ADD, because an extra run is cheap and a
-lost change is not. If Redis cannot be reached, :meth:`GateIntake.deliver_many` raises and the watcher delivers the
+lost change is not. If Redis cannot be reached, :meth:`EventIntake.deliver_many` raises and the watcher delivers the
 events again (every step is idempotent).
 """
 
@@ -57,7 +57,7 @@ class Enqueuer:
     def settle(self, results: Sequence[Added]) -> list[str]:
         """Count what the queue answered to ADDs and publish the runs its scripts did not push themselves."""
         for added in results:
-            labelled(metrics.GATE_ADDS, added.outcome).inc()
+            labelled(metrics.WORKQUEUE_ADDS, added.outcome).inc()
         self.publish_many([added.unpublished for added in results if added.unpublished])
         return [added.outcome for added in results]
 
@@ -82,8 +82,8 @@ class Enqueuer:
 Wakes = list[tuple[str, "str | None"]]
 
 
-class GateIntake:
-    """``GateIntake(enqueuer, own_writes, cache).deliver_many([(event_type, obj, wakes), ...])`` -> the queue's
+class EventIntake:
+    """``EventIntake(enqueuer, own_writes, cache).deliver_many([(event_type, obj, wakes), ...])`` -> the queue's
     outcome per woken key (the watcher's :class:`watcher.delivery.Intake`)."""
 
     def __init__(self, enqueuer: Enqueuer, own_writes: OwnWrites, cache: CacheWriter | None = None) -> None:
@@ -133,6 +133,6 @@ class GateIntake:
             added = self.enqueuer.queue.add(key)
         else:
             added = reply.value
-        labelled(metrics.GATE_ADDS, added.outcome).inc()
+        labelled(metrics.WORKQUEUE_ADDS, added.outcome).inc()
         return added
 

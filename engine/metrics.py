@@ -2,8 +2,8 @@
 
 Counters and histograms are defined at import time; when ``PROMETHEUS_MULTIPROC_DIR`` is set (``poolboy worker``
 sets it before anything imports prometheus_client) each pool child writes its own files and the worker *parent*
-serves the aggregate. Gauges about Redis state (gate depth and age, due-index size, queue lengths) are computed on
-scrape by :class:`RedisStateCollector`, so they are correct no matter which process did the work.
+serves the aggregate. Gauges about Redis state (work queue depth and age, delaying queue size, queue lengths) are
+computed on scrape by :class:`RedisStateCollector`, so they are correct no matter which process did the work.
 
 Names follow controller-runtime where one exists. :func:`observe_api_request` is registered with
 :mod:`poolboy.observability` (the neutral hook :mod:`poolboy.kube` calls) by :func:`install_api_hook`.
@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import REGISTRY, Collector
 
 from poolboy.observability import labelled
@@ -34,15 +34,16 @@ RECONCILE_ERRORS = Counter("controller_runtime_reconcile_errors_total", "Reconci
                            ["controller"])
 RECONCILE_TIME = Histogram("controller_runtime_reconcile_time_seconds", "Reconcile duration", ["controller"],
                            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120))
-GATE_ADDS = Counter("poolboy_gate_adds_total", "Gate ADD outcomes (and the watcher's OBSERVE: also own-write and "
-                    "deferred)", ["outcome"])
+WORKQUEUE_ADDS = Counter("poolboy_workqueue_adds_total", "Work queue ADD outcomes (and the watcher's OBSERVE: also "
+                         "own-write and deferred)", ["outcome"])
 OWN_WRITE_CHECK_ERRORS = Counter("poolboy_watcher_own_write_check_errors_total",
                                  "Own-write checks that failed (the key was added as usual)")
-GATE_STARTS = Counter("poolboy_gate_starts_total", "Gate START outcomes (busy = another run holds the key)",
-                      ["outcome"])
-GATE_WAIT = Histogram("poolboy_gate_wait_seconds", "Time from the first pending mark to the run's START",
-                      ["controller"], buckets=(0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900))
-GATE_REAPED = Counter("poolboy_gate_reaped_total", "Runs re-published because their holder died (lease expired)")
+WORKQUEUE_STARTS = Counter("poolboy_workqueue_starts_total",
+                           "Work queue START outcomes (busy = another run holds the key)", ["outcome"])
+WORKQUEUE_WAIT = Histogram("poolboy_workqueue_wait_seconds", "Time from the first pending mark to the run's START",
+                           ["controller"], buckets=(0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900))
+WORKQUEUE_REAPED = Counter("poolboy_workqueue_reaped_total",
+                           "Runs re-published because their holder died (lease expired)")
 SWEEP_SKIPPED = Counter("poolboy_sweep_skipped_total", "Objects a periodic sweep passed over: unchanged since their "
                         "last successful run and owing none", ["kind"])
 RETRY_DELAY = Histogram("poolboy_retry_delay_seconds", "Backoff chosen after a transient error", ["controller"],
@@ -71,7 +72,7 @@ def install_api_hook() -> None:
 
 
 class RedisStateCollector(Collector):
-    """Gauges read from Redis at scrape time: gate depth/age, due-index size/lateness, queue lengths."""
+    """Gauges read from Redis at scrape time: work queue depth/age, delaying queue size/lateness, queue lengths."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -92,13 +93,15 @@ class RedisStateCollector(Collector):
         except Exception as error:  # a scrape must not fail because Redis is briefly away
             log.warning("redis state metrics unavailable: %s", error)
             return
-        yield GaugeMetricFamily("poolboy_gate_pending", "Keys owed a run", value=pending)
-        yield GaugeMetricFamily("poolboy_gate_oldest_pending_seconds", "Age of the oldest pending mark", value=oldest)
-        yield GaugeMetricFamily("poolboy_due_index_size", "Deadlines in the due-index", value=due_size)
+        yield GaugeMetricFamily("poolboy_workqueue_pending", "Keys owed a run", value=pending)
+        yield GaugeMetricFamily("poolboy_workqueue_oldest_pending_seconds", "Age of the oldest pending mark",
+                                value=oldest)
+        yield GaugeMetricFamily("poolboy_delaying_queue_size", "Deadlines in the delaying queue", value=due_size)
         lateness = max(0.0, time.time() - due_oldest) if due_oldest is not None else 0.0
-        yield GaugeMetricFamily("poolboy_due_index_overdue_seconds", "How far past due the earliest deadline is",
+        yield GaugeMetricFamily("poolboy_delaying_queue_overdue_seconds", "How far past due the earliest deadline is",
                                 value=lateness)
-        queue_family = GaugeMetricFamily("poolboy_queue_length", "Messages waiting per Celery queue", labels=["queue"])
+        queue_family = GaugeMetricFamily("poolboy_celery_queue_length", "Messages waiting per Celery queue",
+                                         labels=["queue"])
         for queue, length in lengths.items():
             queue_family.add_metric([queue], length)
         yield queue_family
@@ -109,17 +112,52 @@ def _priority_lists(queue: str) -> list[str]:
     return [queue] + [f"{queue}\x06\x16{step}" for step in (3, 6, 9)]
 
 
+#: families renamed, each one's old name: served under both for one release, so dashboards and alerts written for
+#: the old names keep working while they move (README.md, "Metrics")
+DEPRECATED_NAMES = {
+    "poolboy_workqueue_adds": "poolboy_gate_adds",
+    "poolboy_workqueue_starts": "poolboy_gate_starts",
+    "poolboy_workqueue_wait_seconds": "poolboy_gate_wait_seconds",
+    "poolboy_workqueue_reaped": "poolboy_gate_reaped",
+    "poolboy_workqueue_pending": "poolboy_gate_pending",
+    "poolboy_workqueue_oldest_pending_seconds": "poolboy_gate_oldest_pending_seconds",
+    "poolboy_delaying_queue_size": "poolboy_due_index_size",
+    "poolboy_delaying_queue_overdue_seconds": "poolboy_due_index_overdue_seconds",
+    "poolboy_celery_queue_length": "poolboy_queue_length",
+}
+
+
+class WithDeprecatedNames(Collector):
+    """``source``'s families, each renamed one followed by a copy under its old name (:data:`DEPRECATED_NAMES`)."""
+
+    def __init__(self, source: Collector) -> None:
+        self.source = source
+
+    def collect(self) -> Iterator[Metric]:
+        for family in self.source.collect():
+            yield family
+            old = DEPRECATED_NAMES.get(family.name)
+            if old is not None:
+                yield renamed(family, old)
+
+
+def renamed(family: Metric, name: str) -> Metric:
+    """``family`` under ``name``: its samples keep their suffixes (``_total``, ``_bucket``, ...)."""
+    copy = Metric(name, f"Deprecated: renamed {family.name}. {family.documentation}", family.type, family.unit)
+    copy.samples = [sample._replace(name=name + sample.name[len(family.name):]) for sample in family.samples]
+    return copy
+
+
 def serve(port: int, settings: Settings | None, address: str = "0.0.0.0") -> CollectorRegistry:
     """Start the scrape endpoint in this process (the worker parent, before the pool forks)."""
     from prometheus_client import multiprocess
 
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry)
-    else:
-        registry = REGISTRY
+    source: Collector = (multiprocess.MultiProcessCollector(None) if os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+                         else REGISTRY)
+    registry = CollectorRegistry()
+    registry.register(WithDeprecatedNames(source))
     if settings is not None:
-        registry.register(RedisStateCollector(settings))
+        registry.register(WithDeprecatedNames(RedisStateCollector(settings)))
     start_http_server(port, addr=address, registry=registry)
     log.info("metrics on http://%s:%d/metrics", address, port)
     return registry

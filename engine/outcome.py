@@ -1,4 +1,4 @@
-"""What one run of a key came to, as the engine's one switch (:func:`engine.run.finish`) maps it to the queue, like
+"""What one run of a key came to, as the engine's one switch (:func:`engine.runner.finish`) maps it to the queue, like
 controller-runtime's ``reconcileHandler``:
 
 =================  ======================================================================  =====================

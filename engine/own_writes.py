@@ -1,7 +1,7 @@
 """Own writes: the watch event of a write a reconcile of key K made to K's own objects does not run K again.
 
 Without this, every run that writes (a finalizer, an init patch, a status PUT, a managed resource it patched) is
-followed by one more, mostly no-op run of the same key: the watcher sees the write, the gate marks the key
+followed by one more, mostly no-op run of the same key: the watcher sees the write, the work queue marks the key
 "pending while running", and DONE re-publishes it.
 
 A write is identified by ``"<uid>/<resourceVersion>"``: every change the API server makes gets a new
@@ -20,7 +20,7 @@ ids for the woken key before it ADDs it, in one script after the run's cache wri
 writes, so their events are that key's own as well.
 
 What a run *got* counts the same way: a run that read an object at version V (by name, from the cache or the API)
-has acted on V, so V's watch event, arriving during the run or after it, brings it nothing (``engine/run.py`` passes
+has acted on V, so V's watch event, arriving during the run or after it, brings it nothing (``engine/runner.py`` passes
 the versions of the run's journal, :meth:`cache.journal.RunJournal.seen`, to SETTLE with the write ids). And a WAKE
 that finds a run of the woken key going on defers its write ids to that run like watch events: the run goes again only
 if it did not get those versions itself (so a claim run started by its resource's ADDED event, while the handle run
@@ -40,7 +40,7 @@ Both sides compose the queue's scripts (``engine/lua/observe.lua`` and ``settle.
 decided by exactly one of them and costs no round trip of its own:
 
 * the watcher's OBSERVE: id among K's own writes -> skip (a finished run wrote it); else a run of K holds the
-  key's lease -> deferred to that run; else the gate's ADD, as for any event;
+  key's lease -> deferred to that run; else the work queue's ADD, as for any event;
 * the run's SETTLE: records the run's write ids, then takes every deferred id that is not one of the key's own
   writes as a change by someone else and marks the key owed; the queue's DONE, in the same script, then releases
   the lease and publishes exactly that one more run. A run that dies before DONE leaves its deferred ids

@@ -1,7 +1,7 @@
 """The one place that turns the Redis settings into clients: plain, password, TLS or Sentinel.
 
 Every Redis user of the project goes through here, so a deployment switches to TLS or to Sentinel high availability
-by settings alone: the work gate, the due-index, the own-writes records and the metrics read
+by settings alone: the work queue, the delaying queue, the own-writes records and the metrics read
 :func:`client`; the Celery broker reads :func:`celery_options` (kombu's ``sentinel://`` transport with the
 ``master_name`` transport option); the beat scheduler reads :func:`redbeat_options` (redbeat's ``redis-sentinel://``
 with ``sentinels`` and ``service_name``).
@@ -173,7 +173,7 @@ def celery_options(settings: Settings) -> dict[str, Any]:
 
 
 def redbeat_options(settings: Settings) -> dict[str, Any]:
-    """celery-redbeat's settings for the same Redis: its schedule and its lock live beside the gate."""
+    """celery-redbeat's settings for the same Redis: its schedule and its lock live beside the work queue."""
     endpoint = parse(settings)
     tls = uses_tls(settings, endpoint)
     options: dict[str, Any] = {}

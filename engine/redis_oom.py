@@ -1,12 +1,12 @@
-"""Redis refusing writes because it reached ``maxmemory`` (the chart's policy is ``noeviction``: nothing the gate or
-the cache holds is disposable, so Redis refuses instead of evicting).
+"""Redis refusing writes because it reached ``maxmemory`` (the chart's policy is ``noeviction``: nothing the work queue
+or the cache holds is disposable, so Redis refuses instead of evicting).
 
 Every component recognises the refusal (:func:`is_oom`), counts it (``poolboy_redis_oom_errors_total``, what the
 chart's alert fires on) and says so in one line at most every :data:`LOG_EVERY_S` seconds per process, with how
 many refusals the line stands for: a full Redis is an operator's problem to fix, and a line per refused command
 would bury the one that says what is wrong. Nothing crashes and nothing spins: a refused run ends, the watcher stops
 trusting the cache until Redis accepts writes again and then lists everything once (:mod:`cache.writer`), and the
-work a refusal lost is added again by that list, the gate's stale-mark republish and the sweeps.
+work a refusal lost is added again by that list, the work queue's stale-mark republish and the sweeps.
 """
 
 from __future__ import annotations

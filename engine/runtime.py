@@ -67,7 +67,7 @@ class Runtime:
 
     def reader(self) -> CachedKubeClient | None:
         """A fresh per-run client: cache-first reads; writes go into the cache with the run's last round trip
-        (its :class:`~cache.journal.RunJournal`, read by :func:`engine.run.finish`)."""
+        (its :class:`~cache.journal.RunJournal`, read by :func:`engine.runner.finish`)."""
         kube = self.kube
         return None if kube is None else CachedKubeClient(kube, self.cache, journal=RunJournal())
 
@@ -132,5 +132,5 @@ def build(app: Celery, settings: Settings, encoder: Encoder | None, client: redi
 
 def work_queue(settings: Settings, encoder: Encoder | None, client: redis.Redis | None = None) -> WorkQueue:
     """The work queue of ``settings``, pushing the reconcile messages ``encoder`` makes itself."""
-    return WorkQueue(client or redis_client.client(settings), settings.gate_lease_seconds, settings.gate_pending_ttl,
-                     settings.gate_stale_seconds, encoder=encoder)
+    return WorkQueue(client or redis_client.client(settings), settings.workqueue_lease_seconds,
+                     settings.workqueue_pending_ttl, settings.workqueue_stale_seconds, encoder=encoder)

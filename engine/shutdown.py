@@ -2,13 +2,13 @@
 
 Celery's warm shutdown (SIGTERM to the worker) stops consuming, gives prefetched messages back to the broker and
 waits for running tasks — however long they take, until the pod's grace period ends in a SIGKILL. Then the killed
-runs' gate leases stay until they expire and the lease reaper re-publishes them, a lease period later. Here:
+runs' work queue leases stay until they expire and the lease reaper re-publishes them, a lease period later. Here:
 
 * the worker parent, when told to stop, passes SIGTERM on to its busy pool children (Kubernetes signals only PID 1;
   ``kill`` of the whole process group reaches them directly — both paths end the same way);
 * a pool child that gets SIGTERM while a reconcile runs starts a timer of ``POOLBOY_WORKER_SHUTDOWN_GRACE``
   seconds; a reconcile still running when it fires is interrupted with :class:`HandBack`, raised only inside
-  :func:`interruptible` (around the domain reconciler, never inside the gate's own calls);
+  :func:`interruptible` (around the domain reconciler, never inside the work queue's own calls);
 * the task catches it, marks its key pending while it still holds the lease, and DONE re-publishes the key and
   releases the lease: another worker runs it at once. Reconcilers are level-based and idempotent, so stopping one
   midway is as safe as a crash, minus the wait.
@@ -42,7 +42,7 @@ HAND_BACK_SIGNAL = signal.SIGUSR2
 
 
 class HandBack(BaseException):
-    """The worker is stopping and the grace period is over: give the running key back to the gate.
+    """The worker is stopping and the grace period is over: give the running key back to the work queue.
 
     A BaseException so that a reconciler's ``except Exception`` cannot swallow it.
     """

@@ -11,15 +11,15 @@ and who else covers it:
   60 s sweeps read the version from the shared cache, the resync from the API, so a cache that missed an event is
   caught too;
 * a run owed but never started (a worker killed holding its message): the object's pending mark is still there,
-  and the sweep adds it (the queue re-publishes a queued mark older than ``gate_stale_seconds``); a failed run's
+  and the sweep adds it (the queue re-publishes a queued mark older than ``workqueue_stale_seconds``); a failed run's
   retry is in the delaying queue, and the object has no clean mark until a run succeeds;
-* time: lifespan starts and ends, unclaimed handles and re-checks of permanent errors are in the due-index; an
+* time: lifespan starts and ends, unclaimed handles and re-checks of permanent errors are in the delaying queue; an
   object whose provider's templates read the clock (``now()``, ``timestamp``, ``datetime``) re-runs itself every
-  ``time_dependent_interval`` through the due-index (:attr:`poolboy.domain.provider_spec.ProviderSpec.reads_clock`);
-* anything else (a lost event of something the object depends on): every object runs again once its last
-  successful run is older than ``sync_period`` (controller-runtime's SyncPeriod, ten hours), jittered so that the
-  objects of a burst do not all come due in the same minute;
-* a Redis loss takes the clean marks with it, so the next resync runs everything and rebuilds queue and due-index.
+  ``time_dependent_interval`` through the delaying queue
+(:attr:`poolboy.domain.provider_spec.ProviderSpec.reads_clock`); * anything else (a lost event of something the object
+  depends on): every object runs again once its last successful run is older than ``sync_period`` (controller-runtime's
+  SyncPeriod, ten hours), jittered so that the objects of a burst do not all come due in the same minute;
+* a Redis loss takes the clean marks with it, so the next resync runs everything and rebuilds queue and delaying queue.
 
 So an object whose version equals its clean mark and which owes no run is passed over: a sweep of 20 000 converged
 objects costs a few pipelined Redis round trips instead of 20 000 reconciles.

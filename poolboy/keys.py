@@ -1,4 +1,4 @@
-"""Work keys: ``<kind>/<namespace>/<name>``, the unit the gate serialises and coalesces.
+"""Work keys: ``<kind>/<namespace>/<name>``, the unit the work queue serialises and coalesces.
 
 Kinds are short, stable tokens; each has its own Celery queue (the kind in plural) so that a burst of one kind
 cannot starve another.

@@ -19,27 +19,27 @@ class Result:
     """What a reconcile asks of the engine once it has converged as far as it can.
 
     ``requeue_at``: run this key again at that instant (a lifespan end, a start, a time-dependent template);
-    the engine records it in the due-index, never as a Celery countdown.
-    ``enqueue``: other keys whose reconcilers must look again (a handle change enqueues its claim and pool),
+    the engine records it in the delaying queue, never as a Celery countdown.
+    ``wake``: other keys whose reconcilers must look again (a handle change wakes its claim and pool),
     because an object's status has exactly one writer: its own reconciler.
     """
 
     requeue_at: datetime | None = None
-    enqueue: tuple[str, ...] = field(default_factory=tuple)
+    wake: tuple[str, ...] = field(default_factory=tuple)
     #: keys that must run soon but not necessarily at once (a pool after a bind): the engine starts them up to
-    #: ``Settings.batch_seconds`` later so that a burst of binds costs the pool one run, not one per bind
-    batch: tuple[str, ...] = field(default_factory=tuple)
+    #: ``Settings.hold_seconds`` later so that a burst of binds costs the pool one run, not one per bind
+    hold: tuple[str, ...] = field(default_factory=tuple)
 
     @staticmethod
-    def done(*enqueue: str) -> Result:
-        return Result(enqueue=tuple(enqueue))
+    def done(*wake: str) -> Result:
+        return Result(wake=tuple(wake))
 
     def merge(self, other: Result) -> Result:
-        """Combine two results: the earlier deadline wins, enqueued keys are unioned in order."""
+        """Combine two results: the earlier deadline wins, woken keys are unioned in order."""
         times = [t for t in (self.requeue_at, other.requeue_at) if t is not None]
-        keys = tuple(dict.fromkeys(self.enqueue + other.enqueue))
-        batch = tuple(dict.fromkeys(self.batch + other.batch))
-        return Result(requeue_at=min(times) if times else None, enqueue=keys, batch=batch)
+        keys = tuple(dict.fromkeys(self.wake + other.wake))
+        hold = tuple(dict.fromkeys(self.hold + other.hold))
+        return Result(requeue_at=min(times) if times else None, wake=keys, hold=hold)
 
 
 class PermanentError(Exception):
@@ -51,13 +51,13 @@ class PermanentError(Exception):
     """
 
     def __init__(self, reason: str, message: str, recheck_after: float | None = None,
-                 enqueue: tuple[str, ...] = ()):
+                 wake: tuple[str, ...] = ()):
         message = shorten(message)  # one bounded text for the condition, the Event and the log, however long the input
         super().__init__(message)
         self.reason = reason
         self.message = message
         self.recheck_after = recheck_after
-        self.enqueue = enqueue
+        self.wake = wake
 
 
 class TransientError(Exception):

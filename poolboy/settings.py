@@ -7,6 +7,7 @@ Intervals are in seconds and can be set down to a few seconds for tests.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -15,6 +16,17 @@ from functools import cached_property
 from typing import Any
 
 from poolboy import DEFAULT_DOMAIN
+
+log = logging.getLogger(__name__)
+
+
+#: environment variables renamed, each field's old name: still read (when the new one is unset) for one release
+DEPRECATED_ENV = {
+    "workqueue_lease_seconds": "POOLBOY_GATE_LEASE_SECONDS",
+    "workqueue_pending_ttl": "POOLBOY_GATE_PENDING_TTL",
+    "workqueue_stale_seconds": "POOLBOY_GATE_STALE_SECONDS",
+    "hold_seconds": "POOLBOY_BATCH_SECONDS",
+}
 
 
 def _env(environ: Mapping[str, str], name: str, default: Any, cast: type) -> Any:
@@ -32,7 +44,7 @@ class Settings:
     domain: str = DEFAULT_DOMAIN
     #: namespace of providers, handles, pools and scalings
     operator_namespace: str = "poolboy"
-    #: Redis URL for the Celery broker, the work gate and the due-index: ``redis://``, ``rediss://`` (TLS) or
+    #: Redis URL for the Celery broker, the work queue and the delaying queue: ``redis://``, ``rediss://`` (TLS) or
     #: ``sentinel://host:port;sentinel://host:port`` (see :mod:`engine.redis_client`)
     redis_url: str = "redis://127.0.0.1:6379/0"
     #: name of the master the sentinels monitor (with a ``sentinel://`` URL)
@@ -48,14 +60,14 @@ class Settings:
     #: beat's Redis lock (celery-redbeat): a standby beat takes over at most this long after the active one died
     beat_lock_timeout: float = 30.0
     #: a worker told to stop (SIGTERM) lets running reconciles finish for this long, then hands them back to the
-    #: gate at once (lease released, key re-published); keep it below the pod's terminationGracePeriodSeconds
+    #: work queue at once (lease released, key re-published); keep it below the pod's terminationGracePeriodSeconds
     worker_shutdown_grace: float = 20.0
     #: periodic re-reconcile of every object of a kind (upstream defaults 60, 60, 10)
     manage_claims_interval: float = 60.0
     manage_handles_interval: float = 60.0
     manage_pools_interval: float = 10.0
     #: a claim or handle whose provider's templates read the clock (now(), timestamp, datetime) runs again this often
-    #: (through the due-index), so time-dependent templates are re-rendered; the periodic sweeps pass over
+    #: (through the delaying queue), so time-dependent templates are re-rendered; the periodic sweeps pass over
     #: unchanged objects (engine/sweeps.py)
     time_dependent_interval: float = 60.0
     #: resync from the API: the safety net that rebuilds Redis state; it runs the claims and handles that changed
@@ -69,23 +81,23 @@ class Settings:
     sweep_due_interval: float = 0.25
     #: slow re-check of a permanent (user-fixable) error
     permanent_error_recheck: float = 300.0
-    #: gate lease on a running key, renewed every lease/3 by a heartbeat; also how long the key of a run whose
+    #: work queue lease on a running key, renewed every lease/3 by a heartbeat; also how long the key of a run whose
     #: process was killed (SIGKILL, node loss) waits before the lease reaper runs it again
-    gate_lease_seconds: float = 10.0
-    #: a pending gate mark expires after this long (must exceed the worst queue wait)
-    gate_pending_ttl: float = 900.0
+    workqueue_lease_seconds: float = 10.0
+    #: a pending work queue mark expires after this long (must exceed the worst queue wait)
+    workqueue_pending_ttl: float = 900.0
     #: a queued pending mark older than this with no run active is presumed lost and re-published by the next
     #: add (an event or a periodic sweep). This bounds how long a key stays stuck when a worker dies holding a
     #: prefetched, unstarted message (which Redis only restores after the visibility timeout); a duplicate
-    #: published during a longer backlog is absorbed by the gate.
-    gate_stale_seconds: float = 60.0
+    #: published during a longer backlog is absorbed by the work queue.
+    workqueue_stale_seconds: float = 60.0
     #: most due keys (and expired leases) released per tick of a worker's pump
     sweep_due_batch: int = 1000
     #: reconcile task time limits (prefork pool): soft raises inside the task, hard kills the child
     reconcile_soft_time_limit: float = 120.0
     reconcile_time_limit: float = 150.0
     #: Redis transport visibility timeout: above every countdown; also the recovery time of a hard-killed worker's
-    #: reserved messages (the gate's lease reaper recovers the running key much sooner)
+    #: reserved messages (the work queue's lease reaper recovers the running key much sooner)
     visibility_timeout: float = 1800.0
     #: cap of the backoff after an unexpected error (a bug, Redis away)
     retry_backoff_max: float = 300.0
@@ -102,7 +114,7 @@ class Settings:
     watcher_lease_name: str = "poolboy-watcher"
     watcher_lease_seconds: float = 15.0
     #: how long a key a run asks to run "soon" (a pool after a bind) may wait, so a burst costs one run of it
-    batch_seconds: float = 0.5
+    hold_seconds: float = 0.5
     #: reconcilers read through the shared cache the watcher keeps in Redis (off: every read goes to the API)
     read_cache: bool = True
     #: how long the cache stays trusted without a heartbeat from the active watcher (renewed every third of it)
@@ -142,8 +154,11 @@ class Settings:
                 continue
             env_name = aliases.get(f.name, "POOLBOY_" + f.name.upper())
             names[f.name] = env_name
-            cast = type(f.default)
-            values[f.name] = _env(environ, env_name, f.default, cast)
+            old_name = DEPRECATED_ENV.get(f.name)
+            if old_name and environ.get(old_name) and not environ.get(env_name):
+                log.warning("%s is deprecated and will be removed in the next release: set %s", old_name, env_name)
+                env_name = old_name
+            values[f.name] = _env(environ, env_name, f.default, type(f.default))
         if "POOLBOY_REDIS_URL" not in environ and environ.get("REDIS_URL"):
             values["redis_url"] = environ["REDIS_URL"]
         values.update(overrides)

@@ -1,8 +1,8 @@
-"""``poolboy beat``: the scheduler of the engine's sweeps (due-index, manage sweeps, full resync).
+"""``poolboy beat``: the scheduler of the engine's sweeps (delaying queue, manage sweeps, full resync).
 
 It runs celery-redbeat (:mod:`workers.beat_scheduler`): the schedule and a lock live in Redis, so two replicas may
 run; the one holding the lock ticks, the other waits and takes over at most ``POOLBOY_BEAT_LOCK_TIMEOUT`` seconds
-after the active one died. Every sweep only adds keys to the gate, so even an overlap costs nothing but duplicate
+after the active one died. Every sweep only adds keys to the work queue, so even an overlap costs nothing but duplicate
 sweeps. ``poolboy dev`` runs one.
 """
 

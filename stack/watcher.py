@@ -1,8 +1,8 @@
 """``poolboy watcher``: list-then-watch every Poolboy kind and managed resource kind; every event adds a key.
 
 Two replicas may run; a Lease (``POOLBOY_WATCHER_LEASE_NAME``, ``POOLBOY_WATCHER_LEASE_SECONDS``) elects the
-active one. Events go to Redis through the gate's intake (:class:`engine.enqueue.GateIntake`): the read cache, the
-own-write check and the gate's ADD of every key they wake.
+active one. Events go to Redis through the work queue's intake (:class:`engine.enqueue.EventIntake`): the read cache,
+the own-write check and the work queue's ADD of every key they wake.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from stack import log_options
 
 if TYPE_CHECKING:
     from cache.writer import CacheWriter
-    from engine.enqueue import GateIntake
+    from engine.enqueue import EventIntake
     from poolboy.kube import KubeClient
     from poolboy.settings import Settings
     from watcher.main import Watcher
@@ -43,9 +43,9 @@ def _serve_health(settings: Settings, watcher: Watcher, kube: KubeClient) -> Non
     health.start_for(settings, live, {**dependencies, **ready})
 
 
-def _intake(settings: Settings) -> tuple[GateIntake, CacheWriter | None]:
-    """The gate's intake and the read cache's writer (None without a read cache), on one Redis client."""
-    from engine.enqueue import Enqueuer, GateIntake
+def _intake(settings: Settings) -> tuple[EventIntake, CacheWriter | None]:
+    """The work queue's intake and the read cache's writer (None without a read cache), on one Redis client."""
+    from engine.enqueue import Enqueuer, EventIntake
     from engine.own_writes import OwnWrites
     from engine.runtime import work_queue
     from workers.app import app
@@ -57,7 +57,7 @@ def _intake(settings: Settings) -> tuple[GateIntake, CacheWriter | None]:
         from cache.writer import CacheWriter
 
         cache = CacheWriter(queue.redis, settings.domain, alive_seconds=settings.cache_alive_seconds)
-    return GateIntake(Enqueuer(queue, app), OwnWrites(queue), cache), cache  # cache, own-write check, ADD: one trip
+    return EventIntake(Enqueuer(queue, app), OwnWrites(queue), cache), cache  # cache, own-write check, ADD: one trip
 
 
 def run(args: argparse.Namespace) -> int:

@@ -2,7 +2,7 @@
 
 This is the deterministic harness for domain integration tests: it calls ``RECONCILERS[kind](ctx, ns, name)``
 for a key, follows the keys each result enqueues, and stops when the work set is empty. The full distributed
-stack (watcher, gate, workers) is exercised separately in ``tests/e2e``.
+stack (watcher, work queue, workers) is exercised separately in ``tests/e2e``.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ class Converger:
         while queue:
             key = queue.popleft()
             outcome = self.reconcile(key)
-            for other in outcome.enqueue:
+            for other in outcome.wake:
                 if other not in queue:
                     queue.append(other)
             steps += 1

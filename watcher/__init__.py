@@ -1,1 +1,1 @@
-"""The watcher: list-then-watch every Poolboy kind and managed resource kind, turning events into gate adds."""
+"""The watcher: list-then-watch every Poolboy kind and managed resource kind, turning events into work queue adds."""

@@ -2,8 +2,8 @@
 
 :class:`EventDelivery` is the whole path from an informer's callback to the intake: the event's route
 (:data:`watcher.mapping.ROUTES`, the table from watched kind to the keys it wakes) names the keys, the event goes on
-its source's :class:`DeliveryQueue`, and the queue's thread hands whatever queued up to the intake
-(:class:`engine.enqueue.GateIntake`: the cache write, the own-write check and the gate's ADD of every key in one
+its source's :class:`DeliveryBuffer`, and the queue's thread hands whatever queued up to the intake
+(:class:`engine.enqueue.EventIntake`: the cache write, the own-write check and the work queue's ADD of every key in one
 round trip), retried while Redis is away.
 
 Why batches: each informer handed its events on one at a time, each one Redis round trip. A stream then carried at
@@ -55,7 +55,7 @@ MAX_BATCH = 256
 MAX_QUEUED = 1024
 
 
-class DeliveryQueue(Generic[T]):
+class DeliveryBuffer(Generic[T]):
     """``submit(item)`` from any thread; ``deliver(batch)`` runs in the queue's own thread, batches in order."""
 
     def __init__(self, deliver: Callable[[list[T]], None], *, max_batch: int = MAX_BATCH,
@@ -87,7 +87,7 @@ class DeliveryQueue(Generic[T]):
         """The thread runs (or was never started)."""
         return self._thread is None or self._thread.is_alive()
 
-    def start(self) -> DeliveryQueue[T]:
+    def start(self) -> DeliveryBuffer[T]:
         with self._lock:
             if self._thread is None:
                 self._stopped = False
@@ -171,15 +171,15 @@ Event = tuple[str, dict, Wakes]
 
 class Intake(Protocol):
     def deliver_many(self, events: Sequence[Event]) -> list[list[str]]:
-        """Write each event into the cache and hand each key it wakes to the gate, in order, in one round trip; the
-        gate's outcome per key of each event (:data:`workqueue.queue.ADD_OUTCOMES`). Raises when Redis cannot be
-        reached (the watcher retries the whole delivery, which is idempotent)."""
+        """Write each event into the cache and hand each key it wakes to the work queue, in order, in one round trip;
+        the work queue's outcome per key of each event (:data:`workqueue.queue.ADD_OUTCOMES`). Raises when Redis cannot
+        be reached (the watcher retries the whole delivery, which is idempotent)."""
         ...
 
 
 class EventDelivery:
     """``on_event(route, event_type, obj)`` from an informer: the event to the ``intake``, through its route's
-    :class:`DeliveryQueue`.
+    :class:`DeliveryBuffer`.
 
     The queues run between :meth:`start` and :meth:`stop` (the watcher starts them before its informers); ``cache``
     is the writer a (re)list fills and prunes (:meth:`list_callback`), None without a read cache.
@@ -198,8 +198,8 @@ class EventDelivery:
         self.watching = watching
         self.stopping = stopping
         #: one queue per watched source, so that a busy stream does not hold up another
-        self.queues: dict[mapping.Route, DeliveryQueue[Event]] = {
-            route: DeliveryQueue(self._deliver_batch, name=f"event delivery ({route.kind or 'managed'})")
+        self.queues: dict[mapping.Route, DeliveryBuffer[Event]] = {
+            route: DeliveryBuffer(self._deliver_batch, name=f"event delivery ({route.kind or 'managed'})")
             for route in mapping.ROUTES}
         metrics.DELIVERY_QUEUED.set_function(self.pending)
 
@@ -221,7 +221,7 @@ class EventDelivery:
 
     def on_event(self, route: mapping.Route, event_type: str, obj: dict) -> None:
         """One event of ``route``'s source: first to the watcher's own bookkeeping, then onto the route's queue with
-        the keys the route wakes (the intake writes the cache before it hands them to the gate)."""
+        the keys the route wakes (the intake writes the cache before it hands them to the work queue)."""
         if route.poolboy:
             self.observe(event_type, obj)
         wakes: Wakes = [(key, mapping.write_id(event_type, obj)) for key in route.keys(obj, self.settings)]
@@ -233,7 +233,7 @@ class EventDelivery:
 
     def _on_list(self, route: mapping.Route, informer: Informer, items: list) -> None:
         """A (re)list fills and prunes the cache once the events of its source queued before it are in
-        (:meth:`DeliveryQueue.drain`): an older event delivered after the prune would put back an object the list
+        (:meth:`DeliveryBuffer.drain`): an older event delivered after the prune would put back an object the list
         no longer has."""
         assert self.cache is not None
         self.queues[route].drain()

@@ -5,9 +5,9 @@ Every event — spec, metadata or status-only — goes to the cache and wakes ea
 restarted watcher loses nothing. The watcher holds no domain logic: what a key means is the workers' business.
 
 The informers' callback is :class:`watcher.delivery.EventDelivery`, the event path itself, which hands the events to
-the watcher's intake: ``poolboy watcher`` gives :class:`engine.enqueue.GateIntake`, which writes the cache and hands
-every key to the gate in one Redis round trip per event (per batch of the events a source queued up meanwhile), and
-leaves out the events of the operator's own writes (:mod:`engine.own_writes`). This module keeps the lifecycle: the
+the watcher's intake: ``poolboy watcher`` gives :class:`engine.enqueue.EventIntake`, which writes the cache and hands
+every key to the work queue in one Redis round trip per event (per batch of the events a source queued up meanwhile),
+and leaves out the events of the operator's own writes (:mod:`engine.own_writes`). This module keeps the lifecycle: the
 lease, which informers run, and the metrics derived from what they see.
 """
 
@@ -173,7 +173,8 @@ class Watcher:
     # --- events ----------------------------------------------------------------------------------------------
 
     def relist_all(self) -> None:
-        """Every informer lists again (Redis lost the gate, the due-index and the cache): every key is re-added."""
+        """Every informer lists again (Redis lost the work queue, the delaying queue and the cache): every key is
+        re-added."""
         with self._lock:
             informers = list(self._informers)
             managed = self._managed

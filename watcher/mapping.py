@@ -2,8 +2,8 @@
 
 Like controller-runtime's handler map functions (``handler.EnqueueRequestsFromMapFunc``): each watched source has
 the functions that turn one of its objects into the keys it wakes, and the watcher hands the event with those keys
-to its intake (:mod:`watcher.delivery`; ``poolboy watcher``'s is :class:`engine.enqueue.GateIntake`: the cache
-write, then each key to the gate unless the event is the key's own write). Poolboy kinds map to their own key. A
+to its intake (:mod:`watcher.delivery`; ``poolboy watcher``'s is :class:`engine.enqueue.EventIntake`: the cache
+write, then each key to the work queue unless the event is the key's own write). Poolboy kinds map to their own key. A
 managed resource maps to the handle named by its annotations (docs/behaviour.md#watching-managed-resources) and,
 once bound, to its claim. Namespaces are watched only to fill the shared read cache and wake nothing. :func:`write_id`
 names the write behind an event, so that the operator's own writes can be told apart (see :mod:`engine.own_writes`).

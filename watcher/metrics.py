@@ -7,7 +7,7 @@ from prometheus_client import Counter, Gauge, Histogram
 EVENTS = Counter("poolboy_watcher_events_total", "Watch events and listed objects handled", ["kind", "type"])
 WATCH_RESTARTS = Counter("poolboy_watcher_watch_restarts_total", "Watch streams restarted", ["kind", "reason"])
 WATCH_GONE = Counter("poolboy_watcher_watch_gone_total", "410 Gone answers that forced a re-list", ["kind"])
-KEYS = Counter("poolboy_watcher_keys_total", "Work keys handed to the gate", ["kind"])
+KEYS = Counter("poolboy_watcher_keys_total", "Work keys handed to the work queue", ["kind"])
 SINK_ERRORS = Counter("poolboy_watcher_sink_errors_total", "Failed deliveries of watch events to Redis (each retried)")
 INFORMERS = Gauge("poolboy_watcher_informers", "Running informers", ["group"])
 LEADER = Gauge("poolboy_watcher_leader", "1 while this watcher holds the lease and watches")

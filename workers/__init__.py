@@ -1,1 +1,1 @@
-"""Celery adapter: the app, the per-kind reconcile tasks, the Redis work gate and due-index, beat sweeps."""
+"""Celery adapter: the app, the per-kind reconcile tasks, the Redis work queue and delaying queue, beat sweeps."""

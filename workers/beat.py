@@ -101,8 +101,8 @@ for _plural, _kind in MANAGED.items():
 @shared_task(name=PERIODIC_PREFIX + "resync", ignore_result=True, acks_late=False)
 def resync() -> dict[str, int]:
     """The safety net, from the API: add every pool and the claims and handles that changed, owe a run or are due
-    for their refresh (:mod:`engine.sweeps`); after a Redis loss that is everything, which rebuilds gate and
-    due-index."""
+    for their refresh (:mod:`engine.sweeps`); after a Redis loss that is everything, which rebuilds work queue and
+    delaying queue."""
     counts: dict[str, int] = {}
     for kind in keys.KINDS:
         try:

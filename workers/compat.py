@@ -28,7 +28,7 @@ module first.
    ``maxmemory`` Redis refuses every command of a MULTI/EXEC, and kombu's ack is one; the ``OutOfMemoryError`` it
    raises is not a connection error, so Celery takes it as unrecoverable and the worker exits. Here the refusal is
    reported (:mod:`engine.redis_oom`) and only the local bookkeeping is done: a message whose ack Redis refused is
-   restored after the visibility timeout, and the work gate makes its second delivery a no-op or one more run.
+   restored after the visibility timeout, and the work queue makes its second delivery a no-op or one more run.
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ class QoS(kombu_redis.QoS):
             if not redis_oom.is_oom(error):
                 raise
             redis_oom.report(log, "a message's acknowledgement is refused (it is delivered again after the "
-                                  "visibility timeout; the work gate coalesces it)", error)
+                                  "visibility timeout; the work queue coalesces it)", error)
             virtual.QoS.ack(self, delivery_tag)
 
 

@@ -1,8 +1,8 @@
-"""Celery configuration built from :class:`Settings` (docs/behaviour.md#delivery): the delivery guarantees the gate
-relies on.
+"""Celery configuration built from :class:`Settings` (docs/behaviour.md#delivery): the delivery guarantees the work
+queue relies on.
 
 * ``task_acks_late`` + ``task_retry_on_worker_lost`` (bounded by each task's ``max_retries``): a pool child killed
-  mid-run gives its message back; the gate turns the copy into a pending mark, never a concurrent run.
+  mid-run gives its message back; the work queue turns the copy into a pending mark, never a concurrent run.
 * ``worker_prefetch_multiplier=1``: one reserved message per process, so message priorities (events before resync)
   mean something and no object waits behind a slow one.
 * ``visibility_timeout`` above twice the longest run; the engine sends no countdown or ETA message (every wait is in

@@ -1,10 +1,10 @@
-"""Reconcile messages as kombu's Redis transport keeps them in a queue list, so that the gate can push a message
+"""Reconcile messages as kombu's Redis transport keeps them in a queue list, so that the work queue can push a message
 in the same script that decides it is owed.
 
 Why: publishing through ``Celery.send_task`` cost the watcher about a third of its CPU (kombu's producer declares,
-copies and wraps every publish in its retry machinery) and every woken key a second round trip after the gate's
-(the gate decides, then the client publishes). A gate script that LPUSHes the message itself makes the decision
-and the publish one atomic step: no window in which a key is marked "queued" while its message was never sent,
+copies and wraps every publish in its retry machinery) and every woken key a second round trip after the work queue's
+(the work queue decides, then the client publishes). A work queue script that LPUSHes the message itself makes the
+decision and the publish one atomic step: no window in which a key is marked "queued" while its message was never sent,
 and one round trip per watch event. ``poolboy worker`` consumes these messages like any other: they are what
 kombu would have stored (Celery's task protocol 2: headers, properties, base64 body; kombu's priority lists).
 

@@ -36,7 +36,7 @@ class Pump:
         for publish in reaped:
             log.warning("%s: lease expired without DONE (worker died?); re-publishing", publish.key)
         self.enqueuer.publish_many(reaped)
-        metrics.GATE_REAPED.inc(len(reaped))
+        metrics.WORKQUEUE_REAPED.inc(len(reaped))
         return len(reaped), len(self.enqueuer.settle(self.delaying.release_due(limit=self.batch)))
 
 

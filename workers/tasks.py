@@ -1,4 +1,4 @@
-"""``poolboy.reconcile.<kind>``: one Celery task per kind, each a thin shell around :func:`engine.run.execute`.
+"""``poolboy.reconcile.<kind>``: one Celery task per kind, each a thin shell around :func:`engine.runner.execute`.
 
 The task's message id is the work queue's message id (:mod:`engine.enqueue`), so the run's START can tell a
 message the queue published from a copy of it.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from celery import Task, shared_task
 
-from engine.run import execute
+from engine.runner import execute
 from poolboy.keys import KINDS
 from workers.names import reconcile_task
 

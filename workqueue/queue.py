@@ -16,7 +16,7 @@ without DONE (a SIGKILL) and run them again within about one lease period.
 A run is a message on the kind's Celery queue; the queue decides whether one is owed and, given an
 :data:`Encoder`, pushes it in the same script (:mod:`workers.messages`), so a key is never marked queued without its
 message. The queue knows nothing of caches, own writes or sweeps: those compose its ADD (:data:`LUA_COMMON`).
-The rules in short, with the race each one closes: docs/behaviour.md#work-gate.
+The rules in short, with the race each one closes: docs/behaviour.md#work queue.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ MESSAGE_PRIORITY: dict[int, int] = {0: 0, 1: 9}
 ADD_OUTCOMES = ("coalesced", "pending-while-running", "published", "own-write", "deferred")
 
 LUA = Path(__file__).with_name("lua")
-#: the helpers every queue script starts with, among them ``gate_add``: other scripts that add a key compose it
+#: the helpers every queue script starts with, among them ``workqueue_add``: other scripts that add a key compose it
 LUA_COMMON = LUA / "common.lua"
 
 
@@ -136,12 +136,12 @@ class WorkQueue:
     # --- ADD -------------------------------------------------------------------------------------------------
 
     def add_parts(self, key: str, priority: str = "event") -> tuple[list[str], list[Any]]:
-        """ADD's own keys and first arguments, for a script that composes ``gate_add``."""
+        """ADD's own keys and first arguments, for a script that composes ``workqueue_add``."""
         return ([keyspace.pending(key), keyspace.active(key)],
                 [new_id(), CLASSES[priority], self.pending_ttl, self.stale_ms, clock_ms()])
 
     def message_parts(self, key: str, msg_id: str, priority: str = "event") -> tuple[list[str], list[Any]]:
-        """The queue list (a key) and the message (an argument) a script pushes with ``gate_push``; none without an
+        """The queue list (a key) and the message (an argument) a script pushes with ``workqueue_push``; none without an
         encoder."""
         if self.encoder is None:
             return [], []

@@ -10,5 +10,5 @@ if ARGV[6] ~= '' and state[2] then
   defer(KEYS[4], {ARGV[6]}, ARGV[7])
   return {4}
 end
-return gate_push(gate_add(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], clock(ARGV[5]), state),
+return workqueue_push(workqueue_add(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], clock(ARGV[5]), state),
                  KEYS[5], ARGV[8])

@@ -13,5 +13,5 @@ if n > 0 then
   end
   record(KEYS[3], state[3], {unpack(ARGV, 9, 8 + n)}, ARGV[6])
 end
-return gate_push(gate_add(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], clock(ARGV[5]), state),
+return workqueue_push(workqueue_add(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], clock(ARGV[5]), state),
                  KEYS[5], ARGV[9 + n])

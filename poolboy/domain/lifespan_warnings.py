@@ -6,7 +6,7 @@ once, and an end that moves (an extension, a new request) starts afresh, so the 
 end. A lead time at least as long as the whole lifespan does not apply. When several lead times are due at once
 (a claim bound 5 minutes before its end, a worker that was down) only the closest one is announced; the others are
 recorded as passed, never sent late one after another. The next lead time is the claim's next deadline in the
-due-index, so no sweep looks for them.
+delaying queue, so no sweep looks for them.
 
 Messages name absolute times only, so a reconcile that changes nothing writes nothing.
 """

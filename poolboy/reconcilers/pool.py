@@ -7,8 +7,8 @@ back to the run that made it. So a run whose cheap view shows a deficit first co
 (:attr:`~poolboy.context.Context.api_reader`: one consistent list of the pool's unbound handles, and the active
 scaling's handles and status when a scaling is being served), and creates exactly the deficit that count shows; a
 run with nothing to create makes no extra request. Every create of an earlier run, answered or not, is in that
-count, and the gate runs one reconcile per pool at a time, so the pool never goes above ``minAvailable`` (plus a
-rollout's surge, autoscaling's extra, a scaling's count). The pool never writes a scaling's status: it enqueues the
+count, and the work queue runs one reconcile per pool at a time, so the pool never goes above ``minAvailable`` (plus a
+rollout's surge, autoscaling's extra, a scaling's count). The pool never writes a scaling's status: it wakes the
 scaling, whose own reconciler counts the handles labelled with its name.
 
 Steps of a run: delete unhealthy handles (``deleteUnhealthyResourceHandles``), take the next step of a rollout of
@@ -64,9 +64,9 @@ def _delete_unhealthy(ctx: Context, pool: dict[str, Any], handles: list[dict[str
     """Delete unbound ``healthy == false`` handles (scaling ones recorded first, so their scaling replaces them)."""
     if not any((h.get("status") or {}).get("healthy") is False for h in handles):
         return pool, handles, []
-    pool, deleted, enqueue = pool_members.delete_unbound(
+    pool, deleted, wake = pool_members.delete_unbound(
         ctx, pool, lambda found: [h for h in found if (h.get("status") or {}).get("healthy") is False], "unhealthy")
-    return pool, [h for h in handles if h["metadata"]["name"] not in deleted], enqueue
+    return pool, [h for h in handles if h["metadata"]["name"] not in deleted], wake
 
 
 def _active_scaling(ctx: Context, pool: dict[str, Any], scalings: list[dict[str, Any]],
@@ -182,7 +182,7 @@ def _cleanup(ctx: Context, pool: dict[str, Any]) -> preamble.Cleaned:
         metadata = handle["metadata"]
         ctx.kube.delete_if_exists(handle["apiVersion"], RESOURCE_HANDLE, metadata["name"], metadata["namespace"],
                                   uid=metadata.get("uid"))
-    return preamble.Cleaned(Result(enqueue=tuple(keys.make(keys.HANDLE, h["metadata"]["namespace"],
+    return preamble.Cleaned(Result(wake=tuple(keys.make(keys.HANDLE, h["metadata"]["namespace"],
                                                            h["metadata"]["name"]) for h in handles)))
 
 
@@ -210,10 +210,10 @@ def _invalid_queue(pool: dict[str, Any]) -> str | None:
 def _live(ctx: Context, pool: dict[str, Any]) -> Result:
     name = pool["metadata"]["name"]
     handles = pool_members.available_handles(ctx, name)
-    enqueue: list[str] = []
+    wake: list[str] = []
     if (pool.get("spec") or {}).get("deleteUnhealthyResourceHandles"):
         pool, handles, deleted_keys = _delete_unhealthy(ctx, pool, handles)
-        enqueue += deleted_keys
+        wake += deleted_keys
     scalings = pool_scalings(ctx, name)
     scaling, remaining, next_at = _active_scaling(ctx, pool, scalings)
     try:
@@ -222,11 +222,11 @@ def _live(ctx: Context, pool: dict[str, Any]) -> Result:
             chosen = pool_rollout.strategy(pool)
             revision = pool_handles.revision(pool, providers)
             pool, handles, replaced_keys, surge = pool_rollout.replace_outdated(ctx, pool, handles, revision, chosen)
-            enqueue += replaced_keys
+            wake += replaced_keys
             sized = pool_autoscaling.plan(ctx, pool, handles)
             if not surge:  # never shrink during a rollout: its surge handles are not surplus
                 pool, handles, surplus_keys = pool_autoscaling.scale_down(ctx, pool, handles, sized)
-                enqueue += surplus_keys
+                wake += surplus_keys
             pool, handles, created = _create_handles(ctx, pool, providers, _Demand(handles, scaling, remaining),
                                                surge + pool_autoscaling.extra(sized, pool))
     except PermanentError as error:
@@ -246,12 +246,12 @@ def _live(ctx: Context, pool: dict[str, Any]) -> Result:
     pool = pool_members.write_status(ctx, pool, status)
     if invalid and previous.get("message") != message:
         ctx.events.emit(pool, reason, message, type="Warning")
-    # created handles are not enqueued: the watcher's ADDED event of each wakes it (this run's writes count as own
-    # writes of the pool's key only); enqueued here too, a handle whose first run ended before this run did would
+    # created handles are not woken: the watcher's ADDED event of each wakes it (this run's writes count as own
+    # writes of the pool's key only); woken here too, a handle whose first run ended before this run did would
     # run again to find nothing to do
-    enqueue += [keys.make(keys.SCALING, s["metadata"]["namespace"], s["metadata"]["name"]) for s in scalings]
+    wake += [keys.make(keys.SCALING, s["metadata"]["namespace"], s["metadata"]["name"]) for s in scalings]
     deadlines = [t for t in (next_at, scale_down_at) if t is not None]
-    return Result(requeue_at=min(deadlines) if deadlines else None, enqueue=tuple(dict.fromkeys(enqueue)))
+    return Result(requeue_at=min(deadlines) if deadlines else None, wake=tuple(dict.fromkeys(wake)))
 
 
 #: converge one pool (see the module docstring); conflicts re-run from fresh reads

@@ -129,8 +129,8 @@ def scale_down(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]]
         own.sort(key=lambda h: (h.get("status") or {}).get("ready") is True)  # stable: unready first, newest first
         return own[:max(0, len(own) - step.decision.target)]
 
-    pool, deleted, enqueue = pool_members.delete_unbound(ctx, pool, choose, "surplus")
-    return pool, [h for h in handles if h["metadata"]["name"] not in deleted], enqueue
+    pool, deleted, wake = pool_members.delete_unbound(ctx, pool, choose, "surplus")
+    return pool, [h for h in handles if h["metadata"]["name"] not in deleted], wake
 
 
 def report(ctx: Context, pool: dict[str, Any], status: dict[str, Any], step: Step | None) -> datetime | None:

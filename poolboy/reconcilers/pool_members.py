@@ -78,7 +78,7 @@ def delete_unbound(ctx: Context, pool: dict[str, Any], choose: Callable[[list[di
     resourceVersions the deletes are conditional on).
 
     Returns the pool (its status written when a scaling's handle is among them), the names deleted, and the keys
-    to enqueue (the deleted handles, the scalings whose count dropped).
+    to wake (the deleted handles, the scalings whose count dropped).
     """
     victims = choose(unbound_handles(ctx, pool["metadata"]["name"]))
     if not victims:
@@ -98,9 +98,9 @@ def delete_unbound(ctx: Context, pool: dict[str, Any], choose: Callable[[list[di
             continue
         log.info("pool %s: deleted %s handle %s", pool["metadata"]["name"], why, metadata["name"])
         deleted.append(handle)
-    enqueue = [keys.make(keys.HANDLE, h["metadata"]["namespace"], h["metadata"]["name"]) for h in deleted]
-    enqueue += [keys.make(keys.SCALING, ctx.settings.operator_namespace, s) for s in touched]
-    return pool, {h["metadata"]["name"] for h in deleted}, enqueue
+    wake = [keys.make(keys.HANDLE, h["metadata"]["namespace"], h["metadata"]["name"]) for h in deleted]
+    wake += [keys.make(keys.SCALING, ctx.settings.operator_namespace, s) for s in touched]
+    return pool, {h["metadata"]["name"] for h in deleted}, wake
 
 
 def _record_scaling_handles(ctx: Context, pool: dict[str, Any], victims: list[dict[str, Any]]) -> tuple[

@@ -4,7 +4,7 @@
 the cheap view the pool run already has (index summaries), only to see whether anything is to be done, then — when
 it is — from the pool's unbound handles read whole, whose resourceVersions the deletes are conditional on, so a
 handle bound in between is never deleted (:func:`poolboy.reconcilers.pool_members.delete_unbound`). The pool's run
-is serialised by the work gate and its own deletes are written through to the shared cache, so the next run never
+is serialised by the work queue and its own deletes are written through to the shared cache, so the next run never
 counts a handle it already deleted as ready.
 """
 
@@ -36,20 +36,20 @@ def members(ctx: Context, handles: list[dict[str, Any]]) -> list[rollout.Member]
 
 def replace_outdated(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]], revision: str,
                      chosen: rollout.Strategy) -> tuple[dict[str, Any], list[dict[str, Any]], list[str], int]:
-    """Delete this step's outdated handles. Returns the pool, the handles left, keys to enqueue, and the surge:
+    """Delete this step's outdated handles. Returns the pool, the handles left, keys to wake, and the surge:
     how many handles the pool may keep above ``minAvailable`` while outdated ones remain."""
     min_available = int((pool.get("spec") or {}).get("minAvailable") or 0)
     first = rollout.plan(members(ctx, handles), revision, min_available, chosen)
-    enqueue: list[str] = []
+    wake: list[str] = []
     if first.delete:
         def choose(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
             victims = set(rollout.plan(members(ctx, found), revision, min_available, chosen).delete)
             return [h for h in found if h["metadata"]["name"] in victims]
 
-        pool, deleted, enqueue = pool_members.delete_unbound(ctx, pool, choose, "outdated")
+        pool, deleted, wake = pool_members.delete_unbound(ctx, pool, choose, "outdated")
         handles = [h for h in handles if h["metadata"]["name"] not in deleted]
     remaining = len(rollout.outdated(members(ctx, handles), revision))
-    return pool, handles, enqueue, min(chosen.max_surge, remaining) if chosen.replace else 0
+    return pool, handles, wake, min(chosen.max_surge, remaining) if chosen.replace else 0
 
 
 def report(ctx: Context, pool: dict[str, Any], status: dict[str, Any], handles: list[dict[str, Any]],

@@ -1,5 +1,5 @@
 """ResourceProvider reconciler: report the provider's own validity, and make a change take effect on its dependants
-at once by enqueueing them (docs/behaviour.md#triggers-and-finalizers).
+at once by waking them (docs/behaviour.md#triggers-and-finalizers).
 
 Validity (beyond upstream): the spec is checked by :mod:`poolboy.domain.provider_validation`; the status carries
 ``Valid`` (True ``Valid`` / False ``InvalidSpec`` with ``<field path>: <problem>`` messages) and ``Ready`` mirroring
@@ -7,10 +7,10 @@ it, both with ``observedGeneration``, so ``kubectl wait --for=condition=Ready re
 Warning Event ``InvalidSpec`` is emitted when a problem first appears or changes, never on a converged re-run.
 
 Fan-out: dependants are found from fresh lists — claims that use the provider (or, still unbound, may now select it:
-see :func:`claim_depends`), handles and pools whose spec names it. They are enqueued when the run wrote the status
+see :func:`claim_depends`), handles and pools whose spec names it. They are woken when the run wrote the status
 (a new generation, a change of validity) or when the provider is gone; the run caused by that status write is
-converged and enqueues nothing, so one change of the provider costs its dependants one run, not two. A fan-out
-lost to a crash between the write and the enqueue is repaired by the dependants' periodic sweeps.
+converged and wakes nothing, so one change of the provider costs its dependants one run, not two. A fan-out
+lost to a crash between the write and the wake is repaired by the dependants' periodic sweeps.
 """
 
 from __future__ import annotations
@@ -77,15 +77,15 @@ def dependants(ctx: Context, name: str) -> tuple[str, ...]:
     """Keys of the claims, handles and pools that must look at the provider ``name`` again."""
     api = ctx.settings.api_version
     linking = linking_providers(ctx.kube.list(api, RESOURCE_PROVIDER, ctx.settings.operator_namespace), name)
-    enqueue: list[str] = []
+    wake: list[str] = []
     for claim in ctx.kube.list(api, RESOURCE_CLAIM):
         if claim_depends(claim, name, linking):
-            enqueue.append(keys.make(keys.CLAIM, claim["metadata"]["namespace"], claim["metadata"]["name"]))
+            wake.append(keys.make(keys.CLAIM, claim["metadata"]["namespace"], claim["metadata"]["name"]))
     for kind, token in ((RESOURCE_HANDLE, keys.HANDLE), (RESOURCE_POOL, keys.POOL)):
         for obj in ctx.kube.list(api, kind, ctx.settings.operator_namespace):
             if name in _names(obj.get("spec")):
-                enqueue.append(keys.make(token, obj["metadata"]["namespace"], obj["metadata"]["name"]))
-    return tuple(enqueue)
+                wake.append(keys.make(token, obj["metadata"]["namespace"], obj["metadata"]["name"]))
+    return tuple(wake)
 
 
 def validity(problems: list[tuple[str, str]]) -> tuple[bool, str, str]:
@@ -133,7 +133,7 @@ def reconcile(ctx: Context, namespace: str, name: str) -> Result:
     def once() -> Result:
         obj = ctx.kube.get_or_none(ctx.settings.api_version, RESOURCE_PROVIDER, name, namespace)
         if obj is None or obj["metadata"].get("deletionTimestamp"):
-            return Result(enqueue=dependants(ctx, name))
-        return Result(enqueue=dependants(ctx, name)) if _report(ctx, obj) else Result()
+            return Result(wake=dependants(ctx, name))
+        return Result(wake=dependants(ctx, name)) if _report(ctx, obj) else Result()
 
     return kube.conflict_policy()(once)

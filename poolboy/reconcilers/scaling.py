@@ -70,7 +70,7 @@ def _live(ctx: Context, scaling: dict[str, Any]) -> Result:
         f"{count} of {wanted} handles created.", ctx.now, scaling["metadata"].get("generation"))
     scaling, changed = _write_status(ctx, scaling, status)
     pool_key = keys.make(keys.POOL, pool["metadata"]["namespace"], pool_name)
-    return Result(requeue_at=at if at > ctx.now else None, enqueue=(pool_key,) if changed else ())
+    return Result(requeue_at=at if at > ctx.now else None, wake=(pool_key,) if changed else ())
 
 
 #: converge one scaling; no finalizer: a scaling is garbage-collected with its pool (owner reference), nothing to

@@ -18,9 +18,9 @@ controller_runtime_reconcile_total{controller="claim",result="error"} 1.0
 controller_runtime_reconcile_total{controller="handle",result="success"} 4.0
 """
 WATCHER = """\
-# TYPE poolboy_gate_adds_total counter
-poolboy_gate_adds_total{outcome="added"} 9.0
-poolboy_gate_adds_total{outcome="own_write"} 3.0
+# TYPE poolboy_workqueue_adds_total counter
+poolboy_workqueue_adds_total{outcome="added"} 9.0
+poolboy_workqueue_adds_total{outcome="own_write"} 3.0
 """
 
 
@@ -46,13 +46,13 @@ def components() -> Iterator[dict[str, str]]:
     server.shutdown()
 
 
-def test_runs_by_controller_and_gate_outcomes_are_summed_over_components(components: dict[str, str]) -> None:
+def test_runs_by_controller_and_work_queue_outcomes_are_summed_over_components(components: dict[str, str]) -> None:
     counts = operator_metrics.snapshot(components)
-    assert counts == {"runs claim": 8, "runs handle": 4, "gate added": 9, "gate own_write": 3}
+    assert counts == {"runs claim": 8, "runs handle": 4, "work queue added": 9, "work queue own_write": 3}
     assert operator_metrics.claim_runs(components) == 8
 
 
 def test_per_claim_is_the_delta_between_two_snapshots() -> None:
-    before = collections.Counter({"runs claim": 8, "gate added": 9})
-    after = collections.Counter({"runs claim": 20, "gate added": 9, "runs handle": 6})
+    before = collections.Counter({"runs claim": 8, "work queue added": 9})
+    after = collections.Counter({"runs claim": 20, "work queue added": 9, "runs handle": 6})
     assert operator_metrics.per_claim(before, after, n=4) == {"runs claim": 3.0, "runs handle": 1.5}

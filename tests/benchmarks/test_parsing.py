@@ -10,12 +10,12 @@ from benchmarks import compare, latency_proxy, redis_rtt, systems
 
 
 def test_monitor_line_is_parsed_with_quoted_arguments() -> None:
-    line = '+1732486369.123456 [0 127.0.0.1:54321] "EVALSHA" "ab12" "1" "gate:{claim/a \\"b\\"}:pending" "x"'
+    line = '+1732486369.123456 [0 127.0.0.1:54321] "EVALSHA" "ab12" "1" "work queue:{claim/a \\"b\\"}:pending" "x"'
     command = redis_rtt.parse_line(line)
     assert command is not None
     assert command.ts == 1732486369.123456 and command.client == "127.0.0.1:54321"
     assert command.name == "evalsha"
-    assert command.key == 'gate:{claim/a \\"b\\"}:pending'
+    assert command.key == 'work queue:{claim/a \\"b\\"}:pending'
     assert redis_rtt.parse_line("+OK") is None
     assert redis_rtt.parse_line('1.5 [0 lua] "HGET" "k" "f"').client == "lua"
 
@@ -29,7 +29,7 @@ def test_purpose_by_key_prefix() -> None:
     assert purpose('"BRPOP" "claims" "claims\\x06\\x163" "1"') == "broker"
     assert purpose('"LPUSH" "periodic" "msg"') == "broker"
     assert purpose('"SADD" "_kombu.binding_permanent.periodic" "x"') == "broker"
-    assert purpose('"EVALSHA" "s" "1" "poolboy:queue:{claim/ns/a}:pending"') == "gate"
+    assert purpose('"EVALSHA" "s" "1" "poolboy:queue:{claim/ns/a}:pending"') == "work queue"
     assert purpose('"EVALSHA" "s" "1" "poolboy:ownwrites:{claim/ns/a}"') == "own writes"
     assert purpose('"SINTER" "poolboy:cache:i:label|x"') == "index"
     assert purpose('"HGET" "poolboy:cache:o:x" "f"') == "cache"

@@ -3,8 +3,8 @@ burst of claims with 2 workers. Afterwards every component is the process it was
 answers a ping and binds a new claim, every claim is bound, and nothing leaked (no handle bound twice, no claim with
 two handles, no handle without its claim or its resources, the pool back at exactly minAvailable).
 
-Each restart comes back empty (no persistence), as a Redis pod rescheduled without a volume: the gate, the queues
-and the due-index are lost every time, and recovery relies on the resync and the sweeps (``CHAOS_ENV``).
+Each restart comes back empty (no persistence), as a Redis pod rescheduled without a volume: the work queue, the queues
+and the delaying queue are lost every time, and recovery relies on the resync and the sweeps (``CHAOS_ENV``).
 """
 
 from __future__ import annotations

@@ -264,7 +264,7 @@ def wait_settled(burst: Burst, timeout: float = 60.0, log_dir: Path | None = Non
     """Wait until :func:`final_violations` finds nothing (new handles get their resources a moment after they
     appear); fail with what is still wrong and, given the stack's ``log_dir``, every log line that names an object
     still wrong (a convergence that did not happen is diagnosed from what the components did about it) and, given
-    its ``redis_url``, every Redis key that names one: the work gate's marks and lease, own writes, the due index.
+    its ``redis_url``, every Redis key that names one: the work queue's marks and lease, own writes, the delaying queue.
     ``context`` (what the test did, e.g. its disruptions in order) leads the failure message."""
     from tests.waiting import wait_for
 
@@ -300,7 +300,7 @@ def log_lines_naming(log_dir: Path | None, names: set[str], limit: int = 200) ->
 
 def _redis_keys_naming(redis_url: str | None, names: set[str], limit: int = 100) -> str:
     """Each Redis key whose name contains one of ``names`` (type, TTL in ms, a short value), and the members of the
-    sorted sets (the gate's leases, the due index) and sets that name one, with their scores."""
+    sorted sets (the work queue's leases, the delaying queue) and sets that name one, with their scores."""
     if not redis_url or not names:
         return ""
     import redis

@@ -18,7 +18,7 @@ FAST_INTERVALS = {
     "POOLBOY_RESYNC_INTERVAL": "60",
     "POOLBOY_PERMANENT_ERROR_RECHECK": "10",
     # a worker SIGKILLed with a prefetched message leaves its key marked queued; re-publish it soon
-    "POOLBOY_GATE_STALE_SECONDS": "10",
+    "POOLBOY_WORKQUEUE_STALE_SECONDS": "10",
 }
 
 

@@ -2,7 +2,7 @@
 
 One holds the Redis lock and ticks; the other waits. SIGKILL the active one (no chance to release the lock): the
 standby takes the lock once it expires (``POOLBOY_BEAT_LOCK_TIMEOUT``), and the deadlines beat drives keep firing —
-an unbound pool handle's unclaimed lifespan end deletes it (due-index sweep) and the pool replaces it.
+an unbound pool handle's unclaimed lifespan end deletes it (delaying queue sweep) and the pool replaces it.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def test_standby_beat_takes_over_and_deadlines_keep_firing(two_beats: LocalStack
     wait_for(lambda: "Acquired lock" in stack.child(standby).tail(100_000), timeout=10, interval=0.1,
              message="the standby beat to log that it holds the lock")
 
-    # The handle's unclaimed end passes after the kill: only a ticking beat (due-index sweep) deletes it.
+    # The handle's unclaimed end passes after the kill: only a ticking beat (delaying queue sweep) deletes it.
     wait_for(lambda: user.get_handle(name) is None, timeout=UNCLAIMED + LOCK_TIMEOUT + 20, interval=0.1,
              message=f"unclaimed pool handle {name} deleted by the standby beat's sweeps")
     deleted = time.monotonic() - killed_at

@@ -1,5 +1,5 @@
 """Concurrency on the real stack: 200 claims at once against a pool of 100, with a worker SIGKILLed mid-burst while
-it runs reconciles (the runs it cut short are seen holding their gate leases after the kill).
+it runs reconciles (the runs it cut short are seen holding their work queue leases after the kill).
 
 Outcomes that must hold however the work is spread over worker processes (docs/behaviour.md#binding, #pools,
 #design-rules rule 3):
@@ -73,7 +73,7 @@ def setup_provider_and_pool(stack: LocalStack, api: client.CustomObjectsApi) -> 
 
 
 def runs_in_progress(probe: Any, client: redis.Redis, index: int) -> dict[str, str]:
-    """The reconciles worker ``index`` is executing, as key -> the gate lease token of that run: a task the worker
+    """The reconciles worker ``index`` is executing, as key -> the work queue lease token of that run: a task the worker
     reports active whose key's lease (:func:`workqueue.keyspace.active`) is held by a token of that task's id."""
     hostname = f"worker{index}@{socket.gethostname()}"
     active = (probe.control.inspect(destination=[hostname], timeout=1).active() or {}).get(hostname) or []

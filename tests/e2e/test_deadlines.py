@@ -33,7 +33,7 @@ def now() -> datetime:
 
 
 def due_at(stack: LocalStack, key: str) -> datetime | None:
-    """When ``key``'s next run is due, from the due index."""
+    """When ``key``'s next run is due, from the delaying queue."""
     client = redis.Redis.from_url(stack.redis_url, decode_responses=True)
     try:
         score = client.zscore(DUE, key)

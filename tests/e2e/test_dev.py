@@ -133,7 +133,7 @@ def test_metrics_per_component_fresh_logs_and_a_dead_component_reported(tmp_path
         # the components are forked and the fork server gone: an idle one only holds memory
         assert not _fork_servers(dev.process.pid), "a fork server still runs after the ready line"
         for worker in ("worker-0", "worker-1"):
-            assert "poolboy_queue_length" in _metrics(urls[worker])
+            assert "poolboy_celery_queue_length" in _metrics(urls[worker])
 
         # fresh logs: the previous run's beside this one's
         assert (log_dir / "beat.log.1").read_text() == "a line of the previous run\n"

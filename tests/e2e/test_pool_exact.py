@@ -45,7 +45,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(480)]
 def stack() -> Iterator[LocalStack]:
     # the SIGKILLed worker may hold the pool's message: its key stays marked queued until the sweep re-publishes a
     # mark this old, as after a pod kill; at the default (60 s) that alone would outlast the settle deadline
-    env = {**CHAOS_ENV, "POOLBOY_GATE_STALE_SECONDS": "10"}
+    env = {**CHAOS_ENV, "POOLBOY_WORKQUEUE_STALE_SECONDS": "10"}
     options = e2e_options(api_faults=True, workers=WORKERS, concurrency=2, env=env)
     with LocalStack(options) as running:
         yield running

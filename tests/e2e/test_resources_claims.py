@@ -96,7 +96,7 @@ class User(provider_support.User):
         return result
 
     def rechecks(self, work: dict[str, tuple[str, str | None]]) -> dict[str, tuple[float | None, float | None]]:
-        """When the slow re-checks of each claim and of its handle are due, from the due index (None: none is
+        """When the slow re-checks of each claim and of its handle are due, from the delaying queue (None: none is
         scheduled, or it is being run)."""
         client = redis.Redis.from_url(self.stack.redis_url, decode_responses=True)
         try:

@@ -1,5 +1,5 @@
 """Redis high availability with Sentinel: the whole stack on ``sentinel://`` URLs — broker, work
-gate, due-index, own-writes records and beat's lock all reach the master through three sentinels — while the
+work queue, delaying queue, own-writes records and beat's lock all reach the master through three sentinels — while the
 primary is SIGKILLed in the middle of a burst of claims.
 
 The sentinels promote the replica; every component finds the new master through the factory in

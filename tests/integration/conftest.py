@@ -31,7 +31,7 @@ def r(redis_server) -> Iterator[redis.Redis]:
 def enqueuer(redis_server) -> Iterator[Enqueuer]:
     """The publishing side, as the watcher would use it, with the same lease as the workers."""
     app = Celery("test-publisher", broker=redis_server.url, set_as_current=False)
-    settings = Settings.from_env(redis_url=redis_server.url, gate_lease_seconds=LEASE)
+    settings = Settings.from_env(redis_url=redis_server.url, workqueue_lease_seconds=LEASE)
     yield Enqueuer(work_queue(settings, QueuedMessages(app).encode), app)
     app.close()
 

@@ -9,7 +9,7 @@ is read from the hash ``behave:<key>``:
 * ``requeue_in_once``: return ``Result(requeue_at=now + x)`` once (the field is consumed)
 * ``raise``: ``permanent`` (with ``recheck_after``) or ``transient`` (with ``retry_after``); ``fail_times`` limits
   how many runs raise
-* ``enqueue``: comma-separated keys returned in ``Result.enqueue``
+* ``enqueue``: comma-separated keys returned in ``Result.wake``
 * ``event``: emit a Kubernetes Event with this reason about a ConfigMap named like the key (``ctx.events``)
 * ``kube``: read the object from the API server with ``ctx.kube`` and store its ``test/value`` annotation in
   ``observed:<key>`` (convergence tests); also done for every namespace starting with the worker's
@@ -97,8 +97,8 @@ def _make(kind: str):
             if requeue_in is not None and r.hdel(f"behave:{key}", "requeue_in_once"):
                 requeue_at = datetime.fromtimestamp(time.time() + float(requeue_in), UTC)
                 r.set(f"requested:{key}", requeue_at.timestamp())
-            enqueue = tuple(k for k in behave.get("enqueue", "").split(",") if k)
-            return Result(requeue_at=requeue_at, enqueue=enqueue)
+            wake = tuple(k for k in behave.get("enqueue", "").split(",") if k)
+            return Result(requeue_at=requeue_at, wake=wake)
         finally:
             _record(key, "end")
 

@@ -57,8 +57,8 @@ def test_binding_a_pool_handle_enqueues_the_pool_and_the_handle(env: ClaimEnv) -
     _pool_handle(env, "guid-pool1")
     _resources_claim(env)
     outcome = env.reconcile_claim("c")
-    assert f"pool/{env.op}/pool1" in outcome.batch, "the pool runs soon (batched over a burst of binds)"
-    assert f"handle/{env.op}/guid-pool1" in outcome.enqueue
+    assert f"pool/{env.op}/pool1" in outcome.hold, "the pool runs soon (batched over a burst of binds)"
+    assert f"handle/{env.op}/guid-pool1" in outcome.wake
 
 
 def test_non_matching_handle_is_not_bound(env: ClaimEnv) -> None:
@@ -205,13 +205,13 @@ def test_waiting_claim_is_enqueued_by_a_new_unbound_handle_and_unlabelled_once_b
     assert waiting in env.get_claim("c")["metadata"]["labels"]
     _pool_handle(env, "guid-late1")
     outcome = env.reconcile_once(keys.HANDLE, "guid-late1")
-    assert env.key("c") in outcome.enqueue
+    assert env.key("c") in outcome.wake
     env.converge("c")
     claim = env.get_claim("c")
     assert claim["status"]["resourceHandle"]["name"] == "guid-late1"
     assert waiting not in (claim["metadata"].get("labels") or {})
     bound_outcome = env.reconcile_once(keys.HANDLE, "guid-late1")
-    assert [k for k in bound_outcome.enqueue if k.startswith("claim/")] in ([], [env.key("c")]), \
+    assert [k for k in bound_outcome.wake if k.startswith("claim/")] in ([], [env.key("c")]), \
         "once bound, a handle run enqueues at most its own claim (and only when it changed the handle)"
 
 

@@ -37,6 +37,6 @@ def test_reconcile_counts_are_summed_over_children(redis_server, r, enqueuer):
     assert samples[("controller_runtime_reconcile_total",
                     (("controller", "claim"), ("result", "permanent_error")))] == 1
     assert samples[("controller_runtime_reconcile_errors_total", (("controller", "claim"),))] == 1
-    assert samples[("poolboy_due_index_size", ())] == 1  # the permanent error's slow re-check
-    assert ("poolboy_queue_length", (("queue", "claims"),)) in samples
+    assert samples[("poolboy_delaying_queue_size", ())] == 1  # the permanent error's slow re-check
+    assert ("poolboy_celery_queue_length", (("queue", "claims"),)) in samples
     assert samples[("controller_runtime_reconcile_time_seconds_count", (("controller", "claim"),))] == 11

@@ -1,4 +1,4 @@
-"""Redis is an accelerator, not the truth: FLUSHALL mid-run loses gate, queue and events, and the periodic resync
+"""Redis is an accelerator, not the truth: FLUSHALL mid-run loses work queue, queue and events, and the periodic resync
 (listing from a real devcluster through ``poolboy.kube``) brings every object back to convergence; with Redis
 intact it runs only what changed.
 """
@@ -58,7 +58,7 @@ def test_flushall_mid_run_then_resync_converges(devcluster, redis_server, r, enq
             _set_value(kube, namespace, name, "v2")
         enqueuer.add_many(keys)
         wait_for(lambda: any(len(er.runs(r, key)) % 2 for key in keys), 10, message="a run in progress")
-        r.flushall()  # gate marks, queued messages, run logs: all gone mid-run
+        r.flushall()  # work queue marks, queued messages, run logs: all gone mid-run
         for name in names:
             _set_value(kube, namespace, name, "v3")  # events nobody will deliver (no watcher here)
         wait_for(lambda: converged("v3"), 30, message="convergence after FLUSHALL via resync")

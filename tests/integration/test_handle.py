@@ -322,8 +322,8 @@ def test_provider_change_enqueues_dependants(henv: HandleEnv) -> None:
     henv.resources_handle("guid-depnd", "cm")
     henv.pool("pool", minAvailable=0, provider={"name": "cm"})
     outcome = henv.reconcile("provider", "cm")
-    assert henv.key("handle", "guid-depnd") in outcome.enqueue
-    assert henv.key("pool", "pool") in outcome.enqueue
+    assert henv.key("handle", "guid-depnd") in outcome.wake
+    assert henv.key("pool", "pool") in outcome.wake
 
 
 def test_provider_change_wakes_the_unbound_claims_that_may_select_it_and_no_others(henv: HandleEnv) -> None:
@@ -337,7 +337,7 @@ def test_provider_change_wakes_the_unbound_claims_that_may_select_it_and_no_othe
     henv.claim("provider-mode", {"provider": {"name": "cm"}})
     henv.claim("elsewhere", {"resources": [{"provider": {"name": "other"}}]})
     henv.claim("elsewhere-too", {"provider": {"name": "other"}})
-    woken = set(henv.reconcile("provider", "cm").enqueue)
+    woken = set(henv.reconcile("provider", "cm").wake)
     assert {henv.key("claim", name) for name in ("names-it", "by-template", "through-a-link", "provider-mode")} \
         <= woken
     assert not {henv.key("claim", "elsewhere"), henv.key("claim", "elsewhere-too")} & woken, \

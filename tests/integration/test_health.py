@@ -136,7 +136,7 @@ def test_redis_outage_fails_the_probes_and_they_recover(stack: Stack) -> None:
     stack.redis.stop()
     stack.wait_all("/readyz", 503)
     stack["worker"].wait("/healthz", 503)  # the consumer lost its broker connection and cannot get one back
-    # an event the watcher cannot hand to the gate: its delivery thread stays stuck retrying it
+    # an event the watcher cannot hand to the work queue: its delivery thread stays stuck retrying it
     stack.kube.create({"apiVersion": "poolboy.gpte.redhat.com/v1", "kind": "ResourceClaim",
                        "metadata": {"name": "c1", "namespace": "users"}, "spec": {"provider": {"name": "p"}}})
     stack["watcher"].wait("/healthz", 503)

@@ -6,7 +6,7 @@ write: its own object), and a claim annotated ``test/touch-handle: <name>`` also
 *another* key's object, like a claim binding a handle). Each run is logged in Redis (``runs:<key>``).
 
 "Nothing more will run" is proven, never slept for: the watcher's metrics say it has handled every event that
-the test's and the reconcilers' writes caused (each one either added a key or was skipped), and then the gate and
+the test's and the reconcilers' writes caused (each one either added a key or was skipped), and then the work queue and
 the queues are idle.
 """
 
@@ -186,7 +186,7 @@ class World:
         """Wait until the watcher has handled ``events`` events since the test began, then until nothing can run."""
         wait_for(lambda: self.watcher.handled() - self.baseline >= events, timeout,
                  message=f"the watcher handled {events} events; metrics: {self.watcher.metrics()}")
-        wait_for(lambda: er.idle(self.r, ("claims", "handles")), timeout, message="gate and queues idle")
+        wait_for(lambda: er.idle(self.r, ("claims", "handles")), timeout, message="work queue and queues idle")
 
 
 @pytest.fixture(scope="module")

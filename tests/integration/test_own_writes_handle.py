@@ -33,7 +33,7 @@ def test_resource_waiting_for_a_later_one_is_created_in_the_same_run(henv: Handl
     assert henv.configmap("guid0-later1")["data"] == {"url": "http://x"}, "app created in the same run"
     status = henv.get_handle("guid-later1")["status"]
     assert all("waitingFor" not in entry for entry in status["resources"])
-    assert henv.key("handle", "guid-later1") not in outcome.enqueue, "converged: no second run needed"
+    assert henv.key("handle", "guid-later1") not in outcome.wake, "converged: no second run needed"
 
 
 def test_converged_handle_makes_no_write_and_asks_for_no_run(henv: HandleEnv) -> None:
@@ -42,4 +42,4 @@ def test_converged_handle_makes_no_write_and_asks_for_no_run(henv: HandleEnv) ->
     rv = henv.get_handle("guid-later2")["metadata"]["resourceVersion"]
     outcome = henv.reconcile("handle", "guid-later2")
     assert henv.get_handle("guid-later2")["metadata"]["resourceVersion"] == rv
-    assert henv.key("handle", "guid-later2") not in outcome.enqueue
+    assert henv.key("handle", "guid-later2") not in outcome.wake

@@ -16,7 +16,7 @@ from celery import Celery
 from cache.store import ObjectCache, object_key
 from cache.writer import CacheWriter
 from engine import own_writes
-from engine.enqueue import Enqueuer, GateIntake
+from engine.enqueue import Enqueuer, EventIntake
 from engine.own_writes import OwnWrites
 from poolboy import observability
 from poolboy.kube import KubeClient
@@ -42,9 +42,9 @@ class Done:
     foreign: int
 
 
-class Gate:
+class OwnWritesQueue:
     """The steps of a run and of the watcher on one key, one round trip each; a run ends as the engine ends it, with
-    its own writes settled and the key released in one script (:func:`engine.run.finish`)."""
+    its own writes settled and the key released in one script (:func:`engine.runner.finish`)."""
 
     def __init__(self, client: redis.Redis, lease_seconds: float = 30) -> None:
         self.redis = client
@@ -62,13 +62,13 @@ class Gate:
 
 
 @pytest.fixture()
-def gate(r: redis.Redis) -> Gate:
-    return Gate(r, lease_seconds=30)
+def work_queue(r: redis.Redis) -> OwnWritesQueue:
+    return OwnWritesQueue(r, lease_seconds=30)
 
 
-def observe(gate: Gate, key: str, ident: str | None) -> str:
+def observe(work_queue: OwnWritesQueue, key: str, ident: str | None) -> str:
     """The watcher's OBSERVE for one key, alone in its round trip."""
-    return send_all(gate.redis, [gate.own.observe_call(key, ident)])[0].outcome
+    return send_all(work_queue.redis, [work_queue.own.observe_call(key, ident)])[0].outcome
 
 
 def dead_redis() -> redis.Redis:
@@ -79,124 +79,124 @@ def dead_redis() -> redis.Redis:
 # --- OBSERVE and DONE --------------------------------------------------------------------------------------------
 
 
-def test_no_run_no_record_adds(gate: Gate) -> None:
-    assert observe(gate, KEY, "u/1") == "published"
-    assert observe(gate, KEY, "u/2") == "coalesced"
+def test_no_run_no_record_adds(work_queue: OwnWritesQueue) -> None:
+    assert observe(work_queue, KEY, "u/1") == "published"
+    assert observe(work_queue, KEY, "u/2") == "coalesced"
 
 
-def test_a_finished_runs_own_write_is_skipped_for_its_key_only(gate: Gate) -> None:
-    gate.start(KEY, "t1")
-    gate.done(KEY, "t1", writes=["u/5"])
-    assert observe(gate, KEY, "u/5") == "own-write"
-    assert observe(gate, KEY, "u/6") == "published", "another version of the object is somebody else's change"
-    assert observe(gate, "handle/op/h", "u/5") == "published", "the record is per key"
+def test_a_finished_runs_own_write_is_skipped_for_its_key_only(work_queue: OwnWritesQueue) -> None:
+    work_queue.start(KEY, "t1")
+    work_queue.done(KEY, "t1", writes=["u/5"])
+    assert observe(work_queue, KEY, "u/5") == "own-write"
+    assert observe(work_queue, KEY, "u/6") == "published", "another version of the object is somebody else's change"
+    assert observe(work_queue, "handle/op/h", "u/5") == "published", "the record is per key"
 
 
-def test_events_during_the_run_are_deferred_and_judged_by_its_done(gate: Gate) -> None:
-    gate.start(KEY, "t1")
-    assert observe(gate, KEY, "u/7") == "deferred"  # the run's own write, seen before the run ended
-    assert observe(gate, KEY, "u/8") == "deferred"  # somebody else's write during the run
-    done = gate.done(KEY, "t1", writes=["u/7"])
+def test_events_during_the_run_are_deferred_and_judged_by_its_done(work_queue: OwnWritesQueue) -> None:
+    work_queue.start(KEY, "t1")
+    assert observe(work_queue, KEY, "u/7") == "deferred"  # the run's own write, seen before the run ended
+    assert observe(work_queue, KEY, "u/8") == "deferred"  # somebody else's write during the run
+    done = work_queue.done(KEY, "t1", writes=["u/7"])
     assert (done.deferred, done.foreign) == (2, 1)
     assert done.rerun is not None, "somebody else's change: DONE publishes exactly one more run"
-    assert gate.start(KEY, "t2") is not None
-    assert gate.done(KEY, "t2").deferred == 0, "judged once"
+    assert work_queue.start(KEY, "t2") is not None
+    assert work_queue.done(KEY, "t2").deferred == 0, "judged once"
 
 
-def test_a_run_whose_deferred_events_were_all_its_own_needs_no_rerun(gate: Gate) -> None:
-    gate.start(KEY, "t1")
-    assert observe(gate, KEY, "u/own") == "deferred"
-    done = gate.done(KEY, "t1", writes=["u/own"])
+def test_a_run_whose_deferred_events_were_all_its_own_needs_no_rerun(work_queue: OwnWritesQueue) -> None:
+    work_queue.start(KEY, "t1")
+    assert observe(work_queue, KEY, "u/own") == "deferred"
+    done = work_queue.done(KEY, "t1", writes=["u/own"])
     assert (done.deferred, done.foreign, done.rerun) == (1, 0, None)
-    assert observe(gate, KEY, "u/own") == "own-write", "recorded for a late duplicate of the event too"
+    assert observe(work_queue, KEY, "u/own") == "own-write", "recorded for a late duplicate of the event too"
 
 
-def test_an_event_without_a_write_id_during_a_run_is_pending_while_running(gate: Gate) -> None:
+def test_an_event_without_a_write_id_during_a_run_is_pending_while_running(work_queue: OwnWritesQueue) -> None:
     """DELETED, LISTED, an object being deleted: never deferred, always a run after this one."""
-    gate.start(KEY, "t1")
-    assert observe(gate, KEY, None) == "pending-while-running"
-    assert gate.done(KEY, "t1").rerun is not None
+    work_queue.start(KEY, "t1")
+    assert observe(work_queue, KEY, None) == "pending-while-running"
+    assert work_queue.done(KEY, "t1").rerun is not None
 
 
-def test_a_run_that_died_leaves_its_deferred_events_to_the_next_run(gate: Gate) -> None:
-    gate.start(KEY, "t1")
-    assert observe(gate, KEY, "u/11") == "deferred"
+def test_a_run_that_died_leaves_its_deferred_events_to_the_next_run(work_queue: OwnWritesQueue) -> None:
+    work_queue.start(KEY, "t1")
+    assert observe(work_queue, KEY, "u/11") == "deferred"
     # t1 dies without DONE; the reaper re-runs the key as t2, whose DONE sees the event as not its own
-    gate.redis.delete(keyspace.active(KEY))
-    gate.start(KEY, "t2")
-    done = gate.done(KEY, "t2")
+    work_queue.redis.delete(keyspace.active(KEY))
+    work_queue.start(KEY, "t2")
+    done = work_queue.done(KEY, "t2")
     assert done.foreign == 1 and done.rerun is not None
 
 
-def test_a_run_that_lost_its_lease_leaves_the_rerun_to_the_holder(gate: Gate) -> None:
-    gate.start(KEY, "t1")
-    assert observe(gate, KEY, "u/12") == "deferred"
-    gate.redis.set(keyspace.active(KEY), "t2")  # t1's lease lapsed and t2 took the key
-    done = gate.done(KEY, "t1")
+def test_a_run_that_lost_its_lease_leaves_the_rerun_to_the_holder(work_queue: OwnWritesQueue) -> None:
+    work_queue.start(KEY, "t1")
+    assert observe(work_queue, KEY, "u/12") == "deferred"
+    work_queue.redis.set(keyspace.active(KEY), "t2")  # t1's lease lapsed and t2 took the key
+    done = work_queue.done(KEY, "t1")
     assert done.foreign == 1 and done.rerun is None, "not t1's to publish: the key is owed to t2's DONE"
-    assert gate.done(KEY, "t2").rerun is not None
+    assert work_queue.done(KEY, "t2").rerun is not None
 
 
-def wake(gate: Gate, key: str, seen: list[str]) -> str:
+def wake(work_queue: OwnWritesQueue, key: str, seen: list[str]) -> str:
     """A finishing run's WAKE of another key, after writes ``seen``."""
-    return send_all(gate.redis, [gate.own.wake_call(key, seen)])[0].outcome
+    return send_all(work_queue.redis, [work_queue.own.wake_call(key, seen)])[0].outcome
 
 
-def test_a_woken_key_skips_the_events_of_the_writes_that_woke_it(gate: Gate) -> None:
+def test_a_woken_key_skips_the_events_of_the_writes_that_woke_it(work_queue: OwnWritesQueue) -> None:
     """A handle run creates its resource and wakes its claim: the resource's event wakes the claim too, but the run
     the WAKE published reads the resource already."""
-    assert wake(gate, KEY, ["res/1", "h/2"]) == "published"
-    assert observe(gate, KEY, "res/1") == "own-write"
-    assert observe(gate, KEY, "h/2") == "own-write"
-    assert observe(gate, KEY, "res/3") == "coalesced", "a later write is news (the WAKE's message is queued)"
-    assert observe(gate, "handle/op/h", "res/1") == "published", "recorded for the woken key only"
+    assert wake(work_queue, KEY, ["res/1", "h/2"]) == "published"
+    assert observe(work_queue, KEY, "res/1") == "own-write"
+    assert observe(work_queue, KEY, "h/2") == "own-write"
+    assert observe(work_queue, KEY, "res/3") == "coalesced", "a later write is news (the WAKE's message is queued)"
+    assert observe(work_queue, "handle/op/h", "res/1") == "published", "recorded for the woken key only"
 
 
-def test_a_wake_during_a_run_that_did_not_get_those_versions_runs_the_key_once_more(gate: Gate) -> None:
-    gate.start(KEY, "t1")
-    assert observe(gate, KEY, "res/4") == "deferred"  # the event came first, while the key ran
-    assert wake(gate, KEY, ["res/4", "h/5"]) == "deferred", "deferred to the run going on, like the events"
-    done = gate.done(KEY, "t1", writes=["claim/9"])  # t1 got neither version
+def test_a_wake_during_a_run_that_did_not_get_those_versions_runs_the_key_once_more(work_queue: OwnWritesQueue) -> None:
+    work_queue.start(KEY, "t1")
+    assert observe(work_queue, KEY, "res/4") == "deferred"  # the event came first, while the key ran
+    assert wake(work_queue, KEY, ["res/4", "h/5"]) == "deferred", "deferred to the run going on, like the events"
+    done = work_queue.done(KEY, "t1", writes=["claim/9"])  # t1 got neither version
     assert (done.deferred, done.foreign) == (2, 2)
     assert done.rerun is not None, "one more run, exactly once"
-    assert gate.start(KEY, "t2") is not None
-    assert gate.done(KEY, "t2", writes=["res/4", "h/5"]).rerun is None
-    assert observe(gate, KEY, "h/5") == "own-write", "what the rerun got is recorded for late events"
+    assert work_queue.start(KEY, "t2") is not None
+    assert work_queue.done(KEY, "t2", writes=["res/4", "h/5"]).rerun is None
+    assert observe(work_queue, KEY, "h/5") == "own-write", "what the rerun got is recorded for late events"
 
 
-def test_a_wake_during_a_run_that_got_those_versions_needs_no_rerun(gate: Gate) -> None:
+def test_a_wake_during_a_run_that_got_those_versions_needs_no_rerun(work_queue: OwnWritesQueue) -> None:
     """A claim run started by its resource's ADDED event reads the handle the handle run is still writing: when the
     handle run's WAKE comes, the claim run has already got what it wrote."""
-    gate.start(KEY, "t1")
-    assert wake(gate, KEY, ["res/6", "h/7"]) == "deferred"
-    done = gate.done(KEY, "t1", writes=["res/6", "h/7"])  # the versions t1 got, passed with its writes
+    work_queue.start(KEY, "t1")
+    assert wake(work_queue, KEY, ["res/6", "h/7"]) == "deferred"
+    done = work_queue.done(KEY, "t1", writes=["res/6", "h/7"])  # the versions t1 got, passed with its writes
     assert (done.deferred, done.foreign, done.rerun) == (2, 0, None)
-    assert observe(gate, KEY, "h/7") == "own-write", "and their late events are skipped"
+    assert observe(work_queue, KEY, "h/7") == "own-write", "and their late events are skipped"
 
 
-def test_a_wake_without_writes_is_a_plain_add(gate: Gate) -> None:
-    assert wake(gate, KEY, []) == "published"
-    assert observe(gate, KEY, "res/5") == "coalesced"
-    assert not gate.redis.exists(keyspace.own_writes(KEY))
+def test_a_wake_without_writes_is_a_plain_add(work_queue: OwnWritesQueue) -> None:
+    assert wake(work_queue, KEY, []) == "published"
+    assert observe(work_queue, KEY, "res/5") == "coalesced"
+    assert not work_queue.redis.exists(keyspace.own_writes(KEY))
 
 
-def test_records_expire(gate: Gate, r: redis.Redis) -> None:
-    gate.start(KEY, "t1")
-    gate.done(KEY, "t1", writes=["u/1"])
+def test_records_expire(work_queue: OwnWritesQueue, r: redis.Redis) -> None:
+    work_queue.start(KEY, "t1")
+    work_queue.done(KEY, "t1", writes=["u/1"])
     assert 0 < r.pttl(keyspace.own_writes(KEY)) <= own_writes.RECORD_TTL_MS
 
 
-def test_records_keep_the_newest_ids_once_each_within_a_bound(gate: Gate, r: redis.Redis) -> None:
+def test_records_keep_the_newest_ids_once_each_within_a_bound(work_queue: OwnWritesQueue, r: redis.Redis) -> None:
     """A key that runs all the time must not grow its records without end: the oldest ids go first (an event of one
     of those, should it still come, costs one extra run)."""
     uid = "0" * 36
     for i in range(200):
-        gate.start(KEY, f"t{i}")
-        gate.done(KEY, f"t{i}", writes=[f"{uid}/{i}", "provider/1"])  # the provider: a version every run got
+        work_queue.start(KEY, f"t{i}")
+        work_queue.done(KEY, f"t{i}", writes=[f"{uid}/{i}", "provider/1"])  # the provider: a version every run got
     records = r.get(keyspace.own_writes(KEY)).split()
     assert len(" ".join(records)) <= 4096 and records.count("provider/1") == 1
-    assert observe(gate, KEY, f"{uid}/199") == "own-write"
-    assert observe(gate, KEY, f"{uid}/0") == "published"
+    assert observe(work_queue, KEY, f"{uid}/199") == "own-write"
+    assert observe(work_queue, KEY, f"{uid}/0") == "published"
 
 
 # --- the watcher's intake ----------------------------------------------------------------------------------------
@@ -213,7 +213,7 @@ class RecordingEnqueuer(Enqueuer):
         self.published += [p.key for p in publishes if p]  # pushed by the queue's script or to be sent
 
 
-class RecordingIntake(GateIntake):
+class RecordingIntake(EventIntake):
     """The real intake (cache, OBSERVE, fallbacks) on a :class:`RecordingEnqueuer`."""
 
     enqueuer: RecordingEnqueuer
@@ -223,8 +223,8 @@ class RecordingIntake(GateIntake):
         return self.enqueuer.published
 
     @property
-    def gate(self) -> Gate:
-        return Gate(self.enqueuer.queue.redis)
+    def work_queue(self) -> OwnWritesQueue:
+        return OwnWritesQueue(self.enqueuer.queue.redis)
 
 
 def _intake(redis_url: str, client: redis.Redis, cache: bool = False) -> RecordingIntake:
@@ -274,8 +274,8 @@ def test_watcher_skips_only_modified_and_added_events_of_live_objects(redis_serv
     """MODIFIED and ADDED events carrying a recorded write id are the run's own (an ADDED with the very version a
     run's create returned is that create); DELETED, LISTED, an object being deleted, another version: a key."""
     intake = _intake(redis_server.url, r)
-    intake.gate.start(KEY, "t1")
-    intake.gate.done(KEY, "t1", writes=["u/1"])
+    intake.work_queue.start(KEY, "t1")
+    intake.work_queue.done(KEY, "t1", writes=["u/1"])
     events = delivering(intake)
     _event(events, ROUTE_CLAIM, "MODIFIED", _claim("1"))
     _event(events, ROUTE_CLAIM, "ADDED", _claim("1"))
@@ -321,7 +321,7 @@ def test_a_watching_watcher_delivers_through_its_queue(redis_server, r: redis.Re
     for version in ("1", "2", "3"):
         events.on_event(ROUTE_CLAIM, "MODIFIED", _claim(version))
     events.queues[ROUTE_CLAIM].drain()
-    assert intake.published == [KEY], "one run for the three versions: the gate coalesced the later ones"
+    assert intake.published == [KEY], "one run for the three versions: the work queue coalesced the later ones"
     assert r.hget(object_key("poolboy.gpte.redhat.com/v1|ResourceClaim|ns|a"), "rv") == "3"
 
 
@@ -342,10 +342,10 @@ def test_intake_hands_the_key_over_when_the_cache_cannot_hold_the_object(redis_s
 
 def test_intake_falls_back_to_add_when_the_check_fails(redis_server, r: redis.Redis) -> None:
     intake = _intake(redis_server.url, r)
-    intake.gate.start(KEY, "t1")
+    intake.work_queue.start(KEY, "t1")
     r.sadd(keyspace.deferred_events(KEY), "u/0")  # not a string: deferring the event fails with WRONGTYPE
     assert _deliver(intake, "MODIFIED", _claim("1"), [(KEY, "u/1")]) == ["pending-while-running"]
-    assert intake.gate.done(KEY, "t1").rerun is not None, "the plain ADD still owes the key one more run"
+    assert intake.work_queue.done(KEY, "t1").rerun is not None, "the plain ADD still owes the key one more run"
 
 
 def test_intake_raises_when_redis_is_away_so_the_watcher_delivers_again(redis_server) -> None:
@@ -358,8 +358,8 @@ def test_watcher_skips_a_managed_resource_written_by_its_handle_run(redis_server
                                                                        delivering) -> None:
     handle_key = "handle/op/guid-h"
     intake = _intake(redis_server.url, r)
-    intake.gate.start(handle_key, "t1")
-    intake.gate.done(handle_key, "t1", writes=["m/3"])
+    intake.work_queue.start(handle_key, "t1")
+    intake.work_queue.done(handle_key, "t1", writes=["m/3"])
     events = delivering(intake)
     resource = {"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": "x", "namespace": "ns", "uid": "m", "resourceVersion": "3",

@@ -16,7 +16,7 @@ from cache.reader import CachedKubeClient
 from cache.store import ALIVE, UPDATED, WRITTEN, ObjectCache
 from cache.writer import EPOCH, CacheWriter
 from engine import runtime
-from engine.run import begin
+from engine.runner import begin
 from poolboy import kube as kube_errors
 from poolboy.domain.binding import candidates
 from poolboy.kube import KubeClient
@@ -31,7 +31,7 @@ from tests.integration.test_watcher import (
     settings_for,
     unique,
 )
-from tests.integration.watcher_keys import gate_intake
+from tests.integration.watcher_keys import event_intake
 from tests.waiting import wait_for
 from workqueue.roundtrip import send_all
 
@@ -195,7 +195,7 @@ def stack(kube: KubeClient, rb: redis.Redis, redis_server):  # noqa: F811
     opns = create_namespace(kube, unique("op"))
     settings = settings_for(opns)
     writer = CacheWriter(rb, settings.domain, alive_seconds=5, check_interval=0.2)
-    intake = gate_intake(redis_server.url, rb, writer)
+    intake = event_intake(redis_server.url, rb, writer)
     with RunningWatcher(settings, kube, intake, leader_election=False, cache=writer) as running:
         yield running, opns, ObjectCache(rb, settings.domain)
 
@@ -276,7 +276,7 @@ def test_stale_cache_costs_one_conflict_and_a_fresh_read(stack, kube: KubeClient
 
 def test_a_run_reads_its_own_writes_and_puts_them_in_the_cache_at_its_end(kube: KubeClient,  # noqa: F811
                                                                            rb: redis.Redis) -> None:
-    """A run's writes go into the cache with its last round trip (engine.run.finish); until then the run itself
+    """A run's writes go into the cache with its last round trip (engine.runner.finish); until then the run itself
     sees them as the write-through would have shown them, and the cache keeps the version before."""
     opns = create_namespace(kube, unique("op"))
     cache = ObjectCache(rb, DOMAIN)
@@ -364,7 +364,7 @@ def test_the_unbound_index_answers_a_list_as_the_api_client_does(kube: KubeClien
 
 
 def test_a_run_starts_and_reads_its_own_object_in_one_round_trip(rb: redis.Redis, redis_server) -> None:
-    """engine.run.begin: START and the cache read of the run's object share a round trip; the reconcile's first
+    """engine.runner.begin: START and the cache read of the run's object share a round trip; the reconcile's first
     get of its object then asks Redis nothing. A key another run holds is not started, and its object not read."""
     settings = Settings.from_env(redis_url=redis_server.url, operator_namespace="op")
     cache = ObjectCache(rb, DOMAIN)
@@ -453,7 +453,7 @@ def test_redis_answering_again_after_an_outage_re_adds_every_key(kube: KubeClien
     try:
         opns = create_namespace(kube, unique("op"))
         writer = CacheWriter(client, DOMAIN, alive_seconds=5, check_interval=0.2)
-        with RunningWatcher(settings_for(opns), kube, gate_intake(server.url, client, writer), leader_election=False,
+        with RunningWatcher(settings_for(opns), kube, event_intake(server.url, client, writer), leader_election=False,
                             cache=writer) as running:
             name = unique("pool")
             kube.create(poolboy_obj("ResourcePool", opns, name, {"minAvailable": 0}))

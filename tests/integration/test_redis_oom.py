@@ -105,8 +105,8 @@ def test_a_full_redis_is_reported_without_a_crash_or_a_loop_and_work_resumes_whe
 
 
 def test_a_redis_at_its_limit_neither_loops_nor_crashes(stack: LocalStack, server: RedisServer) -> None:
-    """Just at the limit, some writes pass and others are refused: the watcher's cache writes fail while gate marks
-    pass, which made runs read a stale cache and write again and again."""
+    """Just at the limit, some writes pass and others are refused: the watcher's cache writes fail while work queue
+    marks pass, which made runs read a stale cache and write again and again."""
     r = redis.Redis.from_url(server.url)
     kube = KubeClient.from_settings(kubeconfig=str(stack.kubeconfig))
     r.config_set("maxmemory", "16mb")

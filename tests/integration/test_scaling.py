@@ -22,7 +22,7 @@ def _scaling_handles(henv: HandleEnv, name: str) -> list[dict]:
 
 
 def _cycle(henv: HandleEnv, scaling: str, now=None) -> None:
-    """Pool, then scaling, then pool: what the gate would run after the enqueues (without handle reconciles)."""
+    """Pool, then scaling, then pool: what the work queue would run after the enqueues (without handle reconciles)."""
     henv.reconcile("pool", "pool", now=now)
     henv.reconcile("scaling", scaling, now=now)
     henv.reconcile("pool", "pool", now=now)

@@ -1,6 +1,6 @@
 """The periodic sweeps pass over converged objects, on a real redis-server: an object is swept again only when its
 cached version moved past the version its last successful run recorded, or when it owes a run. Runs end through the
-engine's own end of a run (:func:`engine.run.finish`)."""
+engine's own end of a run (:func:`engine.runner.finish`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from cache.store import ObjectCache
-from engine import own_writes, run, runtime
+from engine import own_writes, runner, runtime
 from engine.outcome import Failed, Outcome, Succeeded
 from engine.sweeps import dirty_keys
 from poolboy import keys
@@ -46,7 +46,7 @@ def _cached_handle(cache: ObjectCache, rv: str) -> str:
 def _run(rt: runtime.Runtime, key: str, outcome: Outcome, token: str = "token") -> None:
     """One run of ``key`` through the work queue, ending as the engine ends a run with ``outcome``."""
     assert rt.queue.start(key, token) is not None
-    run.finish(rt, keys.parse(key).kind, key, token, outcome, own_writes.Collector(), None)
+    runner.finish(rt, keys.parse(key).kind, key, token, outcome, own_writes.Collector(), None)
 
 
 def test_only_changed_or_owed_objects_are_swept(rt) -> None:
@@ -96,7 +96,7 @@ def test_a_run_that_lost_its_lease_marks_nothing(rt) -> None:
     key = _cached_handle(rt.cache, "3")
     assert rt.queue.start(key, "mine") is not None
     rt.redis.set(keyspace.active(key), "someone-else")
-    run.finish(rt, keys.HANDLE, key, "mine", Succeeded(), own_writes.Collector(), None)
+    runner.finish(rt, keys.HANDLE, key, "mine", Succeeded(), own_writes.Collector(), None)
     assert dirty_keys(rt.redis, SETTINGS, [key]) == [key]
 
 

@@ -1,4 +1,4 @@
-"""``poolboy watcher`` wired to the real gate: an event becomes a pending gate entry and one Celery message."""
+"""``poolboy watcher`` on the real work queue: an event becomes a pending key and one Celery message."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 API = "poolboy.gpte.redhat.com/v1"
 
 
-def test_watcher_adds_keys_to_the_gate(devcluster, redis_server, tmp_path) -> None:
+def test_watcher_adds_keys_to_the_work_queue(devcluster, redis_server, tmp_path) -> None:
     kube = KubeClient.from_settings(Settings.from_env(api_timeout=10.0), kubeconfig=str(devcluster.kubeconfig))
     opns, userns = f"op-{uuid.uuid4().hex[:8]}", f"user-{uuid.uuid4().hex[:8]}"
     for name in (opns, userns):
@@ -39,7 +39,7 @@ def test_watcher_adds_keys_to_the_gate(devcluster, redis_server, tmp_path) -> No
             kube.create({"apiVersion": API, "kind": "ResourceClaim",
                          "metadata": {"name": "c1", "namespace": userns}, "spec": {}})
             wait_for(lambda: client.exists(pending_key(key)), timeout=20,
-                     message=f"{key} pending in the gate; log: {log.read_text()[-1500:]}")
+                     message=f"{key} pending in the work queue; log: {log.read_text()[-1500:]}")
             wait_for(lambda: any(key.encode() in message for message in client.lrange("claims", 0, -1)),
                      timeout=10, message="a reconcile message for the claim on the claims queue")
         finally:

@@ -1,8 +1,8 @@
 """Graceful worker shutdown on real ``poolboy worker`` subprocesses and a real Redis.
 
 SIGTERM lets a running reconcile finish within ``POOLBOY_WORKER_SHUTDOWN_GRACE``; one still running when the grace
-ends is handed back at once — its gate lease released and its key re-published — and another worker runs it. No
-beat runs here, so the gate's lease reaper cannot be what re-runs the key: only the hand-back can.
+ends is handed back at once — its work queue lease released and its key re-published — and another worker runs it. No
+beat runs here, so the work queue's lease reaper cannot be what re-runs the key: only the hand-back can.
 """
 
 from __future__ import annotations
@@ -74,4 +74,4 @@ def test_sigterm_hands_a_long_reconcile_back_to_another_worker_at_once(redis_ser
         assert [x["e"] for x in runs] == ["start", "end", "start", "end"], runs
         assert runs_on(other, runs[2]["pid"]), "the second run must be on the worker still running"
         assert "handing the key back" in holder.log()
-        wait_for(lambda: er.idle(r, tuple(QUEUES)), 15, message="gate idle: lease released, nothing left queued")
+        wait_for(lambda: er.idle(r, tuple(QUEUES)), 15, message="work queue idle: lease released, nothing left queued")

@@ -1,8 +1,8 @@
 """Intakes that record the keys a watcher hands over (the tests' :class:`watcher.delivery.Intake`), and a watcher
 process that records them to a file: ``python -m tests.integration.watcher_keys FILE --kubeconfig K --identity I``.
 
-:class:`KeyRecorder` records every key of every event delivered, whatever the gate would make of it, so a test can
-count the events that woke a key; given the real intake (:func:`gate_intake`), it passes the events on, and records
+:class:`KeyRecorder` records every key of every event delivered, whatever the work queue would make of it, so a test can
+count the events that woke a key; given the real intake (:func:`event_intake`), it passes the events on, and records
 them once that delivery succeeded.
 """
 
@@ -19,7 +19,7 @@ import redis
 from celery import Celery
 
 from cache.writer import CacheWriter
-from engine.enqueue import Enqueuer, GateIntake
+from engine.enqueue import Enqueuer, EventIntake
 from engine.own_writes import OwnWrites
 from engine.runtime import work_queue
 from poolboy import logs
@@ -73,12 +73,12 @@ class KeyFile(KeyRecorder):
             self._file.flush()
 
 
-def gate_intake(redis_url: str, client: redis.Redis, cache: CacheWriter | None = None) -> GateIntake:
+def event_intake(redis_url: str, client: redis.Redis, cache: CacheWriter | None = None) -> EventIntake:
     """``poolboy watcher``'s intake on ``client``, a client of ``redis_url`` (the broker whose message format the
     queue's scripts push the messages they decide are owed in)."""
     app = Celery("test-watcher", broker=redis_url, set_as_current=False)
     queue = work_queue(Settings.from_env(), QueuedMessages(app).encode, client)
-    return GateIntake(Enqueuer(queue, app), OwnWrites(queue), cache)
+    return EventIntake(Enqueuer(queue, app), OwnWrites(queue), cache)
 
 
 def main(argv: list[str] | None = None) -> int:

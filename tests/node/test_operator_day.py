@@ -139,7 +139,7 @@ def test_deleting_a_components_pod_loses_nothing(control_plane: ControlPlane, fl
 def test_a_hung_worker_is_restarted_by_its_liveness_probe_and_no_claim_is_lost(
         control_plane: ControlPlane, node: Node, flow: ClaimFlow) -> None:
     """The other replica serves new claims meanwhile, but for those whose message the hung worker had taken: they
-    wait for a sweep to re-publish their stale mark (``POOLBOY_GATE_STALE_SECONDS`` and the claims sweep: up to two
+    wait for a sweep to re-publish their stale mark (``POOLBOY_WORKQUEUE_STALE_SECONDS`` and the claims sweep: up to two
     minutes), or for the restart; the figure says how long the 20 took."""
     for group in WORKER_GROUPS:
         scale(control_plane, group, 2)

@@ -27,19 +27,19 @@ class FakeError(Exception):
 
 class Sink:
     """Records (verb, name, count) of every attempt; ``fail`` yields the error to raise per attempt (or None);
-    ``gate``, when set, holds every request until it is set."""
+    ``work queue``, when set, holds every request until it is set."""
 
     def __init__(self, fail: Iterator[Exception | None] | None = None) -> None:
         self.attempts: list[tuple[str, str, int]] = []
         self.fail = fail
-        self.gate: threading.Event | None = None
+        self.work_queue: threading.Event | None = None
         self.entered = threading.Event()
 
     def _attempt(self, verb: str, name: str, count: int) -> dict:
         self.attempts.append((verb, name, count))
         self.entered.set()
-        if self.gate is not None:
-            assert self.gate.wait(10)
+        if self.work_queue is not None:
+            assert self.work_queue.wait(10)
         error = next(self.fail, None) if self.fail is not None else None
         if error is not None:
             raise error
@@ -75,13 +75,13 @@ def verbs(sink: Sink) -> list[tuple[str, int]]:
 
 def test_occurrences_during_a_send_are_folded_into_one_more_request(outcomes) -> None:
     rec, sink = recorder(), Sink()
-    sink.gate = threading.Event()
+    sink.work_queue = threading.Event()
     emit(rec, sink)
     assert sink.entered.wait(10)  # the create is in flight
     for _ in range(4):
         emit(rec, sink)
     assert outcomes == [("aggregated", "coalesced")] * 4
-    sink.gate.set()
+    sink.work_queue.set()
     assert rec.flush(10)
     assert verbs(sink) == [("create", 1), ("patch", 5)]
     assert len({name for _, name, _ in sink.attempts}) == 1
@@ -164,14 +164,14 @@ def test_wait_honours_retry_after_within_the_cap() -> None:
 
 def test_a_full_queue_drops_and_counts(outcomes) -> None:
     rec, sink = recorder(queue_size=1, senders=1), Sink()
-    sink.gate = threading.Event()
+    sink.work_queue = threading.Event()
     emit(rec, sink, "A")
     assert sink.entered.wait(10)  # A is in flight, the queue is empty
     emit(rec, sink, "B")
     emit(rec, sink, "C")
     assert outcomes == [("dropped", "queue_full")]
     assert not rec.flush(0.05) and rec.pending() == 2
-    sink.gate.set()
+    sink.work_queue.set()
     assert rec.flush(10) and rec.pending() == 0
     assert [verb for verb, _ in verbs(sink)] == ["create", "create"]
 

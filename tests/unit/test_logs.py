@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from engine import own_writes, run, run_log, runtime
+from engine import own_writes, run_log, runner, runtime
 from engine.outcome import Succeeded
 from poolboy import logs
 from poolboy.result import PermanentError
@@ -121,5 +121,5 @@ def test_a_success_forgets_the_announced_error(client: redis.Redis) -> None:
     assert run_log.permanent_level(client, KEY, error, 300) == logging.WARNING
     rt = runtime.build(app, Settings(read_cache=False), None, client)
     rt.queue.start(KEY, "t1")
-    run.finish(rt, "claim", KEY, "t1", Succeeded(), own_writes.Collector(), None)
+    runner.finish(rt, "claim", KEY, "t1", Succeeded(), own_writes.Collector(), None)
     assert run_log.permanent_level(client, KEY, error, 300) == logging.WARNING, "broken again after a fix is news"

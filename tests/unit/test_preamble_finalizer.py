@@ -47,7 +47,7 @@ def _deleting(finalizers: list[str]) -> dict[str, Any]:
 def _run(fake: RecordingKube, cleanups: list[str]) -> Result:
     def cleanup(ctx: Context, obj: dict[str, Any]) -> preamble.Cleaned:
         cleanups.append(obj["metadata"]["name"])
-        return preamble.Cleaned(Result(enqueue=("handle/op/h",)), ("Deleted", "gone"))
+        return preamble.Cleaned(Result(wake=("handle/op/h",)), ("Deleted", "gone"))
 
     ctx = Context(kube=fake, events=fake, mapper=NO_DISCOVERY, settings=SETTINGS)  # type: ignore[arg-type]
     return preamble.ObjectReconciler("ResourceClaim", live=lambda c, o: Result(), deleting=cleanup)(ctx, "n", "c")
@@ -58,7 +58,7 @@ def test_cleanup_runs_then_our_finalizers_go_then_the_event() -> None:
     result = _run(fake, cleanups)
     assert cleanups == ["c"]
     assert fake.calls == [("patch", {"metadata": {"finalizers": ["other/keep"]}}), ("event", "Deleted")]
-    assert result.enqueue == ("handle/op/h",)
+    assert result.wake == ("handle/op/h",)
 
 
 def test_no_cleanup_without_one_of_our_finalizers() -> None:
@@ -71,7 +71,7 @@ def test_an_object_gone_before_its_finalizer_was_removed_gets_no_event() -> None
     fake, cleanups = RecordingKube(_deleting([SETTINGS.finalizer]), gone_on_patch=True), []
     result = _run(fake, cleanups)
     assert fake.calls == [("patch", {"metadata": {"finalizers": []}})]
-    assert result.enqueue == ("handle/op/h",)
+    assert result.wake == ("handle/op/h",)
 
 
 class ConflictingKube(RecordingKube):
@@ -100,13 +100,13 @@ def test_a_conflict_reruns_the_kind_from_a_fresh_read() -> None:
 
     def converge(ctx: Context, obj: dict[str, Any]) -> Result:
         seen.append(obj["metadata"]["finalizers"])
-        return Result(enqueue=("pool/op/p",))
+        return Result(wake=("pool/op/p",))
 
     ctx = Context(kube=fake, events=fake, mapper=NO_DISCOVERY, settings=SETTINGS)  # type: ignore[arg-type]
     result = preamble.ObjectReconciler("ResourcePool", live=converge)(ctx, "op", "p")
     assert fake.calls == [("patch", "1"), ("patch", "2")]  # the second write carries the second read's version
     assert seen == [[SETTINGS.finalizer]]  # the kind's step ran once, on the object with the finalizer on
-    assert result.enqueue == ("pool/op/p",)
+    assert result.wake == ("pool/op/p",)
 
 
 def test_every_kind_but_the_provider_is_declared_to_the_preamble() -> None:

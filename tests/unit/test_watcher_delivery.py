@@ -14,7 +14,7 @@ from prometheus_client import REGISTRY
 from poolboy.settings import Settings
 from tests.waiting import wait_for
 from watcher import mapping
-from watcher.delivery import DeliveryQueue, Event, EventDelivery
+from watcher.delivery import DeliveryBuffer, Event, EventDelivery
 
 
 class Intake:
@@ -44,14 +44,14 @@ def intake() -> Intake:
 
 
 @pytest.fixture()
-def queue(intake: Intake) -> Iterator[DeliveryQueue[int]]:
-    running: DeliveryQueue[int] = DeliveryQueue(intake, max_batch=4, max_queued=6).start()
+def queue(intake: Intake) -> Iterator[DeliveryBuffer[int]]:
+    running: DeliveryBuffer[int] = DeliveryBuffer(intake, max_batch=4, max_queued=6).start()
     yield running
     intake.hold.set()
     running.stop()
 
 
-def test_events_queued_behind_a_round_trip_go_together_in_order(queue: DeliveryQueue[int], intake: Intake) -> None:
+def test_events_queued_behind_a_round_trip_go_together_in_order(queue: DeliveryBuffer[int], intake: Intake) -> None:
     intake.hold.clear()
     queue.submit(0)
     wait_for(lambda: intake.batches == [[0]], message="the first event goes alone, at once")
@@ -63,7 +63,7 @@ def test_events_queued_behind_a_round_trip_go_together_in_order(queue: DeliveryQ
     assert queue.pending() == 0
 
 
-def test_a_full_queue_holds_the_submitter_back_until_there_is_room(queue: DeliveryQueue[int], intake: Intake) -> None:
+def test_a_full_queue_holds_the_submitter_back_until_there_is_room(queue: DeliveryBuffer[int], intake: Intake) -> None:
     intake.hold.clear()
     queue.submit(0)
     wait_for(lambda: intake.batches == [[0]], message="a round trip in hand")
@@ -78,7 +78,7 @@ def test_a_full_queue_holds_the_submitter_back_until_there_is_room(queue: Delive
     assert intake.delivered == list(range(8))
 
 
-def test_drain_waits_for_what_was_submitted_before_it(queue: DeliveryQueue[int], intake: Intake) -> None:
+def test_drain_waits_for_what_was_submitted_before_it(queue: DeliveryBuffer[int], intake: Intake) -> None:
     intake.hold.clear()
     queue.submit(1)
     queue.submit(2)
@@ -90,7 +90,7 @@ def test_drain_waits_for_what_was_submitted_before_it(queue: DeliveryQueue[int],
     assert intake.delivered == [1, 2]
 
 
-def test_clear_drops_what_is_queued_and_releases_a_drain(queue: DeliveryQueue[int], intake: Intake) -> None:
+def test_clear_drops_what_is_queued_and_releases_a_drain(queue: DeliveryBuffer[int], intake: Intake) -> None:
     intake.hold.clear()
     queue.submit(1)
     wait_for(lambda: intake.batches == [[1]], message="a round trip in hand")
@@ -102,7 +102,7 @@ def test_clear_drops_what_is_queued_and_releases_a_drain(queue: DeliveryQueue[in
     assert intake.delivered == [1]
 
 
-def test_a_failing_delivery_does_not_end_the_thread(queue: DeliveryQueue[int], intake: Intake) -> None:
+def test_a_failing_delivery_does_not_end_the_thread(queue: DeliveryBuffer[int], intake: Intake) -> None:
     intake.fail_next = True
     queue.submit(1)
     queue.drain()
@@ -113,7 +113,7 @@ def test_a_failing_delivery_does_not_end_the_thread(queue: DeliveryQueue[int], i
 
 
 def test_a_stopped_queue_takes_nothing(intake: Intake) -> None:
-    queue: DeliveryQueue[int] = DeliveryQueue(intake).start()
+    queue: DeliveryBuffer[int] = DeliveryBuffer(intake).start()
     queue.stop()
     queue.submit(1)
     queue.drain()
@@ -149,7 +149,7 @@ def delivery(intake: FailingIntake, watching: threading.Event) -> EventDelivery:
     return events
 
 
-def drained(queue: DeliveryQueue[Event], timeout: float = 10) -> bool:
+def drained(queue: DeliveryBuffer[Event], timeout: float = 10) -> bool:
     """Whether everything submitted to ``queue`` was delivered or dropped within ``timeout``."""
     done = threading.Event()
     threading.Thread(target=lambda: (queue.drain(), done.set()), daemon=True).start()

@@ -37,99 +37,99 @@ def r(server) -> Iterator[redis.Redis]:
 
 
 @pytest.fixture()
-def gate(r) -> WorkQueue:
+def work_queue(r) -> WorkQueue:
     return WorkQueue(r, lease_seconds=0.3, pending_ttl=60, stale_seconds=1)
 
 
-def test_burst_publishes_once(gate):
-    outcomes = [gate.add(KEY).outcome for _ in range(100)]
+def test_burst_publishes_once(work_queue):
+    outcomes = [work_queue.add(KEY).outcome for _ in range(100)]
     assert outcomes.count("published") == 1 and outcomes.count("coalesced") == 99
 
 
-def test_start_clears_pending_and_event_during_run_republishes_once(gate):
-    publish = gate.add(KEY).publish
-    assert gate.start(KEY, "t1") is not None
-    assert [gate.add(KEY).outcome for _ in range(5)] == ["pending-while-running"] + ["coalesced"] * 4
-    rerun = gate.done(KEY, "t1")
+def test_start_clears_pending_and_event_during_run_republishes_once(work_queue):
+    publish = work_queue.add(KEY).publish
+    assert work_queue.start(KEY, "t1") is not None
+    assert [work_queue.add(KEY).outcome for _ in range(5)] == ["pending-while-running"] + ["coalesced"] * 4
+    rerun = work_queue.done(KEY, "t1")
     assert rerun is not None and rerun.msg_id != publish.msg_id
-    assert gate.add(KEY).outcome == "coalesced"  # the re-run's message is queued
-    assert gate.start(KEY, "t2") is not None
-    assert gate.done(KEY, "t2") is None
+    assert work_queue.add(KEY).outcome == "coalesced"  # the re-run's message is queued
+    assert work_queue.start(KEY, "t2") is not None
+    assert work_queue.done(KEY, "t2") is None
 
 
-def test_busy_start_marks_pending_for_the_holder(gate, r):
-    assert gate.start(KEY, "t1") is not None
-    assert gate.start(KEY, "t2") is None  # a duplicate message while running: no concurrent run
+def test_busy_start_marks_pending_for_the_holder(work_queue, r):
+    assert work_queue.start(KEY, "t1") is not None
+    assert work_queue.start(KEY, "t2") is None  # a duplicate message while running: no concurrent run
     assert r.exists(pending_key(KEY))
-    assert gate.done(KEY, "t1") is not None  # ...folded into exactly one re-run
+    assert work_queue.done(KEY, "t1") is not None  # ...folded into exactly one re-run
 
 
-def test_stale_token_cannot_release_or_renew_new_holders_lease(gate, r):
-    assert gate.start(KEY, "old") is not None
+def test_stale_token_cannot_release_or_renew_new_holders_lease(work_queue, r):
+    assert work_queue.start(KEY, "old") is not None
     r.delete(active_key(KEY))  # the old lease lapsed
-    assert gate.start(KEY, "new") is not None
-    assert not gate.renew(KEY, "old")
-    assert gate.done(KEY, "old") is None
+    assert work_queue.start(KEY, "new") is not None
+    assert not work_queue.renew(KEY, "old")
+    assert work_queue.done(KEY, "old") is None
     assert r.get(active_key(KEY)) == b"new"
-    assert gate.renew(KEY, "new")
+    assert work_queue.renew(KEY, "new")
 
 
-def test_event_outranks_queued_resync(gate):
-    assert gate.add(KEY, "resync").outcome == "published"
-    assert gate.add(KEY, "resync").outcome == "coalesced"
-    added = gate.add(KEY, "event")
+def test_event_outranks_queued_resync(work_queue):
+    assert work_queue.add(KEY, "resync").outcome == "published"
+    assert work_queue.add(KEY, "resync").outcome == "coalesced"
+    added = work_queue.add(KEY, "event")
     assert added.outcome == "published" and added.publish.priority == 0
-    assert gate.add(KEY, "event").outcome == "coalesced"
+    assert work_queue.add(KEY, "event").outcome == "coalesced"
 
 
-def test_event_during_run_upgrades_the_rerun_priority(gate):
-    gate.start(KEY, "t1")
-    gate.add(KEY, "resync")
-    gate.add(KEY, "event")
-    assert gate.done(KEY, "t1").priority == 0
+def test_event_during_run_upgrades_the_rerun_priority(work_queue):
+    work_queue.start(KEY, "t1")
+    work_queue.add(KEY, "resync")
+    work_queue.add(KEY, "event")
+    assert work_queue.done(KEY, "t1").priority == 0
 
 
-def test_stale_pending_is_rearmed(gate, r):
-    gate.add(KEY)
+def test_stale_pending_is_rearmed(work_queue, r):
+    work_queue.add(KEY)
     r.set(pending_key(KEY), "lost|1000|0|1")  # a queued mark from long ago whose message never arrived
-    assert gate.add(KEY).outcome == "published"
+    assert work_queue.add(KEY).outcome == "published"
 
 
 def _calls(r: redis.Redis) -> dict[str, int]:
     return {name: int(stats["calls"]) for name, stats in r.info("commandstats").items()}
 
 
-def test_add_and_start_keep_time_by_the_callers_clock_without_asking_redis(gate, r, monkeypatch):
-    """A watch event's ADD and a run's START are the gate's most frequent steps: they stamp marks and lease deadlines
-    with the caller's clock instead of one more ``TIME`` command each."""
-    from workqueue import queue as gate_module
+def test_add_and_start_keep_time_by_the_callers_clock_without_asking_redis(work_queue, r, monkeypatch):
+    """A watch event's ADD and a run's START are the work queue's most frequent steps: they stamp marks and lease
+    deadlines with the caller's clock instead of one more ``TIME`` command each."""
+    from workqueue import queue as queue_module
 
-    gate.add("claim/ns/warm")
-    gate.start("claim/ns/warm", "warm")  # the scripts are loaded from now on
+    work_queue.add("claim/ns/warm")
+    work_queue.start("claim/ns/warm", "warm")  # the scripts are loaded from now on
     clock = iter([1_000_000, 1_000_250])
-    monkeypatch.setattr(gate_module, "clock_ms", lambda: next(clock))
+    monkeypatch.setattr(queue_module, "clock_ms", lambda: next(clock))
     before = _calls(r)
-    gate.add(KEY)
+    work_queue.add(KEY)
     assert r.get(pending_key(KEY)).decode().split("|")[1] == "1000000"
-    started = gate.start(KEY, "t1")
+    started = work_queue.start(KEY, "t1")
     assert started is not None and started.waited == pytest.approx(0.25)
-    assert r.zscore(keyspace.LEASES, KEY) == 1_000_250 + gate.lease_ms
+    assert r.zscore(keyspace.LEASES, KEY) == 1_000_250 + work_queue.lease_ms
     assert _calls(r).get("cmdstat_time", 0) == before.get("cmdstat_time", 0)
 
 
-def test_reap_republishes_a_dead_holders_key_once(gate):
-    gate.start(KEY, "dead")
-    assert gate.reap() == []
-    reaped = wait_for(gate.reap, 3, message="the dead lease to expire and be reaped")
+def test_reap_republishes_a_dead_holders_key_once(work_queue):
+    work_queue.start(KEY, "dead")
+    assert work_queue.reap() == []
+    reaped = wait_for(work_queue.reap, 3, message="the dead lease to expire and be reaped")
     assert [p.key for p in reaped] == [KEY]
-    assert gate.reap() == []
-    assert gate.add(KEY).outcome == "coalesced"  # the reaped message is queued
-    assert gate.start(KEY, "next") is not None
+    assert work_queue.reap() == []
+    assert work_queue.add(KEY).outcome == "coalesced"  # the reaped message is queued
+    assert work_queue.start(KEY, "next") is not None
 
 
-def test_lease_keeper_keeps_the_lease_and_reports_loss(gate, r):
-    gate.start(KEY, "t1")
-    with LeaseKeeper(Renewer(gate), KEY, "t1") as keeper:
+def test_lease_keeper_keeps_the_lease_and_reports_loss(work_queue, r):
+    work_queue.start(KEY, "t1")
+    with LeaseKeeper(Renewer(work_queue), KEY, "t1") as keeper:
         end = time.monotonic() + 1.0  # over three lease lengths: only renewals keep it alive
         while time.monotonic() < end:
             assert r.get(active_key(KEY)) == b"t1"
@@ -139,11 +139,11 @@ def test_lease_keeper_keeps_the_lease_and_reports_loss(gate, r):
     assert not r.get(active_key(KEY)) or r.get(active_key(KEY)) == b"thief"
 
 
-def test_lease_of_a_run_past_its_time_limit_lapses_for_the_reaper(gate, r):
+def test_lease_of_a_run_past_its_time_limit_lapses_for_the_reaper(work_queue, r):
     """The threads pool cannot kill a stuck run: past its hard time limit, its lease is no longer renewed, so the
     key goes back to the queue (the reaper re-publishes it) while the stuck run holds only its thread."""
-    gate.start(KEY, "t1")
-    with LeaseKeeper(Renewer(gate), KEY, "t1", time_limit=0.5) as keeper:
+    work_queue.start(KEY, "t1")
+    with LeaseKeeper(Renewer(work_queue), KEY, "t1", time_limit=0.5) as keeper:
         # watched from the keeper's own start, so that a slow test thread never reads the limit's end as early
         while True:
             lost, held = keeper.lost.is_set(), r.get(active_key(KEY))
@@ -154,17 +154,17 @@ def test_lease_of_a_run_past_its_time_limit_lapses_for_the_reaper(gate, r):
             time.sleep(0.02)
         assert keeper.lost.wait(3.0), "past the limit the keeper gives the lease up"
         wait_for(lambda: r.get(active_key(KEY)) is None, 2, message="the lease to expire")
-    assert [p.key for p in wait_for(gate.reap, 3, message="the reaper to hand the key on")] == [KEY]
+    assert [p.key for p in wait_for(work_queue.reap, 3, message="the reaper to hand the key on")] == [KEY]
 
 
-def test_add_many_pipelines(gate):
-    results = gate.add_many(["claim/a/1", "claim/a/1", "pool/p/x"], "resync")
+def test_add_many_pipelines(work_queue):
+    results = work_queue.add_many(["claim/a/1", "claim/a/1", "pool/p/x"], "resync")
     assert [added.outcome for added in results] == ["published", "coalesced", "published"]
     assert all(added.publish.priority == 9 for added in results if added.publish)
 
 
-def test_delaying_queue_keeps_the_earliest_time_and_releases_what_is_due(gate, r):
-    delaying = DelayingQueue(gate)
+def test_delaying_queue_keeps_the_earliest_time_and_releases_what_is_due(work_queue, r):
+    delaying = DelayingQueue(work_queue)
     for at in (200, 100, 300):
         delaying.add_after("claim/a/b", at)
     delaying.add_after("claim/a/c", time.time() + 3600)
@@ -173,15 +173,15 @@ def test_delaying_queue_keeps_the_earliest_time_and_releases_what_is_due(gate, r
     assert delaying.release_due(limit=10) == [] and delaying.size() == 1
 
 
-def test_a_due_key_stays_until_its_add_is_made(gate, r, monkeypatch):
+def test_a_due_key_stays_until_its_add_is_made(work_queue, r, monkeypatch):
     """A release that fails before its ADD (Redis away, the worker killed) forgets nothing: the key is still due."""
-    delaying = DelayingQueue(gate)
+    delaying = DelayingQueue(work_queue)
     delaying.add_after(KEY, 100)
 
     def unreachable(*args, **kwargs):
         raise redis.ConnectionError("Redis away")
 
-    monkeypatch.setattr(gate, "add_many", unreachable)
+    monkeypatch.setattr(work_queue, "add_many", unreachable)
     with pytest.raises(redis.ConnectionError):
         delaying.release_due()
     monkeypatch.undo()
@@ -189,27 +189,27 @@ def test_a_due_key_stays_until_its_add_is_made(gate, r, monkeypatch):
     assert [added.outcome for added in delaying.release_due()] == ["published"]
 
 
-def test_a_held_key_runs_once_when_its_window_ends(gate, r):
+def test_a_held_key_runs_once_when_its_window_ends(work_queue, r):
     """Adds during a window coalesce into the one run its end releases."""
-    delaying = DelayingQueue(gate)
+    delaying = DelayingQueue(work_queue)
     trip = RoundTrip(r)
     held = trip.call(delaying.hold_call(KEY, 0.2))
     trip.send()
     assert held.value is True
-    assert [gate.add(KEY).outcome for _ in range(3)] == ["coalesced"] * 3, "adds join the window"
+    assert [work_queue.add(KEY).outcome for _ in range(3)] == ["coalesced"] * 3, "adds join the window"
     assert delaying.release_due() == [], "nothing is released before the window ends"
     released = wait_for(lambda: delaying.release_due(), 3, message="the window to end")
     assert [added.outcome for added in released] == ["published"]
-    assert gate.add(KEY).outcome == "coalesced", "the released run is queued"
+    assert work_queue.add(KEY).outcome == "coalesced", "the released run is queued"
 
 
-def test_a_key_held_while_it_runs_is_released_by_the_window_not_by_done(gate, r):
-    delaying = DelayingQueue(gate)
-    assert gate.start(KEY, "t1") is not None
+def test_a_key_held_while_it_runs_is_released_by_the_window_not_by_done(work_queue, r):
+    delaying = DelayingQueue(work_queue)
+    assert work_queue.start(KEY, "t1") is not None
     trip = RoundTrip(r)
     trip.call(delaying.hold_call(KEY, 0.1))
     trip.send()
-    assert gate.done(KEY, "t1") is None, "the window's end publishes the run, not DONE"
+    assert work_queue.done(KEY, "t1") is None, "the window's end publishes the run, not DONE"
     released = wait_for(lambda: delaying.release_due(), 3, message="the window to end")
     assert [added.outcome for added in released] == ["published"]
 
@@ -228,11 +228,11 @@ def test_the_rate_limiter_counts_failures_until_forgotten(r):
     assert limiter.failure(KEY) == 1, "after a success the next failure starts from the bottom"
 
 
-def test_add_many_sends_no_script_exists_and_survives_a_flushed_script_cache(gate, r):
-    gate.add_many(["claim/ns/warm"])  # the script is loaded from now on
+def test_add_many_sends_no_script_exists_and_survives_a_flushed_script_cache(work_queue, r):
+    work_queue.add_many(["claim/ns/warm"])  # the script is loaded from now on
     before = {name: s["calls"] for name, s in r.info("commandstats").items()}
-    assert [added.outcome for added in gate.add_many(["claim/ns/a", "claim/ns/b"])] == ["published"] * 2
+    assert [added.outcome for added in work_queue.add_many(["claim/ns/a", "claim/ns/b"])] == ["published"] * 2
     after = {name: s["calls"] for name, s in r.info("commandstats").items()}
     assert after.get("cmdstat_script|exists", 0) == before.get("cmdstat_script|exists", 0)
     r.script_flush()  # a restarted or flushed Redis has no scripts
-    assert [added.outcome for added in gate.add_many(["claim/ns/c"])] == ["published"]
+    assert [added.outcome for added in work_queue.add_many(["claim/ns/c"])] == ["published"]

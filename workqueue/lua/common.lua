@@ -26,7 +26,7 @@ end
 -- the caller has read them already (nil: read both here in one MGET; the keys share the key's hash slot). ``now``:
 -- the caller's clock (ms). ``release``: the delaying queue adding a key whose window ended, which publishes a mark
 -- held for it (state 2) instead of coalescing into it.
-local function gate_add(pending, active_key, msg_id, cls, pending_ttl, stale_ms, now, state, release)
+local function workqueue_add(pending, active_key, msg_id, cls, pending_ttl, stale_ms, now, state, release)
   state = state or redis.call('MGET', pending, active_key)
   local cur, active = state[1], state[2] ~= false
   if cur then
@@ -44,7 +44,7 @@ local function gate_add(pending, active_key, msg_id, cls, pending_ttl, stale_ms,
       return {0}
     end
     -- otherwise re-arm: the holder died owing a run (q=0), the queued message looks lost (stale), a held window
-    -- ended, or this event outranks the queued resync message (a priority inversion: docs/behaviour.md#work-gate)
+    -- ended, or this event outranks the queued resync message (a priority inversion: docs/behaviour.md#work queue)
   end
   if active then
     redis.call('SET', pending, mark(msg_id, now, cls, '0'), 'EX', pending_ttl)
@@ -56,13 +56,13 @@ end
 
 -- Hold the key for a window (the HOLD transition): mark it pending in state 2 unless a mark is there already (a
 -- queued or owed run covers the window's adds too). -> true when this call holds it
-local function gate_hold(pending, msg_id, now, pending_ttl)
+local function workqueue_hold(pending, msg_id, now, pending_ttl)
   return redis.call('SET', pending, mark(msg_id, now, 0, '2'), 'NX', 'EX', pending_ttl) ~= false
 end
 
 -- Publish what ADD decided, when the caller handed the message (workers/messages.py): LPUSH it onto its queue list
 -- in this same atomic step, so a key is never marked queued without its message. The reply says it is pushed.
-local function gate_push(reply, queue_list, message)
+local function workqueue_push(reply, queue_list, message)
   if reply[1] == 2 and queue_list and message then
     redis.call('LPUSH', queue_list, message)
     reply[4] = 1

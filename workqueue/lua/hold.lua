@@ -2,7 +2,7 @@
 -- there already (a queued or owed run covers the window's adds too)
 -- The key runs once when its window ends (the delaying queue releases it), however many adds come meanwhile.
 redis.call('ZADD', KEYS[2], 'LT', ARGV[4], ARGV[5])
-if gate_hold(KEYS[1], ARGV[1], clock(ARGV[2]), ARGV[3]) then
+if workqueue_hold(KEYS[1], ARGV[1], clock(ARGV[2]), ARGV[3]) then
   return 1
 end
 return 0

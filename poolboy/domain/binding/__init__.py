@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 
 #: Label (``D/resource-claim-waiting``) on a claim that found no matching unbound handle and may not create one.
-#: Handle creation or a change of an unbound handle enqueues exactly the claims carrying it, so a waiting claim
+#: Handle creation or a change of an unbound handle wakes exactly the claims carrying it, so a waiting claim
 #: binds as soon as a matching handle appears instead of at its next periodic re-check. (Defined with the shared
 #: cache's indexes, which keep the waiting claims' queues from it.)
 WAITING_LABEL = candidates.WAITING_LABEL

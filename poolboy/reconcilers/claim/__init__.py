@@ -8,7 +8,7 @@ precondition, only when it changed. A Conflict anywhere re-runs the whole comput
 emitted only after the status write succeeded, so a retried run does not repeat them.
 
 The claim's status has one writer: this package. The handle's spec may be written here (bind, propagation), its
-status never; cross-object effects are ``enqueue``d keys.
+status never; cross-object effects are woken keys.
 
 The parts: :mod:`.run` (the staged write and the events), :mod:`.modes` (provider mode and resources mode behind
 one interface), :mod:`.bind` (candidates and the bind), :mod:`.creation` (a new handle), :mod:`.resumption` (the
@@ -31,9 +31,9 @@ from poolboy.kinds import RESOURCE_CLAIM
 from poolboy.reconcilers import preamble
 from poolboy.reconcilers.claim import lifecycle, mirroring, propagation, resumption, waiting
 from poolboy.reconcilers.claim.bind import bind, bind_queued, binding_scope, record_binding
+from poolboy.reconcilers.claim.claim_run import ClaimRun
 from poolboy.reconcilers.claim.creation import create_handle
 from poolboy.reconcilers.claim.modes import Mode, check_providers, select_mode
-from poolboy.reconcilers.claim.run import ClaimRun
 from poolboy.result import PermanentError, Result
 from poolboy.utils import timeutil
 
@@ -61,11 +61,11 @@ def _live(ctx: Context, claim: dict[str, Any]) -> Result:
 
 def _cleanup(ctx: Context, claim: dict[str, Any]) -> preamble.Cleaned:
     """Claim deleted: its handles go too, unless it was detached; the preamble then removes the finalizer."""
-    names, enqueue = lifecycle.delete_handles(ctx, claim)
+    names, wake = lifecycle.delete_handles(ctx, claim)
     if names:  # a namespace at its queue cap holds one handle fewer: its waiting claims may go now
-        enqueue += waiting.namespace_waiters(ctx, claim["metadata"]["namespace"])
+        wake += waiting.namespace_waiters(ctx, claim["metadata"]["namespace"])
     what = f"deleted ResourceHandle {', '.join(sorted(names))}" if names else "no ResourceHandle to delete"
-    return preamble.Cleaned(Result(enqueue=tuple(enqueue)), ("Deleted", f"ResourceClaim deleted; {what}."))
+    return preamble.Cleaned(Result(wake=tuple(wake)), ("Deleted", f"ResourceClaim deleted; {what}."))
 
 
 #: converge one claim (see the module docstring); conflicts re-run from fresh reads
@@ -111,7 +111,7 @@ def process(run: ClaimRun) -> Result:
     mirroring.mirror(run, handle, limits)
     mirroring.warn_before_end(run)
     if lifecycle.auto_delete_or_detach(run, mode, handle):
-        return Result(enqueue=(keys.make(keys.CLAIM, run.meta["namespace"], run.meta["name"]),
+        return Result(wake=(keys.make(keys.CLAIM, run.meta["namespace"], run.meta["name"]),
                                keys.make(keys.HANDLE, handle["metadata"]["namespace"], handle["metadata"]["name"])))
     mirroring.conclude(run, handle, limits)
     run.write_status()

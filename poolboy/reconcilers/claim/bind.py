@@ -23,8 +23,8 @@ from poolboy.domain.binding import candidates as candidate_index
 from poolboy.domain.binding import scopes
 from poolboy.domain.provider import Provider
 from poolboy.kinds import RESOURCE_HANDLE
+from poolboy.reconcilers.claim.claim_run import ClaimRun
 from poolboy.reconcilers.claim.modes import Mode
-from poolboy.reconcilers.claim.run import ClaimRun
 
 log = logging.getLogger(__name__)
 
@@ -218,7 +218,7 @@ def bound(run: ClaimRun, mode: Mode, handle: dict[str, Any], reason: str, messag
     """Record a handle bound in this run; its pool replenishes."""
     pool = (handle["metadata"].get("labels") or {}).get(run.ctx.label("resource-pool-name"))
     if pool:
-        run.batch.append(keys.make(keys.POOL, run.ctx.settings.operator_namespace, pool))
+        run.hold.append(keys.make(keys.POOL, run.ctx.settings.operator_namespace, pool))
     record_binding(run, mode, handle, reason, message)
 
 
@@ -239,7 +239,7 @@ def record_binding(run: ClaimRun, mode: Mode, handle: dict[str, Any], reason: st
     limits = claim_lifespan.handle_limits(handle, run.claim, mode.template_vars(handle))
     run.status["lifespan"] = claim_lifespan.status_lifespan({}, handle, limits, start=run.ctx.now)
     run.status.pop("queue", None)
-    run.enqueue.append(keys.make(keys.HANDLE, handle["metadata"]["namespace"], handle["metadata"]["name"]))
+    run.wake.append(keys.make(keys.HANDLE, handle["metadata"]["namespace"], handle["metadata"]["name"]))
     run.event(reason, message)
     run.handle_events.append((handle, "Bound", f"Bound to ResourceClaim {run.meta['namespace']}/{run.meta['name']}"))
     run.bound_now = True

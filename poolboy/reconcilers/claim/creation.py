@@ -4,7 +4,7 @@ The handle gets the lifespan its providers allow (default, maximum and relative 
 requested end clamped to them) and, when the claim asked for an end, a record of that request, so that the handle
 is not clamped again for the same request. Creation is idempotent by name
 (:func:`poolboy.domain.handle_factory.create_or_adopt`): a retried run adopts the handle it already created. The claim
-names it before it is created, as before a bind (:meth:`poolboy.reconcilers.claim.run.ClaimRun.intend`), so a
+names it before it is created, as before a bind (:meth:`poolboy.reconcilers.claim.claim_run.ClaimRun.intend`), so a
 concurrent run of the claim does not bind a pool's handle meanwhile.
 """
 
@@ -17,8 +17,8 @@ from typing import Any
 from poolboy.domain import claim_lifespan, handle_factory
 from poolboy.domain import lifespan as lifespan_rules
 from poolboy.reconcilers.claim.bind import record_binding
+from poolboy.reconcilers.claim.claim_run import ClaimRun
 from poolboy.reconcilers.claim.modes import Mode
-from poolboy.reconcilers.claim.run import ClaimRun
 from poolboy.utils import timeutil
 
 

@@ -14,8 +14,8 @@ from poolboy import keys
 from poolboy.context import Context
 from poolboy.domain import binding, claim_lifespan
 from poolboy.kinds import RESOURCE_CLAIM, RESOURCE_HANDLE
+from poolboy.reconcilers.claim.claim_run import ClaimRun
 from poolboy.reconcilers.claim.modes import Mode, context_variables
-from poolboy.reconcilers.claim.run import ClaimRun
 from poolboy.result import Result
 from poolboy.utils import templating, timeutil
 
@@ -40,12 +40,12 @@ def delete_handles(ctx: Context, claim: dict[str, Any]) -> tuple[set[str], list[
             names.add(handle["metadata"]["name"])
     if not names:
         log.info("claim %s/%s deleted before binding", metadata["namespace"], metadata["name"])
-    enqueue = []
+    wake = []
     for handle_name in sorted(names):
         ctx.kube.delete_if_exists(ctx.settings.api_version, RESOURCE_HANDLE, handle_name,
                                   ctx.settings.operator_namespace)
-        enqueue.append(keys.make(keys.HANDLE, ctx.settings.operator_namespace, handle_name))
-    return names, enqueue
+        wake.append(keys.make(keys.HANDLE, ctx.settings.operator_namespace, handle_name))
+    return names, wake
 
 
 def detached(ctx: Context, claim: dict[str, Any]) -> Result:

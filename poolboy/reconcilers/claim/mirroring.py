@@ -16,8 +16,8 @@ from poolboy.domain import claim_lifespan, claim_status, lifespan_warnings, owne
 from poolboy.domain import conditions as cond
 from poolboy.domain import lifespan as lifespan_rules
 from poolboy.domain.provider import Provider
+from poolboy.reconcilers.claim.claim_run import ClaimRun
 from poolboy.reconcilers.claim.propagation import clamp_explanation
-from poolboy.reconcilers.claim.run import ClaimRun
 from poolboy.utils import timeutil
 
 
@@ -43,7 +43,7 @@ def mirror(run: ClaimRun, handle: dict[str, Any], limits: lifespan_rules.Limits)
     if end is not None:
         run.requeue.append(end)
         if end <= run.ctx.now:  # the handle outlived its end (its expiry waited while this claim was ignored)
-            run.enqueue.append(keys.make(keys.HANDLE, handle["metadata"]["namespace"], handle["metadata"]["name"]))
+            run.wake.append(keys.make(keys.HANDLE, handle["metadata"]["namespace"], handle["metadata"]["name"]))
 
 
 def warn_before_end(run: ClaimRun) -> None:

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from poolboy import kube
 from poolboy.domain import claim_parameters, claim_validation, matching, resource_targets
 from poolboy.domain.provider import Provider
-from poolboy.reconcilers.claim.run import ClaimRun
+from poolboy.reconcilers.claim.claim_run import ClaimRun
 from poolboy.result import PermanentError
 from poolboy.utils import schema, templating
 from poolboy.utils.merge import deep_merge

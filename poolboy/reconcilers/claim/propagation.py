@@ -17,8 +17,8 @@ from poolboy import kube as kube_errors
 from poolboy.domain import binding, claim_lifespan
 from poolboy.domain import lifespan as lifespan_rules
 from poolboy.kinds import RESOURCE_HANDLE
+from poolboy.reconcilers.claim.claim_run import ClaimRun
 from poolboy.reconcilers.claim.modes import Mode
-from poolboy.reconcilers.claim.run import ClaimRun
 from poolboy.result import PermanentError
 from poolboy.utils import timeutil
 
@@ -70,7 +70,7 @@ def propagate(run: ClaimRun, mode: Mode, handle: dict[str, Any], limits: lifespa
                                          handle["metadata"]["namespace"], ops)
     except kube_errors.Invalid as error:  # the handle changed under us: recompute from fresh reads
         raise kube_errors.Conflict(409, "Conflict", f"handle changed during propagation: {error}") from error
-    run.enqueue.append(keys.make(keys.HANDLE, handle["metadata"]["namespace"], handle["metadata"]["name"]))
+    run.wake.append(keys.make(keys.HANDLE, handle["metadata"]["namespace"], handle["metadata"]["name"]))
     return handle
 
 

@@ -16,9 +16,9 @@ from poolboy.domain import binding, handle_factory
 from poolboy.domain.binding import candidates as candidate_index
 from poolboy.kinds import RESOURCE_HANDLE
 from poolboy.reconcilers.claim.bind import bind_candidate, bound
+from poolboy.reconcilers.claim.claim_run import ClaimRun
 from poolboy.reconcilers.claim.creation import create_handle
 from poolboy.reconcilers.claim.modes import Mode
-from poolboy.reconcilers.claim.run import ClaimRun
 
 
 def resume(run: ClaimRun, mode: Mode, claim_resources: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -25,7 +25,7 @@ from poolboy.domain.binding import queue as claim_queue
 from poolboy.domain.binding.queue_order import Standing, Waiter, standing_of
 from poolboy.domain.binding.queue_policy import PRIORITY_LABEL, OnTimeout, OverCap, QueuePolicy
 from poolboy.kinds import RESOURCE_CLAIM, RESOURCE_POOL
-from poolboy.reconcilers.claim.run import ClaimRun
+from poolboy.reconcilers.claim.claim_run import ClaimRun
 from poolboy.utils import timeutil
 
 NO_QUEUE = "No matching unbound ResourceHandle; handle creation is disabled."
@@ -145,7 +145,7 @@ def namespace_waiters(ctx: Context, namespace: str) -> list[str]:
 
 
 def set_waiting(run: ClaimRun, waiting: bool) -> bool:
-    """Label a claim that waits for an unbound handle, so that a handle appearing enqueues it; whether that changed."""
+    """Label a claim that waits for an unbound handle, so that a handle appearing wakes it; whether that changed."""
     label = run.ctx.label(binding.WAITING_LABEL)
     if (label in (run.meta.get("labels") or {})) == waiting:
         return False
@@ -157,7 +157,7 @@ def wait(run: ClaimRun, where: Queued) -> None:
     """No handle to bind and creation disabled: label the claim, say where it stands, and look again later."""
     pool = scopes.scope_pool(where.scope)
     if set_waiting(run, True) and pool:  # the pool's status counts its queue
-        run.batch.append(keys.make(keys.POOL, run.ctx.settings.operator_namespace, pool))
+        run.hold.append(keys.make(keys.POOL, run.ctx.settings.operator_namespace, pool))
     message, again = update(run.ctx, run.claim, run.status, where)
     run.condition("Bound", False, CAP_WAIT if where.capped else "NoMatchingHandle", message)
     run.condition("Synced", True, "Synced", "")

@@ -2,12 +2,12 @@
 of a handle and computes its health, readiness and summary.
 
 Order (docs/behaviour.md#handles): expiry → provider-mode regeneration of ``spec.resources`` → ``status.resources``
-shape → per resource (claim requirement, linked waits, render, record reference, create/update) → status → enqueue the
+shape → per resource (claim requirement, linked waits, render, record reference, create/update) → status → wake the
 claim. A reference is made durable in status BEFORE the resource is created (with an rv precondition), so that a
 deletion that starts meanwhile either fails our write (and we re-read and clean up) or sees the reference: a
 resource is never created without its handle knowing it.
 
-The parts: :mod:`.names` (kind, enqueued keys, how Events name a resource), :mod:`.lifecycle` (cleanup, expiry,
+The parts: :mod:`.names` (kind, woken keys, how Events name a resource), :mod:`.lifecycle` (cleanup, expiry,
 deleting the handle), :mod:`.regeneration` (provider mode), :mod:`.run` (managing the resources, health, summary),
 :mod:`.status` (shape, conditions and the write of the status).
 """
@@ -23,10 +23,10 @@ from poolboy.domain.object_meta import is_ignored
 from poolboy.domain.provider import clock_rerun
 from poolboy.kinds import RESOURCE_CLAIM, RESOURCE_HANDLE
 from poolboy.reconcilers import preamble
+from poolboy.reconcilers.handle.handle_run import HandleRun, Providers, resource_version
 from poolboy.reconcilers.handle.lifecycle import cleanup, expiry, requeue_at
 from poolboy.reconcilers.handle.names import claim_key, pool_key, unique_keys
 from poolboy.reconcilers.handle.regeneration import regenerate
-from poolboy.reconcilers.handle.run import HandleRun, Providers, resource_version
 from poolboy.reconcilers.handle.status import set_conditions, write_status
 from poolboy.result import PermanentError, Result
 
@@ -75,7 +75,7 @@ def _live(ctx: Context, handle: dict[str, Any]) -> Result:
         run = run or HandleRun(ctx, handle, claim, providers)
         _record_error(ctx, run, error)
         raise PermanentError(error.reason, error.message, error.recheck_after,
-                             enqueue=unique_keys(claim_key(handle))) from error
+                             wake=unique_keys(claim_key(handle))) from error
     run.status["resources"] = run.status_resources
     set_conditions(ctx, run.status, run.handle, None)
     changed = run.status != (run.handle.get("status") or {}) or run.status != old_status
@@ -84,17 +84,17 @@ def _live(ctx: Context, handle: dict[str, Any]) -> Result:
     unbound = not (run.handle.get("spec") or {}).get("resourceClaim")
     if changed and unbound:
         waiting = binding.waiting_claim_keys(ctx, run.handle)  # an unbound handle appeared or changed
-    # Only an unbound handle counts in its pool (its status lists unbound handles); the bind itself enqueues the
+    # Only an unbound handle counts in its pool (its status lists unbound handles); the bind itself wakes the
     # pool, so a bound handle's later status changes (resource created, ready) need no pool run, each of which
     # lists every unbound handle of the pool.
     again = keys.make(keys.HANDLE, namespace, name) if run.run_again else None
     # The claim mirrors this handle's status and (itself, from the watch) its resources' states: it needs a run
     # only when this run changed the handle. A resync of an unchanged handle costs its claim nothing.
     handle_changed = changed or resource_version(run.handle) != read_version
-    enqueue = unique_keys(claim_key(run.handle) if handle_changed else None, *waiting, again)
+    wake = unique_keys(claim_key(run.handle) if handle_changed else None, *waiting, again)
     next_runs = [t for t in (requeue_at(run.handle), clock_rerun(ctx, providers.cache.values())) if t]
-    return Result(requeue_at=min(next_runs) if next_runs else None, enqueue=enqueue,
-                  batch=unique_keys(pool_key(ctx, run.handle) if changed and unbound else None))
+    return Result(requeue_at=min(next_runs) if next_runs else None, wake=wake,
+                  hold=unique_keys(pool_key(ctx, run.handle) if changed and unbound else None))
 
 
 #: converge one handle (see the module docstring); conflicts re-run from fresh reads

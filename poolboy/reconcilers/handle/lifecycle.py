@@ -94,7 +94,7 @@ def cleanup(ctx: Context, handle: dict[str, Any]) -> preamble.Cleaned:
         if _delete_resource(ctx, handle, ref):
             ctx.events.emit(handle, "ResourceDeleted", f"Deleted {describe_reference(ref)}")
     _delete_bound_claim(ctx, handle)
-    return preamble.Cleaned(Result(enqueue=unique_keys(pool_key(ctx, handle), claim_key(handle))))
+    return preamble.Cleaned(Result(wake=unique_keys(pool_key(ctx, handle), claim_key(handle))))
 
 
 def _delete_handle(ctx: Context, handle: dict[str, Any], reason: str, message: str) -> Result:
@@ -102,7 +102,7 @@ def _delete_handle(ctx: Context, handle: dict[str, Any], reason: str, message: s
     ctx.events.emit(handle, reason, message)
     ctx.kube.delete_if_exists(handle["apiVersion"], RESOURCE_HANDLE, metadata["name"], metadata["namespace"],
                               uid=metadata.get("uid"), resource_version=metadata.get("resourceVersion"))
-    return Result(enqueue=unique_keys(keys.make(keys.HANDLE, metadata["namespace"], metadata["name"]),
+    return Result(wake=unique_keys(keys.make(keys.HANDLE, metadata["namespace"], metadata["name"]),
                                 pool_key(ctx, handle), claim_key(handle)))
 
 

@@ -1,4 +1,4 @@
-"""How a handle run names what it touches: the keys of its claim and its pool (what a run enqueues), and a managed
+"""How a handle run names what it touches: the keys of its claim and its pool (what a run wakes), and a managed
 resource as Event messages name it."""
 
 from __future__ import annotations

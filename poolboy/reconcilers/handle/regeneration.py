@@ -9,7 +9,7 @@ from typing import Any
 
 from poolboy.context import Context
 from poolboy.kinds import RESOURCE_HANDLE
-from poolboy.reconcilers.handle.run import Providers
+from poolboy.reconcilers.handle.handle_run import Providers
 
 log = logging.getLogger(__name__)
 

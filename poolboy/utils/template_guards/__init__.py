@@ -10,7 +10,7 @@ their input are only checked afterwards.
 The audit, by family (Jinja2 3.1 built-ins plus Poolboy's filters and the methods reachable in the sandbox):
 
 - estimated before the call: filters ``indent``, ``center``, ``replace``, ``format``, ``join``, ``wordwrap``,
-  ``truncate``, ``urlize``, ``xmlattr``, ``batch`` (fill), ``slice``, ``sum`` (of sequences, which is quadratic),
+  ``truncate``, ``urlize``, ``xmlattr``, ``hold`` (fill), ``slice``, ``sum`` (of sequences, which is quadratic),
   ``tojson``/``to_json``/``object`` (indent, separators), ``pprint``; str/bytes methods ``center``, ``ljust``,
   ``rjust``, ``zfill``, ``expandtabs``, ``replace``, ``join``, ``format``, ``format_map``, ``translate``;
   ``int.to_bytes``; operators ``*``, ``+``, ``**``, ``%``, ``~``; the ``lipsum`` global; JMESPath ``join``;

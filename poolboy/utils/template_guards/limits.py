@@ -17,7 +17,7 @@ from typing import Any
 from jinja2.exceptions import SecurityError
 
 MAX_STRING = 1024 * 1024  # characters in any one string produced inside a template, and in one render's output
-MAX_ITEMS = 100_000  # elements in a list/tuple built by ``*`` or ``+``, lists made by ``batch``/``slice``
+MAX_ITEMS = 100_000  # elements in a list/tuple built by ``*`` or ``+``, lists made by ``hold``/``slice``
 MAX_SIZE = 2_000_000  # logical size (elements + characters, shared references counted every time) of any value
 MAX_PRODUCED = 32 * MAX_STRING  # characters and items produced by guarded operations in one render, in total
 MAX_ITERATIONS = 1_000_000  # loop iterations per top-level render

@@ -56,13 +56,13 @@ def _api_fault(error: BaseException) -> bool:
 def _succeeded(result: Any) -> Succeeded:
     if not isinstance(result, Result):
         result = Result()
-    return Succeeded(result.requeue_at, tuple(result.enqueue), tuple(result.batch))
+    return Succeeded(result.requeue_at, tuple(result.wake), tuple(result.hold))
 
 
 def _refused(rt: Runtime, kind: str, error: PermanentError) -> Refused:
     metrics.RECONCILE_ERRORS.labels(controller=kind).inc()
     after = error.recheck_after if error.recheck_after is not None else rt.settings.permanent_error_recheck
-    return Refused(error, after, time.time() + after, tuple(error.enqueue))
+    return Refused(error, after, time.time() + after, tuple(error.wake))
 
 
 def _failed(rt: Runtime, kind: str, key: str, error: BaseException) -> Failed:
@@ -115,9 +115,9 @@ def _wake(rt: Runtime, trip: RoundTrip, keys: tuple[str, ...], seen: list[str]) 
 def _hold(rt: Runtime, trip: RoundTrip, keys: tuple[str, ...], seen: list[str]) -> None:
     for key in keys:
         if seen:
-            trip.atomic(rt.own_writes.note_call(key, seen), rt.delaying.hold_call(key, rt.settings.batch_seconds))
+            trip.atomic(rt.own_writes.note_call(key, seen), rt.delaying.hold_call(key, rt.settings.hold_seconds))
         else:
-            trip.call(rt.delaying.hold_call(key, rt.settings.batch_seconds))
+            trip.call(rt.delaying.hold_call(key, rt.settings.hold_seconds))
 
 
 def finish(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, writes: own_writes.Collector,
@@ -195,14 +195,14 @@ def execute(msg_id: str | None, kind: str, key: str) -> str:
             raise
         redis_oom.report(log, f"{key} does not run now (the watcher lists it again once Redis accepts writes)",
                          error)
-        labelled(metrics.GATE_STARTS, "refused").inc()
+        labelled(metrics.WORKQUEUE_STARTS, "refused").inc()
         return "refused"
     if started is None:
-        labelled(metrics.GATE_STARTS, "busy").inc()
+        labelled(metrics.WORKQUEUE_STARTS, "busy").inc()
         return "busy"
-    labelled(metrics.GATE_STARTS, "started").inc()
+    labelled(metrics.WORKQUEUE_STARTS, "started").inc()
     if started.waited is not None:
-        labelled(metrics.GATE_WAIT, kind).observe(started.waited)
+        labelled(metrics.WORKQUEUE_WAIT, kind).observe(started.waited)
     began = time.monotonic()
     outcome: Outcome = Failed(0.0, "error")
     writes = own_writes.Collector()
@@ -229,7 +229,7 @@ def execute(msg_id: str | None, kind: str, key: str) -> str:
 def finish_or_report(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, writes: own_writes.Collector,
                      kube: CachedKubeClient | None) -> None:
     """:func:`finish`, with Redis refusing the record for memory reported in one line instead of failing the task:
-    the run's lease then lapses and the gate runs the key again (:mod:`engine.redis_oom`)."""
+    the run's lease then lapses and the work queue runs the key again (:mod:`engine.redis_oom`)."""
     try:
         finish(rt, kind, key, token, outcome, writes, kube)
     except redis.RedisError as error:

@@ -48,8 +48,8 @@ class ClaimRun:
         self.status: dict[str, Any] = copy.deepcopy(claim.get("status") or {})
         self.events: list[tuple[str, str, str, str | None]] = []
         self.handle_events: list[tuple[dict[str, Any], str, str]] = []  # (handle, reason, message)
-        self.enqueue: list[str] = []
-        self.batch: list[str] = []  # keys to run soon, batched (the pool of a bound handle)
+        self.wake: list[str] = []
+        self.hold: list[str] = []  # keys to run soon, batched (the pool of a bound handle)
         self.requeue: list[datetime] = []
         self.bound_now = False  # bound or created in this run: no LifespanChange event for the initial end
         self._recorded_handle: tuple[str, dict[str, Any] | None] | None = None  # (name, handle) read this run
@@ -186,5 +186,5 @@ class ClaimRun:
     def result(self, providers: list[Provider]) -> Result:
         """The run's outcome: the earliest future deadline (its own or the providers' clocks) and the keys to wake."""
         future = [t for t in (*self.requeue, clock_rerun(self.ctx, providers)) if t and t > self.ctx.now]
-        return Result(requeue_at=min(future) if future else None, enqueue=tuple(dict.fromkeys(self.enqueue)),
-                      batch=tuple(dict.fromkeys(self.batch)))
+        return Result(requeue_at=min(future) if future else None, wake=tuple(dict.fromkeys(self.wake)),
+                      hold=tuple(dict.fromkeys(self.hold)))

@@ -1,6 +1,6 @@
-"""Gate benchmark: cost of one ADD, and how well two real workers coalesce a 1 000-event burst on 10 keys.
+"""Work queue benchmark: cost of one ADD, and how well two real workers coalesce a 1 000-event burst on 10 keys.
 
-Prints one JSON document. Figures, not assertions: run ``.venv/bin/python benchmarks/gate_bench.py``.
+Prints one JSON document. Figures, not assertions: run ``.venv/bin/python benchmarks/workqueue_bench.py``.
 """
 
 from __future__ import annotations
@@ -27,19 +27,19 @@ from workqueue.queue import WorkQueue
 
 
 def add_cost(client: redis.Redis, n: int = 20000) -> dict[str, float]:
-    gate = WorkQueue(client)
+    work_queue = WorkQueue(client)
     began = time.perf_counter()
     for i in range(n):
-        gate.add(f"claim/bench/k{i}")
+        work_queue.add(f"claim/bench/k{i}")
     fresh = (time.perf_counter() - began) / n * 1e6
     began = time.perf_counter()
     for _ in range(n):
-        gate.add("claim/bench/k0")
+        work_queue.add("claim/bench/k0")
     coalesced = (time.perf_counter() - began) / n * 1e6
     began = time.perf_counter()
     batch = [f"claim/bench/p{i}" for i in range(n)]
     for i in range(0, n, 500):
-        gate.add_many(batch[i:i + 500])
+        work_queue.add_many(batch[i:i + 500])
     pipelined = (time.perf_counter() - began) / n * 1e6
     client.flushall()
     return {"add_us_new_key": round(fresh, 1), "add_us_coalesced": round(coalesced, 1),
@@ -51,7 +51,7 @@ def burst(server: RedisServer, client: redis.Redis, events: int = 1000, nkeys: i
     for key in keys:
         client.hset(f"behave:{key}", "sleep", "0.05")
     app = Celery("bench", broker=server.url, set_as_current=False)
-    settings = Settings.from_env(redis_url=server.url, gate_lease_seconds=LEASE)
+    settings = Settings.from_env(redis_url=server.url, workqueue_lease_seconds=LEASE)
     enqueuer = Enqueuer(work_queue(settings, QueuedMessages(app).encode), app)
     with WorkerProcess(server.url, ["claims"], 2, reconcilers=RECONCILERS, env=ENV), \
             WorkerProcess(server.url, ["claims"], 2, reconcilers=RECONCILERS, env=ENV):
