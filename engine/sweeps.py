@@ -35,13 +35,13 @@ import redis
 
 from cache import model as cache_model
 from cache.store import object_key
-from poolboy import keys
+from poolboy import keys, kinds
 from poolboy.settings import Settings
 from workqueue import keyspace
 from workqueue.roundtrip import Call
 
 #: the kinds whose sweeps skip clean objects (pools are few, and their sweep is the replenishment safety net)
-FILTERED = frozenset({keys.CLAIM, keys.HANDLE})
+FILTERED = frozenset(kind.token for kind in kinds.DECLARED if kind.skip_converged)
 #: objects checked per pipelined round trip
 CHUNK = 500
 #: the share of the sync period by which an object's refresh comes early at most

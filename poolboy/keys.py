@@ -1,33 +1,27 @@
 """Work keys: ``<kind>/<namespace>/<name>``, the unit the work queue serialises and coalesces.
 
-Kinds are short, stable tokens; each has its own Celery queue (the kind in plural) so that a burst of one kind
-cannot starve another.
+Kinds are short, stable tokens (:data:`poolboy.kinds.DECLARED`); each has its own Celery queue (the kind in plural)
+so that a burst of one kind cannot starve another.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
-from poolboy.kinds import RESOURCE_CLAIM, RESOURCE_HANDLE, RESOURCE_POOL, RESOURCE_POOL_SCALING, RESOURCE_PROVIDER
+from poolboy import kinds
 
-CLAIM = "claim"
-HANDLE = "handle"
-POOL = "pool"
-PROVIDER = "provider"
-SCALING = "scaling"
+CLAIM = kinds.CLAIM.token
+HANDLE = kinds.HANDLE.token
+POOL = kinds.POOL.token
+PROVIDER = kinds.PROVIDER.token
+SCALING = kinds.SCALING.token
 
 #: kind token -> Kubernetes kind
-KINDS: dict[str, str] = {
-    CLAIM: RESOURCE_CLAIM,
-    HANDLE: RESOURCE_HANDLE,
-    POOL: RESOURCE_POOL,
-    PROVIDER: RESOURCE_PROVIDER,
-    SCALING: RESOURCE_POOL_SCALING,
-}
+KINDS: dict[str, str] = {kind.token: kind.name for kind in kinds.DECLARED}
 #: Kubernetes kind -> kind token
-TOKENS: dict[str, str] = {v: k for k, v in KINDS.items()}
+TOKENS: dict[str, str] = {kind.name: kind.token for kind in kinds.DECLARED}
 #: Kubernetes kind -> plural resource name
-PLURALS: dict[str, str] = {kind: kind.lower() + "s" for kind in KINDS.values()}
+PLURALS: dict[str, str] = {kind.name: kind.plural for kind in kinds.DECLARED}
 
 
 class Key(NamedTuple):
@@ -64,4 +58,5 @@ def for_object(obj: dict) -> str:
 
 
 def queue_for(kind: str) -> str:
-    return kind + "s"
+    """The Celery queue of the kind token ``kind``."""
+    return kinds.BY_TOKEN[kind].queue

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from poolboy import keys
+from poolboy import keys, kinds
 from poolboy.settings import Settings
 
 #: one map function: the key an object's event wakes, or None
@@ -30,7 +30,7 @@ def poolboy_key(obj: dict, settings: Settings) -> str | None:
     namespace, name = metadata.get("namespace"), metadata.get("name")
     if token is None or not namespace or not name:
         return None
-    if token != keys.CLAIM and namespace != settings.operator_namespace:
+    if not kinds.BY_TOKEN[token].all_namespaces and namespace != settings.operator_namespace:
         return None
     return keys.make(token, namespace, name)
 
@@ -90,13 +90,8 @@ class Route:
 
 
 #: every Poolboy kind wakes its own key; claims are watched in every namespace
-POOLBOY_ROUTES: tuple[Route, ...] = (
-    Route(keys.KINDS[keys.CLAIM], (poolboy_key,), all_namespaces=True),
-    Route(keys.KINDS[keys.HANDLE], (poolboy_key,)),
-    Route(keys.KINDS[keys.POOL], (poolboy_key,)),
-    Route(keys.KINDS[keys.PROVIDER], (poolboy_key,)),
-    Route(keys.KINDS[keys.SCALING], (poolboy_key,)),
-)
+POOLBOY_ROUTES: tuple[Route, ...] = tuple(Route(kind.name, (poolboy_key,), all_namespaces=kind.all_namespaces)
+                                          for kind in kinds.DECLARED)
 #: a managed resource wakes the handle that manages it and the claim it serves
 MANAGED = Route(None, (managed_key, managed_claim_key))
 #: the requester's namespace (§3.14) is read from the cache and wakes nothing

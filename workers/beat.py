@@ -21,17 +21,17 @@ from celery import shared_task
 
 from engine import metrics, sweeps
 from engine.runtime import runtime
-from poolboy import keys
+from poolboy import keys, kinds
+from poolboy.kinds import Kind
 from poolboy.kube import ApiError
-from workers.names import PERIODIC_PREFIX
+from workers.names import PERIODIC_PREFIX, manage_task
 
 log = logging.getLogger(__name__)
 
-#: kinds listed in every namespace; all others live in the operator namespace
-CLUSTER_WIDE = {keys.CLAIM}
-MANAGED = {"claims": keys.CLAIM, "handles": keys.HANDLE, "pools": keys.POOL}
-#: task name of each kind's manage sweep
-MANAGE_TASKS = {f"{PERIODIC_PREFIX}manage_{plural}": kind for plural, kind in MANAGED.items()}
+#: the kinds with a periodic manage sweep (:attr:`poolboy.kinds.Kind.sweep_interval`)
+SWEPT: tuple[Kind, ...] = tuple(kind for kind in kinds.DECLARED if kind.sweep_interval)
+#: task name of each swept kind's manage sweep -> its token
+MANAGE_TASKS = {manage_task(kind): kind.token for kind in SWEPT}
 
 
 def sweep_cached(kind: str, priority: str = "resync") -> int | None:
@@ -41,7 +41,7 @@ def sweep_cached(kind: str, priority: str = "resync") -> int | None:
     rt = runtime()
     if rt.cache is None:
         return None
-    namespace = None if kind in CLUSTER_WIDE else rt.settings.operator_namespace
+    namespace = _namespace(kind)
     cached = rt.cache.names(rt.settings.api_version, keys.KINDS[kind], namespace)
     if cached is None:
         return None
@@ -59,7 +59,7 @@ def enqueue_kind(kind: str, priority: str = "resync", *, from_cache: bool = True
     found = sweep_cached(kind, priority) if from_cache else None
     if found is not None:
         return found
-    namespace = None if kind in CLUSTER_WIDE else rt.settings.operator_namespace
+    namespace = _namespace(kind)
     selector = "!" + rt.settings.label("ignore")
     total = 0
     for page in rt.kube.list_pages(rt.settings.api_version, keys.KINDS[kind], namespace, label_selector=selector):
@@ -68,6 +68,11 @@ def enqueue_kind(kind: str, priority: str = "resync", *, from_cache: bool = True
         rt.enqueuer.add_many(found_keys, priority)
         total += len(found_keys)
     return total
+
+
+def _namespace(kind: str) -> str | None:
+    """Where objects of the kind token ``kind`` live: everywhere (None) or the operator namespace."""
+    return None if kinds.BY_TOKEN[kind].all_namespaces else runtime().settings.operator_namespace
 
 
 def _owed(kind: str, candidates: list[str], versions: Mapping[str, str] | None = None) -> list[str]:
@@ -81,21 +86,21 @@ def _owed(kind: str, candidates: list[str], versions: Mapping[str, str] | None =
     return found
 
 
-def _manage_task(plural: str, kind: str) -> None:
+def _manage_task(kind: Kind) -> None:
     def manage() -> int:
         try:
-            return enqueue_kind(kind)
+            return enqueue_kind(kind.token)
         except ApiError as error:  # refused (403) or the API away: one line, and the next sweep tries again
-            log.warning("periodic sweep of %s: %s; the next sweep tries again", keys.KINDS[kind], error)
+            log.warning("periodic sweep of %s: %s; the next sweep tries again", kind.name, error)
             return 0
 
-    manage.__name__ = manage.__qualname__ = f"manage_{plural}"
-    manage.__doc__ = f"Periodic sweep of the {keys.KINDS[kind]}s (resync priority)."
-    shared_task(name=f"{PERIODIC_PREFIX}manage_{plural}", ignore_result=True, acks_late=False)(manage)
+    manage.__name__ = manage.__qualname__ = f"manage_{kind.queue}"
+    manage.__doc__ = f"Periodic sweep of the {kind.name}s (resync priority)."
+    shared_task(name=manage_task(kind), ignore_result=True, acks_late=False)(manage)
 
 
-for _plural, _kind in MANAGED.items():
-    _manage_task(_plural, _kind)
+for _kind in SWEPT:
+    _manage_task(_kind)
 
 
 @shared_task(name=PERIODIC_PREFIX + "resync", ignore_result=True, acks_late=False)

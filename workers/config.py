@@ -24,29 +24,27 @@ from typing import Any
 from kombu import Queue
 
 from engine import redis_client
+from poolboy import kinds
 from poolboy.settings import Settings
-from workers.names import PERIODIC_PREFIX, PERIODIC_QUEUE, QUEUES, RECONCILE_PREFIX
+from workers.names import PERIODIC_PREFIX, PERIODIC_QUEUE, QUEUES, manage_task, reconcile_task
 from workqueue import keyspace
 
 
 def _entry(task: str, interval: float) -> dict:
     # An entry that could not run before its next tick is worthless: let it expire instead of piling up.
-    return {"task": PERIODIC_PREFIX + task, "schedule": interval, "options": {"expires": max(2 * interval, 5.0)}}
+    return {"task": task, "schedule": interval, "options": {"expires": max(2 * interval, 5.0)}}
 
 
 def beat_schedule(settings: Settings) -> dict[str, dict]:
-    """Beat's entries (tasks in :mod:`workers.beat`, by name): manage sweeps, full resync."""
-    return {
-        "manage-claims": _entry("manage_claims", settings.manage_claims_interval),
-        "manage-handles": _entry("manage_handles", settings.manage_handles_interval),
-        "manage-pools": _entry("manage_pools", settings.manage_pools_interval),
-        "resync": _entry("resync", settings.resync_interval),
-    }
+    """Beat's entries (tasks in :mod:`workers.beat`, by name): each swept kind's manage sweep, the full resync."""
+    sweeps = {f"manage-{kind.queue}": _entry(manage_task(kind), getattr(settings, str(kind.sweep_interval)))
+              for kind in kinds.DECLARED if kind.sweep_interval}
+    return {**sweeps, "resync": _entry(PERIODIC_PREFIX + "resync", settings.resync_interval)}
 
 
 def build(settings: Settings) -> dict[str, Any]:
     routes: dict[str, dict[str, str]] = {f"{PERIODIC_PREFIX}*": {"queue": PERIODIC_QUEUE}}
-    routes.update({f"{RECONCILE_PREFIX}{q[:-1]}": {"queue": q} for q in QUEUES if q != PERIODIC_QUEUE})
+    routes.update({reconcile_task(kind.token): {"queue": kind.queue} for kind in kinds.DECLARED})
     if settings.visibility_timeout <= 2 * settings.reconcile_time_limit:
         raise ValueError("visibility_timeout must exceed twice the reconcile time limit")
     broker = redis_client.celery_options(settings)

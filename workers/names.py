@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from poolboy.keys import KINDS, parse, queue_for
+from poolboy import kinds
+from poolboy.keys import parse, queue_for
+from poolboy.kinds import Kind
 
 RECONCILE_PREFIX = "poolboy.reconcile."
 PERIODIC_PREFIX = "poolboy.periodic."
 PERIODIC_QUEUE = "periodic"
 #: every queue a worker may consume: one per kind, plus beat's sweeps
-QUEUES: tuple[str, ...] = (*(queue_for(kind) for kind in KINDS), PERIODIC_QUEUE)
+QUEUES: tuple[str, ...] = (*(kind.queue for kind in kinds.DECLARED), PERIODIC_QUEUE)
 #: the order a worker that consumes several queues takes them in, strictly (the broker's ``queue_order_strategy``
 #: is ``priority``): beat's sweeps first (a few cheap tasks a second, which keep deadlines and the lease reaper on
 #: time), then claims, whose binds users wait for, before the work a bind causes (the bound handle, the pool's
 #: refill), so a burst of claims binds before any replacement is provisioned
-CONSUME_ORDER: tuple[str, ...] = (PERIODIC_QUEUE, *(queue_for(kind) for kind in KINDS))
+CONSUME_ORDER: tuple[str, ...] = (PERIODIC_QUEUE, *(kind.queue for kind in kinds.DECLARED))
 #: ``--queues`` of a worker that consumes everything
 DEFAULT_QUEUES = ",".join(CONSUME_ORDER)
 
@@ -21,6 +23,11 @@ DEFAULT_QUEUES = ",".join(CONSUME_ORDER)
 def reconcile_task(kind: str) -> str:
     """``poolboy.reconcile.<kind>``: one task per kind, routed to the kind's queue."""
     return RECONCILE_PREFIX + kind
+
+
+def manage_task(kind: Kind) -> str:
+    """``poolboy.periodic.manage_<queue>``: beat's periodic manage sweep of ``kind``."""
+    return f"{PERIODIC_PREFIX}manage_{kind.queue}"
 
 
 def route(key: str) -> tuple[str, str]:

@@ -18,6 +18,7 @@ import logging
 from collections.abc import Callable, Iterator, Mapping
 from typing import cast
 
+from poolboy import kinds
 from poolboy.context import Context
 from poolboy.result import Result
 
@@ -25,13 +26,8 @@ log = logging.getLogger(__name__)
 
 Reconciler = Callable[[Context, str, str], Result]
 
-_MODULES = {
-    "claim": "poolboy.reconcilers.claim",
-    "handle": "poolboy.reconcilers.handle",
-    "pool": "poolboy.reconcilers.pool",
-    "provider": "poolboy.reconcilers.provider",
-    "scaling": "poolboy.reconcilers.scaling",
-}
+#: kind token -> the module of its reconciler (:data:`poolboy.kinds.DECLARED`)
+_MODULES = {kind.token: kind.reconciler for kind in kinds.DECLARED}
 
 
 class _LazyReconcilers(Mapping[str, Reconciler]):
