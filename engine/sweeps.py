@@ -2,7 +2,7 @@
 owe a run, or have not run for a sync period.
 
 A periodic run of every object costs CPU in proportion to the cluster even when nothing changed (controller-runtime
-resyncs every ten hours and relies on its watches). What the claim and handle sweeps and the resync are still for,
+resyncs every ten hours and relies on its watches). What the claim, handle and pool sweeps and the resync are still for,
 and who else covers it:
 
 * a change the run did not see: every watch event (spec, metadata or status, of the object or of a managed
@@ -40,7 +40,7 @@ from poolboy.settings import Settings
 from workqueue import keyspace
 from workqueue.roundtrip import Call
 
-#: the kinds whose sweeps skip clean objects (pools are few, and their sweep is the replenishment safety net)
+#: the kinds whose sweeps skip clean objects (:attr:`poolboy.kinds.Kind.skip_converged`)
 FILTERED = frozenset(kind.token for kind in kinds.DECLARED if kind.skip_converged)
 #: objects checked per pipelined round trip
 CHUNK = 500

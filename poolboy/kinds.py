@@ -26,9 +26,10 @@ class Kind:
     #: the :class:`~poolboy.settings.Settings` field with the interval of its periodic manage sweep; None: only the
     #: resync lists it (its events and the keys other runs wake drive it)
     sweep_interval: str | None = None
-    #: a sweep passes over objects unchanged since their last successful run (:mod:`engine.sweeps`' clean marks):
-    #: kinds whose runs converge to nothing to do; a pool's run also counts time-driven things, so it always runs
-    skip_converged: bool = False
+    #: a sweep passes over objects unchanged since their last successful run that owe none (:mod:`engine.sweeps`'
+    #: clean marks): their events, the keys other runs wake and their own ``requeue_at`` drive them, and the
+    #: sync period is the net under a lost event of something they depend on
+    skip_converged: bool = True
 
     @property
     def plural(self) -> str:
@@ -48,12 +49,12 @@ RESOURCE_PROVIDER = "ResourceProvider"
 RESOURCE_POOL_SCALING = "ResourcePoolScaling"
 
 CLAIM = Kind("claim", RESOURCE_CLAIM, "poolboy.reconcilers.claim", all_namespaces=True,
-             sweep_interval="manage_claims_interval", skip_converged=True)
-HANDLE = Kind("handle", RESOURCE_HANDLE, "poolboy.reconcilers.handle", sweep_interval="manage_handles_interval",
-              skip_converged=True)
+             sweep_interval="manage_claims_interval")
+HANDLE = Kind("handle", RESOURCE_HANDLE, "poolboy.reconcilers.handle", sweep_interval="manage_handles_interval")
 POOL = Kind("pool", RESOURCE_POOL, "poolboy.reconcilers.pool", sweep_interval="manage_pools_interval")
-PROVIDER = Kind("provider", RESOURCE_PROVIDER, "poolboy.reconcilers.provider")
-SCALING = Kind("scaling", RESOURCE_POOL_SCALING, "poolboy.reconcilers.scaling")
+#: a provider's and a scaling's runs are cheap and rare: every resync runs them all
+PROVIDER = Kind("provider", RESOURCE_PROVIDER, "poolboy.reconcilers.provider", skip_converged=False)
+SCALING = Kind("scaling", RESOURCE_POOL_SCALING, "poolboy.reconcilers.scaling", skip_converged=False)
 
 #: every kind, in the order a worker consuming several queues serves them: claims, whose binds users wait for, before
 #: the work a bind causes (the bound handle, the pool's refill)

@@ -62,7 +62,8 @@ class Settings:
     #: a worker told to stop (SIGTERM) lets running reconciles finish for this long, then hands them back to the
     #: work queue at once (lease released, key re-published); keep it below the pod's terminationGracePeriodSeconds
     worker_shutdown_grace: float = 20.0
-    #: periodic re-reconcile of every object of a kind (upstream defaults 60, 60, 10)
+    #: periodic sweeps of a kind (upstream's periodic re-reconciles, 60, 60, 10): each runs the objects that changed
+    #: since their last successful run, owe a run or are due for their refresh (engine/sweeps.py)
     manage_claims_interval: float = 60.0
     manage_handles_interval: float = 60.0
     manage_pools_interval: float = 10.0
@@ -70,8 +71,9 @@ class Settings:
     #: (through the delaying queue), so time-dependent templates are re-rendered; the periodic sweeps pass over
     #: unchanged objects (engine/sweeps.py)
     time_dependent_interval: float = 60.0
-    #: resync from the API: the safety net that rebuilds Redis state; it runs the claims and handles that changed
-    #: since their last successful run, owe a run or are due for their refresh (engine/sweeps.py), and every pool
+    #: resync from the API: the safety net that rebuilds Redis state; it runs the claims, handles and pools that
+    #: changed since their last successful run, owe a run or are due for their refresh (engine/sweeps.py), and every
+    #: provider and scaling
     resync_interval: float = 600.0
     #: a claim or handle runs again once its last successful run is this old (up to 10 % earlier), changed or not:
     #: controller-runtime's SyncPeriod, the net under a lost event of something it depends on
