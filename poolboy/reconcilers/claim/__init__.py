@@ -10,10 +10,10 @@ emitted only after the status write succeeded, so a retried run does not repeat 
 The claim's status has one writer: this package. The handle's spec may be written here (bind, propagation), its
 status never; cross-object effects are woken keys.
 
-The parts: :mod:`.run` (the staged write and the events), :mod:`.modes` (provider mode and resources mode behind
-one interface), :mod:`.bind` (candidates and the bind), :mod:`.creation` (a new handle), :mod:`.resumption` (the
-handle an earlier run named), :mod:`.waiting` (no
-handle yet), :mod:`.propagation` (claim → handle), :mod:`.mirroring` (handle → claim), :mod:`.lifecycle`
+The parts: :mod:`.claim_run` (the staged write and the events), :mod:`.modes` (provider mode and resources mode
+behind one interface), :mod:`.bind` (the bind decision, top to bottom: which handle the claim gets), :mod:`.creation`
+(a new handle), :mod:`.waiting` (no handle yet: the claim queue), :mod:`.recording` (what the claim records of its
+handle), :mod:`.propagation` (claim → handle), :mod:`.mirroring` (handle → claim), :mod:`.lifecycle`
 (deletion, detaching, autoDelete/autoDetach).
 """
 
@@ -24,16 +24,15 @@ from typing import Any
 from poolboy import keys
 from poolboy.context import Context
 from poolboy.domain import binding, claim_bounds, claim_lifespan, reads, refusals
-from poolboy.domain.binding.queue_policy import OnTimeout
 from poolboy.domain.object_meta import is_ignored
 from poolboy.domain.provider import ProviderNotFound
 from poolboy.kinds import RESOURCE_CLAIM
 from poolboy.reconcilers import preamble
-from poolboy.reconcilers.claim import lifecycle, mirroring, propagation, resumption, waiting
-from poolboy.reconcilers.claim.bind import bind, bind_queued, binding_scope, record_binding
+from poolboy.reconcilers.claim import lifecycle, mirroring, propagation, waiting
+from poolboy.reconcilers.claim.bind import bind_or_create
 from poolboy.reconcilers.claim.claim_run import ClaimRun
-from poolboy.reconcilers.claim.creation import create_handle
 from poolboy.reconcilers.claim.modes import Mode, check_providers, select_mode
+from poolboy.reconcilers.claim.recording import record_binding
 from poolboy.result import PermanentError, Result
 from poolboy.utils import timeutil
 
@@ -128,37 +127,6 @@ def initialise(run: ClaimRun, mode: Mode) -> None:
     if spec is not None:
         patch["spec"] = spec
     run.patch_claim(patch)
-
-
-def bind_or_create(run: ClaimRun, mode: Mode) -> dict[str, Any] | None:
-    """Finish the bind an earlier run chose, else bind an unbound handle, else create one, else (creation disabled)
-    queue; the handle, or None. The finalizer (and init) go onto the claim in the write that names the handle, before
-    it is bound or created (:meth:`ClaimRun.intend`)."""
-    claim_resources = mode.claim_resources(run)
-    resumed = resumption.resume(run, mode, claim_resources)
-    if resumed is not None:
-        return resumed
-    providers_create = not any(p.disable_creation for p in mode.providers)
-    if providers_create and not run.spec.get("disableCreation"):
-        return bind(run, mode, claim_resources) or create_handle(run, mode, claim_resources)
-    if waiting.refused(run):
-        return None
-    where = waiting.queued(run, binding_scope(run, mode)[1])
-    if waiting.timed_out(run, where.policy):
-        if where.policy.on_timeout is OnTimeout.CREATE_HANDLE and providers_create:
-            return bind(run, mode, claim_resources) or create_handle(run, mode, claim_resources)
-        waiting.time_out(run, where)
-        return None
-    handle, capped = (None, False) if where.capped else bind_queued(run, mode, claim_resources, where.position,
-                                                                     where.policy.max_per_namespace)
-    if handle is not None:
-        return handle
-    where = waiting.held_by_cap(where) if capped else where
-    if waiting.refuses(run, where):
-        waiting.refuse(run, where)
-    else:
-        waiting.wait(run, where)
-    return None
 
 
 __all__ = ["ProviderNotFound", "reconcile"]

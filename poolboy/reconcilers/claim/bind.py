@@ -1,12 +1,31 @@
-"""Binding a claim to one of the unbound handles that could serve it, and recording a handle in the claim.
+"""The bind decision, top to bottom: which handle a claim gets.
 
-The candidates come from one of two sources behind :class:`CandidateSource`: the engine's index of unbound
-handles when it can answer (small summaries ranked without reading every handle, the best reserved atomically so
-that concurrent claims do not all race for the same one), otherwise a list of the unbound handles. Either way the
-claim first names the candidate on itself (:meth:`ClaimRun.intend`, so that two runs of the claim at once bind the
-same one), and the bind itself is one conditional JSON patch (:func:`try_bind`): the API server decides which claim
-wins a handle; a loser reads the handle again, adopts it when a run of the same claim won it, and otherwise moves on
-to the next candidate.
+:func:`bind_or_create` is the entry; it reads in the order a claim is decided:
+
+1. **Resume** what an earlier run of the claim chose and named on it
+   (:data:`~poolboy.domain.binding.BINDING_ANNOTATION`, :func:`resume`): bound to this claim, adopted; still
+   unbound, bound; the claim's own handle not created yet, created. A named handle that can no longer be this
+   claim's (bound to another, deleting, gone) is given up for a new choice.
+2. **Candidates** (:func:`candidate_source`): the unbound handles of the claim's binding scope (its pool, else its
+   provider; :mod:`poolboy.domain.binding.scopes`), as the engine's index summarises them when it can answer
+   (:class:`IndexedCandidates`), else listed whole (:class:`ListedCandidates`); ranked best first by
+   :mod:`poolboy.domain.matching` (``matchIgnore``, parameter values, age).
+3. **Order** among claims (only when the claim may not create a handle): the scope's queue policy
+   (:mod:`.waiting` and :mod:`poolboy.domain.binding.scope_policy`) gives the claim its place (oldest first, FIFO,
+   fair share, priorities) and its namespace's cap; a claim whose turn has not come, or whose namespace holds its
+   cap, waits labelled ``D/resource-claim-waiting`` with ``status.queue``.
+4. **Reservation** (:meth:`IndexedCandidates.bind`): the index reserves the best candidate for this claim atomically
+   (:mod:`cache.handle_index`, the claim's place and cap checked in the same script), so concurrent claims spread
+   over the handles instead of racing for one; a lost bind releases it and the next is reserved.
+5. **The bind** (:func:`bind_candidate`): the claim names the candidate on itself first (:meth:`ClaimRun.intend`, so
+   two runs of the claim bind the same handle), then one conditional JSON patch on the handle (:func:`try_bind`,
+   the patch from :func:`poolboy.domain.binding.bind_ops`): the API server decides which claim wins a handle; a loser
+   reads the handle again, adopts it when a run of the same claim won it, and otherwise moves on.
+6. **Create** when nothing could be bound and creation is allowed
+   (:func:`poolboy.reconcilers.claim.creation.create_handle`), or time out of the queue (``maxWait``: give up or
+   create).
+7. **Recorded** (:mod:`.recording`): ``status.resourceHandle``, the lifespan from the bind, the handle and its pool
+   woken, the Events.
 """
 
 from __future__ import annotations
@@ -16,17 +35,76 @@ import logging
 import time
 from typing import Any, Protocol
 
-from poolboy import keys, kube
+from poolboy import kube
 from poolboy.context import Context
-from poolboy.domain import binding, claim_lifespan, matching
+from poolboy.domain import binding, claim_lifespan, handle_factory, matching
 from poolboy.domain.binding import candidates as candidate_index
 from poolboy.domain.binding import scopes
+from poolboy.domain.binding.queue_policy import OnTimeout
 from poolboy.domain.provider import Provider
 from poolboy.kinds import RESOURCE_HANDLE
+from poolboy.reconcilers.claim import waiting
 from poolboy.reconcilers.claim.claim_run import ClaimRun
+from poolboy.reconcilers.claim.creation import create_handle
 from poolboy.reconcilers.claim.modes import Mode
+from poolboy.reconcilers.claim.recording import bound
 
 log = logging.getLogger(__name__)
+
+
+def bind_or_create(run: ClaimRun, mode: Mode) -> dict[str, Any] | None:
+    """Finish the bind an earlier run chose, else bind an unbound handle, else create one, else (creation disabled)
+    queue; the handle, or None. The finalizer (and init) go onto the claim in the write that names the handle, before
+    it is bound or created (:meth:`ClaimRun.intend`)."""
+    claim_resources = mode.claim_resources(run)
+    resumed = resume(run, mode, claim_resources)
+    if resumed is not None:
+        return resumed
+    providers_create = not any(p.disable_creation for p in mode.providers)
+    if providers_create and not run.spec.get("disableCreation"):
+        return bind(run, mode, claim_resources) or create_handle(run, mode, claim_resources)
+    if waiting.refused(run):
+        return None
+    where = waiting.queued(run, binding_scope(run, mode)[1])
+    if waiting.timed_out(run, where.policy):
+        if where.policy.on_timeout is OnTimeout.CREATE_HANDLE and providers_create:
+            return bind(run, mode, claim_resources) or create_handle(run, mode, claim_resources)
+        waiting.time_out(run, where)
+        return None
+    handle, capped = (None, False) if where.capped else bind_queued(run, mode, claim_resources, where.position,
+                                                                     where.policy.max_per_namespace)
+    if handle is not None:
+        return handle
+    where = waiting.held_by_cap(where) if capped else where
+    if waiting.refuses(run, where):
+        waiting.refuse(run, where)
+    else:
+        waiting.wait(run, where)
+    return None
+
+
+def resume(run: ClaimRun, mode: Mode, claim_resources: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The handle the claim names, bound, adopted or created; None when it names none or one that can no longer be
+    this claim's."""
+    name = binding.intended_handle(run.ctx, run.claim)
+    if not name:
+        return None
+    settings = run.ctx.settings
+    handle = run.read_handle(name)
+    if handle is None or candidate_index.is_unbound(handle, settings.domain):  # the cache may not have the bind yet
+        handle = run.ctx.api_reader.get_or_none(settings.api_version, RESOURCE_HANDLE, name,
+                                                settings.operator_namespace)
+    if handle is None:
+        own = handle_factory.is_claims_own(run.meta["uid"], name)
+        return create_handle(run, mode, claim_resources) if own else None
+    if binding.is_deleting(handle):
+        return None
+    if binding.bound_to(run.ctx, handle, run.claim):
+        bound(run, mode, handle, "Bound", f"Adopted ResourceHandle {name}")
+        return handle
+    if candidate_index.is_unbound(handle, settings.domain):
+        return bind_candidate(run, mode, handle, claim_resources)
+    return None
 
 
 class CandidateSource(Protocol):
@@ -214,14 +292,6 @@ def bind_patch(run: ClaimRun, mode: Mode, candidate: dict[str, Any],
                             claim_resources=claim_resources, lifespan_end=end)
 
 
-def bound(run: ClaimRun, mode: Mode, handle: dict[str, Any], reason: str, message: str) -> None:
-    """Record a handle bound in this run; its pool replenishes."""
-    pool = (handle["metadata"].get("labels") or {}).get(run.ctx.label("resource-pool-name"))
-    if pool:
-        run.hold.append(keys.make(keys.POOL, run.ctx.settings.operator_namespace, pool))
-    record_binding(run, mode, handle, reason, message)
-
-
 def try_bind(ctx: Context, handle: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any] | None:
     """Apply the bind patch; ``None`` when another writer got there first (422 failed test, 409, 404)."""
     try:
@@ -230,19 +300,6 @@ def try_bind(ctx: Context, handle: dict[str, Any], ops: list[dict[str, Any]]) ->
     except (kube.Invalid, kube.Conflict, kube.NotFound) as error:
         log.info("bind of handle %s lost a race (%s)", handle["metadata"]["name"], error)
         return None
-
-
-def record_binding(run: ClaimRun, mode: Mode, handle: dict[str, Any], reason: str, message: str) -> None:
-    """``status.resourceHandle`` and a fresh ``status.lifespan`` whose start is the bind time."""
-    run.status["resourceHandle"] = {"apiVersion": run.ctx.settings.api_version, "kind": RESOURCE_HANDLE,
-                                    "name": handle["metadata"]["name"], "namespace": handle["metadata"]["namespace"]}
-    limits = claim_lifespan.handle_limits(handle, run.claim, mode.template_vars(handle))
-    run.status["lifespan"] = claim_lifespan.status_lifespan({}, handle, limits, start=run.ctx.now)
-    run.status.pop("queue", None)
-    run.wake.append(keys.make(keys.HANDLE, handle["metadata"]["namespace"], handle["metadata"]["name"]))
-    run.event(reason, message)
-    run.handle_events.append((handle, "Bound", f"Bound to ResourceClaim {run.meta['namespace']}/{run.meta['name']}"))
-    run.bound_now = True
 
 
 def providers_by_name(ctx: Context, handles: list[dict[str, Any]], known: list[Provider]) -> dict[str, Any]:

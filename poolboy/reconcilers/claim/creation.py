@@ -16,9 +16,9 @@ from typing import Any
 
 from poolboy.domain import claim_lifespan, handle_factory
 from poolboy.domain import lifespan as lifespan_rules
-from poolboy.reconcilers.claim.bind import record_binding
 from poolboy.reconcilers.claim.claim_run import ClaimRun
 from poolboy.reconcilers.claim.modes import Mode
+from poolboy.reconcilers.claim.recording import record_binding
 from poolboy.utils import timeutil
 
 
