@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any
 from engine import metrics, redis_oom
 from engine.own_writes import OwnWrites
 from poolboy.observability import labelled
+from redisscripts import Call
 from workers.names import route
 from workqueue.queue import Added, Publish, WorkQueue
-from workqueue.roundtrip import Call, Reply, RoundTrip
+from workqueue.roundtrip import Reply, RoundTrip
 
 if TYPE_CHECKING:
     from celery import Celery
