@@ -79,7 +79,8 @@ class Enqueuer:
                            priority=publish.priority, producer=producer)
 
 
-#: the keys one event wakes, each with the event's write id (as :data:`watcher.delivery.Wakes`)
+#: the keys one event wakes, each with the event's write id (:func:`watcher.mapping.write_id`, None: not a candidate
+#: for an own write)
 Wakes = list[tuple[str, "str | None"]]
 
 

@@ -74,10 +74,6 @@ DEFERRED_EVENTS = Counter("poolboy_deferred_watch_events_total",
                           "write (dropped) or someone else's change (the key runs again)", ["outcome"])
 
 
-def write_id(uid: str, resource_version: str) -> str:
-    return f"{uid}/{resource_version}"
-
-
 # --- collecting one run's writes (worker side) -------------------------------------------------------------------
 
 
@@ -92,7 +88,7 @@ class Collector:
         # create returned, which the run already holds (a handle run that creates its resource must not run again
         # only to find the resource it created).
         if write.verb == "create" or write.conditional:
-            self.idents.append(write_id(write.uid, write.resource_version))
+            self.idents.append(write.ident)
 
 
 _current: contextvars.ContextVar[Collector | None] = contextvars.ContextVar("own_writes_collector", default=None)

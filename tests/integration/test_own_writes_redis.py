@@ -16,7 +16,7 @@ from celery import Celery
 from cache.store import ObjectCache
 from cache.writer import CacheWriter
 from engine import own_writes
-from engine.enqueue import Enqueuer, EventIntake
+from engine.enqueue import Enqueuer, EventIntake, Wakes
 from engine.own_writes import OwnWrites
 from poolboy import observability
 from poolboy.kube import KubeClient
@@ -24,7 +24,7 @@ from poolboy.observability import Write
 from poolboy.settings import Settings
 from stack.testing import free_port
 from watcher import mapping
-from watcher.delivery import EventDelivery, Intake, Wakes
+from watcher.delivery import EventDelivery, Intake
 from workqueue import keyspace
 from workqueue.queue import Publish, WorkQueue
 from workqueue.roundtrip import RoundTrip, send_all
