@@ -23,6 +23,7 @@ RUN pip install --require-hashes --no-deps -r requirements.lock
 
 COPY pyproject.toml README.md ./
 COPY poolboy ./poolboy
+COPY redisscripts ./redisscripts
 COPY cache ./cache
 COPY workqueue ./workqueue
 COPY engine ./engine

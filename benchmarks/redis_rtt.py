@@ -24,6 +24,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from workqueue import keyspace
+
 LINE = re.compile(r'^\+?(?P<ts>\d+\.\d+) \[(?P<db>\d+) (?P<client>[^\]]+)\] (?P<rest>.*)$')
 ARG = re.compile(r'"((?:[^"\\]|\\.)*)"')
 QUEUES = ("claims", "handles", "pools", "providers", "scalings", "periodic", "celery")
@@ -31,10 +33,10 @@ QUEUES = ("claims", "handles", "pools", "providers", "scalings", "periodic", "ce
 PRIORITY_SEP = "\\x06\\x16"
 KEYLESS = {"ping", "client", "select", "script", "info", "hello", "auth", "multi", "exec", "discard", "time",
            "command", "config", "monitor", "readonly", "echo", "quit", "reset", "dbsize", "flushall", "flushdb"}
-PREFIXES = (("poolboy:queue:due", "due"), ("poolboy:queue:", "work queue"), ("poolboy:runlog:", "work queue"),
-            ("poolboy:ownwrites:", "own writes"), ("poolboy:cache:i:", "index"),
-            ("poolboy:cache:resv:", "index"), ("poolboy:cache:", "cache"), ("poolboy:epoch", "cache"),
-            ("poolboy:beat:", "beat"), ("_kombu.binding", "broker"), ("unacked", "broker"),
+PREFIXES = ((keyspace.DUE, "due"), (keyspace.QUEUE, "work queue"), (keyspace.RUN_LOG, "work queue"),
+            (keyspace.OWN_WRITES, "own writes"), (keyspace.CACHE_INDEXES, "index"),
+            (keyspace.RESERVATIONS, "index"), (keyspace.CACHE, "cache"), (keyspace.EPOCH, "cache"),
+            (keyspace.BEAT, "beat"), ("_kombu.binding", "broker"), ("unacked", "broker"),
             ("celeryev", "broker"))
 
 

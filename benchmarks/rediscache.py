@@ -14,7 +14,9 @@ from typing import Any
 
 import redis
 
-DEFAULT_PREFIX = "poolboy:cache:"
+from workqueue import keyspace
+
+DEFAULT_PREFIX = keyspace.CACHE
 #: the segment of one key per cached object (``<prefix>o:<id>``); without it every key counts as one object
 OBJECT_SEGMENT = "o"
 BATCH = 500

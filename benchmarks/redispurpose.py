@@ -20,18 +20,20 @@ from pathlib import Path
 
 import redis
 
+from workqueue import keyspace
+
 #: a MONITOR line: ``<time> [<db> <client>] "CMD" "arg" ...``
 _LINE = re.compile(r'^\d+\.\d+ \[\d+ (?P<client>[^\]]+)\] (?P<args>.*)$')
 _ARG = re.compile(r'"((?:[^"\\]|\\.)*)"')
 
 #: (key prefix, purpose), first match wins
 _PREFIXES: tuple[tuple[str, str], ...] = (
-    ("poolboy:ownwrites:", "own writes"),
-    ("poolboy:queue:due", "delaying queue"),
-    ("poolboy:queue:", "work queue"),
-    ("poolboy:runlog:", "work queue"),
-    ("poolboy:cache:", "cache"),
-    ("poolboy:beat", "beat"),
+    (keyspace.OWN_WRITES, "own writes"),
+    (keyspace.DUE, "delaying queue"),
+    (keyspace.QUEUE, "work queue"),
+    (keyspace.RUN_LOG, "work queue"),
+    (keyspace.CACHE, "cache"),
+    (keyspace.BEAT, "beat"),
     ("unacked", "broker: unacked"),
     ("_kombu.", "broker"),
     ("/", "broker: task events"),  # PUBLISH /<db>.celeryev/...
@@ -70,20 +72,11 @@ def key_shape(key: str) -> str:
 
 @cache
 def script_names() -> dict[str, str]:
-    """SHA1 -> name of every Lua script the stack registers, so ``EVALSHA`` lines say which script ran."""
-    from cache import handle_index, store
-    from engine import own_writes
-    from workqueue import delaying
-    from workqueue import queue as work_queue
+    """SHA1 -> name (``workqueue/start``) of every Lua script the stack may run, so ``EVALSHA`` lines say which
+    script ran."""
+    from redisscripts import source
 
-    sources = {f"queue {name}": work_queue.source(name)
-               for name in ("add", "start", "done", "renew", "reap", "hold", "forget_due")}
-    sources.update({f"own writes {name}": own_writes._source(name) for name in ("observe", "wake", "note", "settle")})
-    sources.update({"cache put": store._INDEX_FUNCTIONS + store._PUT,
-                    "cache delete": store._INDEX_FUNCTIONS + store._DELETE,
-                    "index reserve": handle_index._RESERVE, "index release": handle_index._RELEASE,
-                    "due": delaying._DUE, "add after": delaying._ADD_AFTER})
-    return {hashlib.sha1(source.encode()).hexdigest(): name for name, source in sources.items()}
+    return {hashlib.sha1(source.source(name).encode()).hexdigest(): name for name in source.names()}
 
 
 class Tally:

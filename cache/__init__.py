@@ -13,6 +13,6 @@
 * :mod:`cache.handle_index` — what the unbound-handle index answers besides objects: its summaries (ranked without
   reading each handle), reservations, the waiting claims' queues (warm binding).
 
-Both the watcher and the workers import this package; it imports neither (only ``poolboy``, ``redis``,
-``orjson`` and ``prometheus_client``).
+Both the watcher and the workers import this package; it imports neither. Its Lua scripts are files of
+``redisscripts/cache/``, its Redis keys are named in :mod:`workqueue.keyspace`.
 """

@@ -22,83 +22,26 @@ import orjson
 import redis
 
 from cache import model as cache_model
-from cache.store import PREFIX, index_key, object_key, read_if_synced
+from cache.store import read_if_synced
 from poolboy.domain.binding import candidates
 from poolboy.domain.binding.candidates import QueueState, Reservation, Snapshot
 from poolboy.domain.binding.queue_order import Waiter
 from poolboy.kinds import RESOURCE_CLAIM, RESOURCE_HANDLE
+from redisscripts import Script
+from workqueue import keyspace
 
-RESERVATION_PREFIX = PREFIX + "resv:"
 #: how many candidate names one reservation call carries
 _RESERVE_BATCH = 32
 #: a process keeps at most this many scopes' snapshots (a few pools and providers in practice)
 _MAX_SNAPSHOTS = 256
 
-# ARGV: reservation prefix, ttl ms, claim id, waiting zset, unbound hash, object key prefix, position under a queue
-# policy ('' for oldest first), the claim's namespace's cap ('' for none), its bound handles in the scope (zset), its
-# reservations in the scope (zset of handle ids by expiry, ms), member ids (best first)...
-# -> {'wait'} | {'capped'} | {'ok', doc, member, passed...} | {'none', passed...}; doc: the reserved handle as the cache
-# holds it ('' when it has none), so the claim need not read it in a round trip of its own; passed: the members before
-# it that are bound or held by another claim, which the caller's snapshot can forget. Under a cap, what the namespace
-# holds is its bound handles and the handles its claims reserved that the index still shows unbound: two claims of
-# one namespace binding at once cannot both pass the cap while the watcher has seen neither bind.
-_RESERVE = """
-if ARGV[7] ~= '' then
-  if tonumber(ARGV[7]) > redis.call('HLEN', ARGV[5]) then return {'wait'} end
-else
-  local waiting = redis.call('ZCARD', ARGV[4])
-  if waiting > 0 then
-    local rank = redis.call('ZRANK', ARGV[4], ARGV[3])
-    if not rank then rank = waiting end
-    if rank >= redis.call('HLEN', ARGV[5]) then return {'wait'} end
-  end
-end
-local now = nil
-if ARGV[8] ~= '' then
-  local clock = redis.call('TIME')
-  now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-  redis.call('ZREMRANGEBYSCORE', ARGV[10], '-inf', now)
-  local held = redis.call('ZCARD', ARGV[9])
-  for _, member in ipairs(redis.call('ZRANGE', ARGV[10], 0, -1)) do
-    -- reserved and still unbound as the index shows it: a bind on its way (once the watcher sees the bind, the
-    -- handle leaves the unbound hash and joins the bound zset in one write; a handle deleted since is in neither)
-    if redis.call('HEXISTS', ARGV[5], member) == 1 then held = held + 1 end
-  end
-  if held >= tonumber(ARGV[8]) then return {'capped'} end
-end
-local passed = {}
-for i = 11, #ARGV do
-  if redis.call('HEXISTS', ARGV[5], ARGV[i]) == 1 then
-    -- one command: take the reservation if it is free, and learn who holds it otherwise
-    local owner = redis.call('SET', ARGV[1] .. ARGV[i], ARGV[3], 'NX', 'PX', ARGV[2], 'GET')
-    if not owner or owner == ARGV[3] then
-      if now then
-        redis.call('ZADD', ARGV[10], now + tonumber(ARGV[2]), ARGV[i])
-        redis.call('PEXPIRE', ARGV[10], ARGV[2])
-      end
-      local doc = redis.call('HGET', ARGV[6] .. ARGV[i], 'doc') or ''
-      return {'ok', doc, ARGV[i], unpack(passed)}
-    end
-  end
-  table.insert(passed, ARGV[i])
-end
-return {'none', unpack(passed)}
-"""
-
-# KEYS: the reservation, the claim's namespace's reservations in the scope; ARGV: claim id, handle id
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('ZREM', KEYS[2], ARGV[2])
-  return redis.call('DEL', KEYS[1])
-end
-return 0
-"""
-
-
-def namespace_reservations(binding_scope: str, namespace: str) -> str:
-    """The handles a namespace's claims reserved in a scope under a cap (by expiry), until the index shows them
-    bound."""
-    return f"{RESERVATION_PREFIX}ns:{binding_scope}|{namespace}"
+#: every key comes as an argument (the handles' are only known in the script): ``reservation_prefix`` and
+#: ``object_prefix`` start the keys of a handle's reservation and cached object, by handle id; ``waiting``, ``unbound``
+#: and ``bound`` are the scope's indexes; ``position`` the claim's under a queue policy ('' for oldest first); ``cap``
+#: the claim's namespace's ('' for none); ``members`` the candidates' handle ids, best first
+RESERVE = Script("cache/reserve", args=("reservation_prefix", "ttl_ms", "claim", "waiting", "unbound", "object_prefix",
+                                        "position", "cap", "bound", "namespace_reservations"), rest="members")
+RELEASE = Script("cache/release", keys=("reservation", "namespace_reservations"), args=("claim", "handle"))
 
 
 class RedisHandleIndex:
@@ -110,8 +53,8 @@ class RedisHandleIndex:
         self.api_version = api_version
         self.namespace = namespace
         self.ttl_ms = int(ttl_s * 1000)
-        self._reserve = client.register_script(_RESERVE)
-        self._release = client.register_script(_RELEASE)
+        self._reserve = RESERVE.register(client)
+        self._release = RELEASE.register(client)
         #: (scope, fallbacks) -> the last summaries read: see :meth:`summaries`
         self._snapshots: dict[tuple[str, tuple[str, ...]], Snapshot] = {}
         self._lock = threading.Lock()
@@ -141,7 +84,7 @@ class RedisHandleIndex:
             if found is not None and time.monotonic() - found.read_at <= max_age:
                 return found
         scopes = [*fallbacks, binding_scope]  # later scopes' entries win
-        indexes = [index_key(f"{candidates.UNBOUND}|{scope}") for scope in scopes]
+        indexes = [keyspace.cache_index(f"{candidates.UNBOUND}|{scope}") for scope in scopes]
 
         def read(pipe: redis.client.Pipeline) -> None:
             for index in indexes:
@@ -182,13 +125,15 @@ class RedisHandleIndex:
         namespace = (claim.get("metadata") or {}).get("namespace") or ""
         remaining = iter(names)
         while batch := list(itertools.islice(remaining, _RESERVE_BATCH)):
-            outcome = self._reserve(args=[RESERVATION_PREFIX, self.ttl_ms, claim_id,
-                                          index_key(f"{candidates.WAITING}|{binding_scope}"),
-                                          index_key(f"{candidates.UNBOUND}|{binding_scope}"), object_key(""),
-                                          "" if position is None else position, "" if cap is None else cap,
-                                          index_key(f"{candidates.BOUND}|{binding_scope}|{namespace}"),
-                                          namespace_reservations(binding_scope, namespace),
-                                          *(self._handle_id(name) for name in batch)])
+            outcome = self._reserve.run(
+                reservation_prefix=keyspace.RESERVATIONS, ttl_ms=self.ttl_ms, claim=claim_id,
+                waiting=keyspace.cache_index(f"{candidates.WAITING}|{binding_scope}"),
+                unbound=keyspace.cache_index(f"{candidates.UNBOUND}|{binding_scope}"),
+                object_prefix=keyspace.CACHE_OBJECTS, position="" if position is None else position,
+                cap="" if cap is None else cap,
+                bound=keyspace.cache_index(f"{candidates.BOUND}|{binding_scope}|{namespace}"),
+                namespace_reservations=keyspace.namespace_reservations(binding_scope, namespace),
+                members=[self._handle_id(name) for name in batch])
             verdict = outcome[0].decode()
             if verdict in ("wait", "capped"):
                 return Reservation(wait=True, capped=verdict == "capped")
@@ -203,7 +148,7 @@ class RedisHandleIndex:
     def queue_position(self, binding_scope: str, claim: dict) -> tuple[int, int] | None:
         """One round trip: the claim's rank in ``waiting|<scope>``, else how many older claims wait (a claim
         labelled waiting a moment ago is not in the queue until the watcher sees the label), and its length."""
-        queue = index_key(f"{candidates.WAITING}|{binding_scope}")
+        queue = keyspace.cache_index(f"{candidates.WAITING}|{binding_scope}")
         member = cache_model.identity(claim)
         score = candidates.queue_score(claim)
         reply = read_if_synced(self.redis, self.api_version, RESOURCE_CLAIM, None,
@@ -218,7 +163,7 @@ class RedisHandleIndex:
 
     def created_since(self, scope: str, since: Sequence[float]) -> list[int] | None:
         """One round trip: a ZCOUNT of ``created|<scope>`` per time."""
-        key = index_key(f"{candidates.CREATED}|{scope}")
+        key = keyspace.cache_index(f"{candidates.CREATED}|{scope}")
 
         def counts(pipe: Any) -> None:
             for moment in since:
@@ -234,7 +179,7 @@ class RedisHandleIndex:
         (each read only when the cache has listed its kind)."""
         def counts(pipe: Any) -> None:
             for scope in scopes:
-                pipe.hlen(index_key(f"{candidates.UNBOUND}|{scope}"))
+                pipe.hlen(keyspace.cache_index(f"{candidates.UNBOUND}|{scope}"))
 
         reply = read_if_synced(self.redis, self.api_version, RESOURCE_HANDLE, self.namespace, counts)
         if reply is None:
@@ -246,7 +191,7 @@ class RedisHandleIndex:
 
         def oldest(pipe: Any) -> None:
             for scope, count in free:
-                pipe.zrange(index_key(f"{candidates.WAITING}|{scope}"), 0, count - 1)
+                pipe.zrange(keyspace.cache_index(f"{candidates.WAITING}|{scope}"), 0, count - 1)
 
         queues = read_if_synced(self.redis, self.api_version, RESOURCE_CLAIM, None, oldest)
         if queues is None:
@@ -258,10 +203,10 @@ class RedisHandleIndex:
     def queue_state(self, binding_scope: str) -> QueueState | None:
         """Two round trips: the scope's waiting claims and the priority classes they ask for; then its unbound
         handles and how many handles each of their namespaces holds in it."""
-        queue = index_key(f"{candidates.WAITING}|{binding_scope}")
+        queue = keyspace.cache_index(f"{candidates.WAITING}|{binding_scope}")
         first = read_if_synced(self.redis, self.api_version, RESOURCE_CLAIM, None, lambda pipe: (
             pipe.zrange(queue, 0, -1, withscores=True),
-            pipe.hgetall(index_key(f"{candidates.PRIORITY}|{binding_scope}"))))
+            pipe.hgetall(keyspace.cache_index(f"{candidates.PRIORITY}|{binding_scope}"))))
         if first is None:
             return None
         members, priorities = first
@@ -273,9 +218,9 @@ class RedisHandleIndex:
         namespaces = sorted({w.namespace for w in waiters})
 
         def held(pipe: Any) -> None:
-            pipe.hlen(index_key(f"{candidates.UNBOUND}|{binding_scope}"))
+            pipe.hlen(keyspace.cache_index(f"{candidates.UNBOUND}|{binding_scope}"))
             for namespace in namespaces:
-                pipe.zcard(index_key(f"{candidates.BOUND}|{binding_scope}|{namespace}"))
+                pipe.zcard(keyspace.cache_index(f"{candidates.BOUND}|{binding_scope}|{namespace}"))
 
         counts = read_if_synced(self.redis, self.api_version, RESOURCE_HANDLE, self.namespace, held)
         if counts is None:
@@ -286,8 +231,9 @@ class RedisHandleIndex:
     def release(self, name: str, claim: dict, binding_scope: str = "") -> None:
         handle_id = self._handle_id(name)
         namespace = (claim.get("metadata") or {}).get("namespace") or ""
-        self._release(keys=[RESERVATION_PREFIX + handle_id, namespace_reservations(binding_scope, namespace)],
-                      args=[cache_model.identity(claim), handle_id])
+        self._release.run(reservation=keyspace.reservation(handle_id),
+                          namespace_reservations=keyspace.namespace_reservations(binding_scope, namespace),
+                          claim=cache_model.identity(claim), handle=handle_id)
 
 
 class RunHandleIndex:

@@ -16,6 +16,7 @@ import logging
 
 from cache import model as cache_model
 from cache.store import UPDATED, WRITTEN, ObjectCache, ScriptCall
+from poolboy.observability import version_id
 
 log = logging.getLogger(__name__)
 
@@ -33,20 +34,19 @@ class RunJournal:
         self.defer_writes = defer_writes
         #: identity -> (the last result of this run's writes of the object, whether one of them created it)
         self._written: dict[str, tuple[dict, bool]] = {}
-        #: "<uid>/<resourceVersion>" of what the run got by name, in order
+        #: the write ids (:func:`poolboy.observability.write_id`) of what the run got by name, in order
         self._seen: dict[str, None] = {}
 
     # --- what the run got ----------------------------------------------------------------------------------------
 
     def saw(self, obj: dict) -> None:
         """The run got this version of ``obj`` by name."""
-        metadata = obj.get("metadata") or {}
-        uid, version = metadata.get("uid"), metadata.get("resourceVersion")
-        if uid and version:
-            self._seen[f"{uid}/{version}"] = None
+        ident = version_id(obj)
+        if ident:
+            self._seen[ident] = None
 
     def seen(self) -> list[str]:
-        """``"<uid>/<resourceVersion>"`` of every object version this run got by name, at most :data:`MAX_SEEN`.
+        """The write ids of every object version this run got by name, at most :data:`MAX_SEEN`.
         Lists are left out: a pool run lists every handle of its pool, and their events are few."""
         return list(self._seen)[:MAX_SEEN]
 

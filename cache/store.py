@@ -10,15 +10,15 @@ Correctness never depends on the cache (docs/behaviour.md#design-rules, rules 3 
 * every write computed from a read keeps its precondition, so a stale read costs one failed write and a fresh read
   (:class:`cache.reader.CachedKubeClient` switches to API reads for the rest of the run);
 * a version only replaces an older one, without comparing resourceVersions (opaque strings): the watch stream's order
-  decides, and a worker's write-through waits for the stream to reach it (``_PUT``); a DELETED leaves a short
+  decides, and a worker's write-through waits for the stream to reach it (:data:`PUT`); a DELETED leaves a short
   tombstone so a late write-through cannot resurrect the object;
 * readers use the cache only while the watcher's ``alive`` key exists (renewed by the active watcher, gone when it
   dies, when Redis restarts empty or on FLUSHALL) and lists only for scopes whose informer has listed since the
   watcher took over (``synced``); otherwise they read from the API.
 
-Redis layout (prefix ``poolboy:cache:``): ``o:<id>`` a HASH ``{rv, doc, idx}`` per object (``idx`` = its index
-memberships, so an update moves it between indexes atomically); ``i:<index>`` a SET of object ids; ``synced`` a
-SET of listed scopes; ``alive`` the watcher's heartbeat. Not for Redis Cluster (the scripts touch keys computed
+Redis layout (the keys: :mod:`workqueue.keyspace`, its cache section): per object a HASH ``{rv, doc, idx}`` (``idx``
+= its index memberships, so an update moves it between indexes atomically); per index a SET (or HASH, or ZSET) of
+object ids; a SET of listed scopes; the watcher's heartbeat. Not for Redis Cluster (the scripts touch keys computed
 at run time).
 """
 
@@ -36,18 +36,16 @@ import redis
 from cache import model as cache_model
 from poolboy.domain.binding import candidates
 from poolboy.kube.interfaces import IndexMatch
+from redisscripts import Call, Script
 from workqueue import keyspace
-from workqueue.roundtrip import Call, RoundTrip
+from workqueue.roundtrip import RoundTrip
 
 log = logging.getLogger(__name__)
 
 #: a registered script with its keys and arguments, a step of a round trip (:mod:`workqueue.roundtrip`)
 ScriptCall = Call[Any]
 
-PREFIX = keyspace.CACHE
-ALIVE = PREFIX + "alive"
-SYNCED = PREFIX + "synced"
-#: where a put comes from (``_PUT``): a watch event, a list, a worker's write that may create the entry, or one that
+#: where a put comes from (:data:`PUT`): a watch event, a list, a worker's write that may create the entry, or one that
 #: only updates it
 WATCHED, LISTED, WRITTEN, UPDATED = "w", "l", "t", "u"
 #: how long a DELETED is remembered against late writes of older versions
@@ -56,119 +54,12 @@ TOMBSTONE_TTL_S = 120
 #: dead watcher's last versions can be read this much longer, on top of the key's own TTL); lists check every time
 ALIVE_MEMO_S = 1.0
 
-# Index entries (see cache.model.indexes): "name" (SET), "h:name\tvalue" (HASH), "z:name\tscore" (ZSET)
-_INDEX_FUNCTIONS = """
-local function split(entry)
-  local kind, rest = string.sub(entry, 1, 2), entry
-  if kind == 'h:' or kind == 'z:' then rest = string.sub(entry, 3) else kind = '' end
-  local tab = string.find(rest, '\t', 1, true)
-  if tab then return kind, string.sub(rest, 1, tab - 1), string.sub(rest, tab + 1) end
-  return kind, rest, nil
-end
-local function index(prefix, entry, member)
-  local kind, name, value = split(entry)
-  if kind == 'h:' then redis.call('HSET', prefix .. name, member, value)
-  elseif kind == 'z:' then redis.call('ZADD', prefix .. name, tonumber(value), member)
-  else redis.call('SADD', prefix .. name, member) end
-end
-local function unindex(prefix, entry, member)
-  local kind, name = split(entry)
-  if kind == 'h:' then redis.call('HDEL', prefix .. name, member)
-  elseif kind == 'z:' then redis.call('ZREM', prefix .. name, member)
-  else redis.call('SREM', prefix .. name, member) end
-end
-"""
-
-# Versions are ordered without comparing resourceVersions, which are opaque strings: the watch stream delivers an
-# object's versions in order, and the ``hist`` field keeps the last few it delivered ('\n'-joined). A worker's
-# write-through of its own write (mode 't' may create the entry, 'u' only updates it) is taken unless the stream
-# already delivered that version (a late write-through), and marks it ``pend``ing; until the stream reaches the
-# pending version, its events are older than it and leave the cached document alone. A list (mode 'l') is the
-# state now and always applies; a watch event (mode 'w') applies unless a write-through is pending.
-_ORDERING_FUNCTIONS = """
-local HISTORY = 8
-local function delivered(hist, rv)
-  return string.find('\\n' .. (hist or '') .. '\\n', '\\n' .. rv .. '\\n', 1, true) ~= nil
-end
-local function remember(hist, rv)
-  local kept = {}
-  for entry in string.gmatch(hist or '', '[^\\n]+') do kept[#kept + 1] = entry end
-  kept[#kept + 1] = rv
-  return table.concat(kept, '\\n', math.max(1, #kept - HISTORY + 1))
-end
-"""
-
-# KEYS[1] object hash. ARGV: rv, doc, mode ('w' watch event, 'l' list, 't' write-through that may create, 'u'
-# write-through of an update), object id, index prefix, indexes... Most puts are a MODIFIED whose index memberships
-# did not change: then the script costs one HMGET and one HSET (index writes only for the entries that changed).
-_PUT = """
-local cur = redis.call('HMGET', KEYS[1], 'rv', 'idx', 'tomb', 'pend', 'hist')
-local rv, mode = ARGV[1], ARGV[3]
-local watched = mode == 'w' or mode == 'l'
-if watched then
-  if mode == 'w' and cur[4] and cur[4] ~= rv then
-    redis.call('HSET', KEYS[1], 'hist', remember(cur[5], rv))
-    return 0
-  end
-elseif cur[1] then
-  if cur[1] == rv or delivered(cur[5], rv) then return 0 end
-  if cur[3] and mode ~= 't' then return 0 end
-elseif mode ~= 't' then
-  return 0
-end
-local idx = table.concat(ARGV, '\\n', 6)
-local old = cur[2] or ''
-if idx ~= old then
-  local new, had = {}, {}
-  for i = 6, #ARGV do new[ARGV[i]] = true end
-  for entry in string.gmatch(old, '[^\\n]+') do
-    had[entry] = true
-    if not new[entry] then unindex(ARGV[5], entry, ARGV[4]) end
-  end
-  for i = 6, #ARGV do
-    if not had[ARGV[i]] then index(ARGV[5], ARGV[i], ARGV[4]) end
-  end
-end
-if watched then
-  redis.call('HSET', KEYS[1], 'rv', rv, 'doc', ARGV[2], 'idx', idx, 'hist', remember(cur[5], rv))
-  if cur[4] then redis.call('HDEL', KEYS[1], 'pend') end
-else
-  redis.call('HSET', KEYS[1], 'rv', rv, 'doc', ARGV[2], 'idx', idx, 'pend', rv)
-end
-if cur[3] then
-  redis.call('HDEL', KEYS[1], 'tomb')
-  redis.call('PERSIST', KEYS[1])
-end
-return 1
-"""
-
-# KEYS[1] object hash. ARGV: rv ('' = unconditional: a list no longer has it), object id, index prefix, tombstone ttl.
-# A DELETED event older than a pending write-through (the object deleted and created again) leaves it alone.
-_DELETE = """
-local cur = redis.call('HMGET', KEYS[1], 'pend', 'hist')
-if ARGV[1] ~= '' and cur[1] and cur[1] ~= ARGV[1] then
-  redis.call('HSET', KEYS[1], 'hist', remember(cur[2], ARGV[1]))
-  return 0
-end
-local old = redis.call('HGET', KEYS[1], 'idx')
-if old and old ~= '' then
-  for entry in string.gmatch(old, '[^\\n]+') do unindex(ARGV[3], entry, ARGV[2]) end
-end
-redis.call('DEL', KEYS[1])
-if ARGV[1] ~= '' then
-  redis.call('HSET', KEYS[1], 'rv', ARGV[1], 'tomb', '1', 'hist', remember(cur[2], ARGV[1]))
-  redis.call('EXPIRE', KEYS[1], tonumber(ARGV[4]))
-end
-return 1
-"""
-
-
-def object_key(ident: str) -> str:
-    return f"{PREFIX}o:{ident}"
-
-
-def index_key(index: str) -> str:
-    return f"{PREFIX}i:{index}"
+#: ``mode``: :data:`WATCHED`, :data:`LISTED`, :data:`WRITTEN` or :data:`UPDATED`; ``index_prefix``: where the index
+#: keys start (:data:`workqueue.keyspace.CACHE_INDEXES`); ``indexes``: the object's index entries
+#: (:func:`cache.model.indexes`)
+PUT = Script("cache/put", keys=("object",), args=("rv", "doc", "mode", "ident", "index_prefix"), rest="indexes")
+#: ``rv`` '' for an unconditional delete (a list no longer has the object); ``tombstone_ttl`` in seconds
+DELETE = Script("cache/delete", keys=("object",), args=("rv", "ident", "index_prefix", "tombstone_ttl"))
 
 
 def scope(api_version: str, kind: str, namespace: str | None) -> str:
@@ -182,8 +73,8 @@ def read_if_synced(client: redis.Redis, api_version: str, kind: str, namespace: 
     that collection (a live watcher, and it has listed the collection since it took over), else None; one round
     trip either way."""
     pipe = client.pipeline(transaction=False)
-    pipe.exists(ALIVE)
-    pipe.smismember(SYNCED, [scope(api_version, kind, "*"), scope(api_version, kind, namespace)])
+    pipe.exists(keyspace.CACHE_ALIVE)
+    pipe.smismember(keyspace.CACHE_SYNCED, [scope(api_version, kind, "*"), scope(api_version, kind, namespace)])
     read(pipe)
     alive, synced, *replies = pipe.execute()
     if not (alive and any(synced)):
@@ -199,19 +90,19 @@ class ObjectCache:
         self.domain = domain
         self.extra_indexes = candidates.cache_entries  # the domain's binding indexes
         self.presence_labels = candidates.PRESENCE_LABELS  # the labels the domain selects on by presence
-        self._put = client.register_script(_INDEX_FUNCTIONS + _ORDERING_FUNCTIONS + _PUT)
-        self._delete = client.register_script(_INDEX_FUNCTIONS + _ORDERING_FUNCTIONS + _DELETE)
+        self._put = PUT.register(client)
+        self._delete = DELETE.register(client)
         self._alive_until = 0.0  # monotonic time until which the alive key seen last is trusted (gets only)
 
     # --- writes (watcher, and write-through from workers) ------------------------------------------------------
 
     def put(self, obj: dict, *, mode: str = WATCHED, pipe: Any = None) -> None:
-        """Store ``obj`` unless the cache knows a later version (see ``_PUT``); ``mode`` says where it comes from:
+        """Store ``obj`` unless the cache knows a later version (:data:`PUT`); ``mode`` says where it comes from:
         :data:`WATCHED` (a watch event), :data:`LISTED`, :data:`WRITTEN` (a worker's write that may create the entry)
         or :data:`UPDATED` (one that only updates an existing entry)."""
         call = self.put_call(obj, mode=mode)
         if call is not None:
-            call.script(keys=call.keys, args=call.args, client=pipe)
+            call.run(pipe)
 
     def put_call(self, obj: dict, *, mode: str = WATCHED) -> ScriptCall | None:
         """:meth:`put` as (script, keys, args), for a caller that pipelines it with other scripts (None: not
@@ -222,23 +113,26 @@ class ObjectCache:
             return None
         ident = cache_model.identity(obj)
         every_namespace = cache_model.kind_index(obj.get("apiVersion") or "", obj["kind"], "*")
-        args = [rv, orjson.dumps(cache_model.stored_form(obj)), mode, ident, PREFIX + "i:",
-                *cache_model.indexes(obj, self.domain, self.extra_indexes, self.presence_labels), every_namespace]
-        return Call(self._put, [object_key(ident)], args)
+        indexes = [*cache_model.indexes(obj, self.domain, self.extra_indexes, self.presence_labels), every_namespace]
+        return self._put.call(object=keyspace.cached_object(ident), rv=rv,
+                              doc=orjson.dumps(cache_model.stored_form(obj)), mode=mode, ident=ident,
+                              index_prefix=keyspace.CACHE_INDEXES, indexes=indexes)
 
     def delete(self, obj: dict, *, pipe: Any = None) -> None:
         call = self.delete_call(obj)
         if call is not None:
-            call.script(keys=call.keys, args=call.args, client=pipe)
+            call.run(pipe)
 
     def delete_call(self, obj: dict) -> ScriptCall | None:
         """:meth:`delete` (a tombstone) as (script, keys, args), like :meth:`put_call`."""
         metadata = obj.get("metadata") or {}
         if not metadata.get("name"):
             return None
-        ident = cache_model.identity(obj)
-        return Call(self._delete, [object_key(ident)],
-                    [metadata.get("resourceVersion") or "", ident, PREFIX + "i:", TOMBSTONE_TTL_S])
+        return self._delete_call(cache_model.identity(obj), metadata.get("resourceVersion") or "")
+
+    def _delete_call(self, ident: str, rv: str) -> ScriptCall:
+        return self._delete.call(object=keyspace.cached_object(ident), rv=rv, ident=ident,
+                                 index_prefix=keyspace.CACHE_INDEXES, tombstone_ttl=TOMBSTONE_TTL_S)
 
     def put_many(self, objects: Iterable[dict], chunk: int = 200) -> None:
         """Pipelined puts, ``chunk`` objects per round trip: a re-list of 10 000 objects must not build one
@@ -254,30 +148,30 @@ class ObjectCache:
               terms: tuple[cache_model.Term, ...] = ()) -> int:
         """Remove cached objects of a just-listed collection that the list did not return (deleted while no watcher
         was watching, or by a previous leader's stale view)."""
-        members = self.redis.smembers(index_key(cache_model.kind_index(api_version, kind, namespace or "*")))
+        members = self.redis.smembers(keyspace.cache_index(cache_model.kind_index(api_version, kind, namespace or "*")))
         stale = [ident for ident in map(_text, members) if ident not in listed]
         removed = 0
         for ident in stale:
-            doc = self.redis.hget(object_key(ident), "doc")
+            doc = self.redis.hget(keyspace.cached_object(ident), "doc")
             obj = orjson.loads(doc) if doc else None
             if obj is not None and terms and not cache_model.selector_matches(terms, obj):
                 continue  # outside this informer's selector: not its to prune
-            self._delete(keys=[object_key(ident)], args=["", ident, PREFIX + "i:", TOMBSTONE_TTL_S])
+            self._delete_call(ident, "").run()
             removed += 1
         return removed
 
     def mark_synced(self, api_version: str, kind: str, namespace: str | None) -> None:
-        self.redis.sadd(SYNCED, scope(api_version, kind, namespace))
+        self.redis.sadd(keyspace.CACHE_SYNCED, scope(api_version, kind, namespace))
 
     def reset(self) -> None:
         """A new watcher takes over: no list is answered from the cache until its informers have listed again."""
-        self.redis.delete(SYNCED)
+        self.redis.delete(keyspace.CACHE_SYNCED)
 
     def heartbeat(self, ttl_s: float) -> None:
-        self.redis.set(ALIVE, "1", px=int(ttl_s * 1000))
+        self.redis.set(keyspace.CACHE_ALIVE, "1", px=int(ttl_s * 1000))
 
     def retire(self) -> None:
-        self.redis.delete(ALIVE, SYNCED)
+        self.redis.delete(keyspace.CACHE_ALIVE, keyspace.CACHE_SYNCED)
 
     # --- reads (workers) ----------------------------------------------------------------------------------------
 
@@ -298,8 +192,9 @@ class ObjectCache:
                  name: str) -> Callable[[], dict | None]:
         """:meth:`get` as steps of a caller's round trip; what it returns reads the object once the trip is sent
         (None also when Redis failed the read: the cache only costs speed)."""
-        alive = trip.command("EXISTS", ALIVE) if time.monotonic() >= self._alive_until else None
-        doc = trip.command("HGET", object_key(cache_model.object_id(api_version, kind, namespace, name)), "doc")
+        alive = trip.command("EXISTS", keyspace.CACHE_ALIVE) if time.monotonic() >= self._alive_until else None
+        ident = cache_model.object_id(api_version, kind, namespace, name)
+        doc = trip.command("HGET", keyspace.cached_object(ident), "doc")
 
         def read() -> dict | None:
             if doc.error is not None or (alive is not None and (alive.error is not None or not alive.value)):
@@ -320,9 +215,9 @@ class ObjectCache:
     def _gets_commands(self, pipe: Any, refs: Iterable[tuple[str, str, str | None, str]]) -> None:
         """The objects, after the ``alive`` key unless an answer younger than :data:`ALIVE_MEMO_S` vouches for it."""
         if time.monotonic() >= self._alive_until:
-            pipe.exists(ALIVE)
+            pipe.exists(keyspace.CACHE_ALIVE)
         for api_version, kind, namespace, name in refs:
-            pipe.hget(object_key(cache_model.object_id(api_version, kind, namespace, name)), "doc")
+            pipe.hget(keyspace.cached_object(cache_model.object_id(api_version, kind, namespace, name)), "doc")
 
     def _gets_reply(self, replies: builtins.list[Any], count: int) -> builtins.list[dict | None]:
         if len(replies) == count:  # the alive key was vouched for
@@ -348,10 +243,10 @@ class ObjectCache:
         def members(pipe: Any) -> None:
             if index is None:
                 plan = cache_model.plan_list(api_version, kind, namespace, terms, self.domain, self.presence_labels)
-                pipe.sinter([index_key(name) for name in plan])
+                pipe.sinter([keyspace.cache_index(name) for name in plan])
             else:
                 for name in index.names():
-                    pipe.hkeys(index_key(name))
+                    pipe.hkeys(keyspace.cache_index(name))
 
         replies = read_if_synced(self.redis, api_version, kind, namespace, members)
         if replies is None:
@@ -375,7 +270,7 @@ class ObjectCache:
     def names(self, api_version: str, kind: str, namespace: str | None) -> builtins.list[tuple[str, str]] | None:
         """``(namespace, name)`` of every cached object of a kind (``namespace`` None: all namespaces), or None
         when the cache cannot answer. Cheap: reads one index, no object."""
-        index = index_key(cache_model.kind_index(api_version, kind, namespace or "*"))
+        index = keyspace.cache_index(cache_model.kind_index(api_version, kind, namespace or "*"))
         members = read_if_synced(self.redis, api_version, kind, namespace, lambda pipe: pipe.smembers(index))
         if members is None:
             return None
@@ -388,7 +283,7 @@ class ObjectCache:
     def _docs(self, idents: builtins.list[str]) -> builtins.list[bytes | None]:
         pipe = self.redis.pipeline(transaction=False)
         for ident in idents:
-            pipe.hget(object_key(ident), "doc")
+            pipe.hget(keyspace.cached_object(ident), "doc")
         return pipe.execute()
 
 

@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any
 from engine import metrics, redis_oom
 from engine.own_writes import OwnWrites
 from poolboy.observability import labelled
+from redisscripts import Call
 from workers.names import route
 from workqueue.queue import Added, Publish, WorkQueue
-from workqueue.roundtrip import Call, Reply, RoundTrip
+from workqueue.roundtrip import Reply, RoundTrip
 
 if TYPE_CHECKING:
     from celery import Celery
@@ -78,7 +79,8 @@ class Enqueuer:
                            priority=publish.priority, producer=producer)
 
 
-#: the keys one event wakes, each with the event's write id (as :data:`watcher.delivery.Wakes`)
+#: the keys one event wakes, each with the event's write id (:func:`watcher.mapping.write_id`, None: not a candidate
+#: for an own write)
 Wakes = list[tuple[str, "str | None"]]
 
 

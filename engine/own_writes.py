@@ -15,7 +15,7 @@ return the version of somebody else's write, whose event must not be dropped.
 
 The same holds for the keys a run wakes: a handle run that creates its resource and wakes its claim would otherwise
 run the claim twice, once for the WAKE and once more for the resource's watch event (which maps to the claim too)
-when that event arrives after the claim's run began. The run's WAKE (``engine/lua/wake.lua``) records its write
+when that event arrives after the claim's run began. The run's WAKE (``redisscripts/engine/wake.lua``) records its write
 ids for the woken key before it ADDs it, in one script after the run's cache writes: the run it causes reads those
 writes, so their events are that key's own as well.
 
@@ -36,7 +36,7 @@ Two Redis keys per work key K, hash-tagged ``{K}`` like the queue's own keys:
   next line of the reconciler runs), so the watcher cannot decide then; the run decides at its end, when it knows
   all its writes.
 
-Both sides compose the queue's scripts (``engine/lua/observe.lua`` and ``settle.lua``), so an event is always
+Both sides compose the queue's scripts (``redisscripts/engine/observe.lua`` and ``settle.lua``), so an event is always
 decided by exactly one of them and costs no round trip of its own:
 
 * the watcher's OBSERVE: id among K's own writes -> skip (a finished run wrote it); else a run of K holds the
@@ -55,16 +55,14 @@ import contextvars
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 from prometheus_client import Counter
 
 from poolboy.observability import Write, on_write
+from redisscripts import Call, Script
 from workqueue import keyspace
-from workqueue.queue import LUA_COMMON, Added, WorkQueue, new_id, read_added
-from workqueue.roundtrip import Call
+from workqueue.queue import Added, WorkQueue, new_id, read_added
 
 #: how long a finished run's write ids are remembered: the watch event of a write normally arrives in milliseconds
 RECORD_TTL_MS = 60_000
@@ -74,10 +72,6 @@ DEFERRED_TTL_S = 86_400
 DEFERRED_EVENTS = Counter("poolboy_deferred_watch_events_total",
                           "Watch events that arrived during a run of their key, as that run judged them: its own "
                           "write (dropped) or someone else's change (the key runs again)", ["outcome"])
-
-
-def write_id(uid: str, resource_version: str) -> str:
-    return f"{uid}/{resource_version}"
 
 
 # --- collecting one run's writes (worker side) -------------------------------------------------------------------
@@ -94,7 +88,7 @@ class Collector:
         # create returned, which the run already holds (a handle run that creates its resource must not run again
         # only to find the resource it created).
         if write.verb == "create" or write.conditional:
-            self.idents.append(write_id(write.uid, write.resource_version))
+            self.idents.append(write.ident)
 
 
 _current: contextvars.ContextVar[Collector | None] = contextvars.ContextVar("own_writes_collector", default=None)
@@ -124,12 +118,22 @@ def collecting(collector: Collector | None = None) -> Iterator[Collector]:
 
 # --- the scripts (both sides) -------------------------------------------------------------------------------------
 
-_LUA = Path(__file__).with_name("lua")
+# OBSERVE and WAKE compose the queue's ADD: ``pending``, ``active``, ``queue_list``, ``msg_id``, ``priority``,
+# ``pending_ttl``, ``stale_ms``, ``now_ms`` and ``message`` are its values, by the names the queue gives them
+# (:meth:`workqueue.queue.WorkQueue.add_values`)
 
-
-@cache
-def _source(name: str) -> str:
-    return "\n".join(path.read_text() for path in (LUA_COMMON, _LUA / "own_writes.lua", _LUA / f"{name}.lua"))
+#: ``write_id``: '' when the event cannot be an own write
+OBSERVE = Script("engine/observe", keys=("pending", "active", "own_writes", "deferred", "queue_list"),
+                 args=("msg_id", "priority", "pending_ttl", "stale_ms", "now_ms", "write_id", "deferred_ttl",
+                       "message"))
+#: ``seen``: the run's write ids
+WAKE = Script("engine/wake", keys=("pending", "active", "own_writes", "deferred", "queue_list"),
+              args=("msg_id", "priority", "pending_ttl", "stale_ms", "now_ms", "record_ttl", "deferred_ttl",
+                    "message"), rest="seen")
+NOTE = Script("engine/note", keys=("active", "own_writes", "deferred"), args=("record_ttl", "deferred_ttl"),
+              rest="seen")
+SETTLE = Script("engine/settle", keys=("pending", "active", "own_writes", "deferred"),
+                args=("msg_id", "pending_ttl", "record_ttl"), rest="writes")
 
 
 @dataclass(frozen=True)
@@ -147,22 +151,20 @@ class OwnWrites:
     def __init__(self, queue: WorkQueue) -> None:
         self.queue = queue
         client = queue.redis
-        self._observe = client.register_script(_source("observe"))
-        self._wake = client.register_script(_source("wake"))
-        self._note = client.register_script(_source("note"))
-        self._settle = client.register_script(_source("settle"))
+        self._observe = OBSERVE.register(client)
+        self._wake = WAKE.register(client)
+        self._note = NOTE.register(client)
+        self._settle = SETTLE.register(client)
 
     @staticmethod
-    def _keys(key: str) -> list[str]:
-        return [keyspace.own_writes(key), keyspace.deferred_events(key)]
+    def _keys(key: str) -> dict[str, str]:
+        return {"own_writes": keyspace.own_writes(key), "deferred": keyspace.deferred_events(key)}
 
     def observe_call(self, key: str, write_id: str | None) -> Call[Added]:
         """The watcher's step per key an event wakes: ADD, unless ``write_id`` is the key's own write or a run of the
         key is going on (then that run judges it at its end)."""
-        keys, args = self.queue.add_parts(key)
-        push_keys, push_args = self.queue.message_parts(key, str(args[0]))
-        return Call(self._observe, keys + self._keys(key) + push_keys,
-                    [*args, write_id or "", DEFERRED_TTL_S, *push_args], read_added(key))
+        return self._observe.call(read_added(key), **self.queue.add_values(key), **self._keys(key),
+                                  write_id=write_id or "", deferred_ttl=DEFERRED_TTL_S)
 
     def wake_call(self, key: str, seen: list[str]) -> Call[Added]:
         """ADD for a key a finishing run wakes, recording the run's write ids ``seen`` as the key's own first: their
@@ -170,18 +172,17 @@ class OwnWrites:
         going on the ids are deferred to it instead (outcome "deferred"): it runs again only if it did not get them."""
         if not seen:
             return self.queue.add_call(key)
-        keys, args = self.queue.add_parts(key)
-        push_keys, push_args = self.queue.message_parts(key, str(args[0]))
-        return Call(self._wake, keys + self._keys(key) + push_keys,
-                    [*args, RECORD_TTL_MS, DEFERRED_TTL_S, len(seen), *seen, *push_args], read_added(key))
+        return self._wake.call(read_added(key), **self.queue.add_values(key), **self._keys(key),
+                               record_ttl=RECORD_TTL_MS, deferred_ttl=DEFERRED_TTL_S, seen=seen)
 
     def note_call(self, key: str, seen: list[str]) -> Call[Any]:
         """:meth:`wake_call`'s recording without the ADD, for a key the run holds for a window instead."""
-        return Call(self._note, [keyspace.active(key), *self._keys(key)], [RECORD_TTL_MS, DEFERRED_TTL_S, *seen])
+        return self._note.call(active=keyspace.active(key), **self._keys(key), record_ttl=RECORD_TTL_MS,
+                               deferred_ttl=DEFERRED_TTL_S, seen=seen)
 
     def settle_call(self, key: str, writes: list[str]) -> Call[Settled]:
         """A run's end, just before the queue's DONE and in the same script: record ``writes`` as the key's own and
         judge the events deferred to the run."""
-        return Call(self._settle, [keyspace.pending(key), keyspace.active(key), *self._keys(key)],
-                    [new_id(), self.queue.pending_ttl, RECORD_TTL_MS, *writes],
-                    lambda reply: Settled(int(reply[0]), int(reply[1])))
+        return self._settle.call(lambda reply: Settled(int(reply[0]), int(reply[1])), pending=keyspace.pending(key),
+                                 active=keyspace.active(key), **self._keys(key), msg_id=new_id(),
+                                 pending_ttl=self.queue.pending_ttl, record_ttl=RECORD_TTL_MS, writes=writes)

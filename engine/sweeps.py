@@ -34,11 +34,10 @@ from collections.abc import Iterable, Mapping
 import redis
 
 from cache import model as cache_model
-from cache.store import object_key
 from poolboy import keys, kinds
 from poolboy.settings import Settings
+from redisscripts import Call, Script
 from workqueue import keyspace
-from workqueue.roundtrip import Call
 
 #: the kinds whose sweeps skip clean objects (:attr:`poolboy.kinds.Kind.skip_converged`)
 FILTERED = frozenset(kind.token for kind in kinds.DECLARED if kind.skip_converged)
@@ -51,7 +50,7 @@ JITTER = 0.1
 def cached_object_key(settings: Settings, key: str) -> str:
     """The shared cache's hash of the object behind a work key."""
     kind, namespace, name = keys.parse(key)
-    return object_key(cache_model.object_id(settings.api_version, keys.KINDS[kind], namespace, name))
+    return keyspace.cached_object(cache_model.object_id(settings.api_version, keys.KINDS[kind], namespace, name))
 
 
 def dirty_keys(client: redis.Redis, settings: Settings, candidates: Iterable[str],
@@ -77,19 +76,9 @@ def dirty_keys(client: redis.Redis, settings: Settings, candidates: Iterable[str
     return dirty
 
 
-# KEYS cached object, the key's lease; ARGV the run's lease token, when the object is next due for its refresh. The
-# version the cache holds at the run's end is the one recorded, by a run that still holds the key (one that lost it
-# may overlap a run that sees more).
-_MARK_CLEAN = """
-if redis.call('GET', KEYS[2]) ~= ARGV[1] then
-  return false
-end
-local rv = redis.call('HGET', KEYS[1], 'rv')
-if rv then
-  redis.call('HSET', KEYS[1], 'clean', rv, 'refresh', ARGV[2])
-end
-return rv
-"""
+#: ``object`` the cached object, ``active`` the key's lease, ``token`` the run's, ``refresh`` when the object is next
+#: due for its refresh (epoch seconds)
+MARK_CLEAN = Script("engine/mark_clean", keys=("object", "active"), args=("token", "refresh"))
 
 
 class CleanMarks:
@@ -98,10 +87,11 @@ class CleanMarks:
 
     def __init__(self, client: redis.Redis, settings: Settings) -> None:
         self.settings = settings
-        self._mark = client.register_script(_MARK_CLEAN)
+        self._mark = MARK_CLEAN.register(client)
 
     def mark_call(self, key: str, token: str) -> Call[object]:
         """Before the run releases the key (DONE), while ``token`` still holds it."""
         period = self.settings.sync_period
         refresh = time.time() + period * (1.0 - JITTER * random.random())
-        return Call(self._mark, [cached_object_key(self.settings, key), keyspace.active(key)], [token, repr(refresh)])
+        return self._mark.call(object=cached_object_key(self.settings, key), active=keyspace.active(key), token=token,
+                               refresh=repr(refresh))

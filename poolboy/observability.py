@@ -9,7 +9,7 @@ registered, reporting costs one empty loop.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Generic, TypeVar
@@ -110,6 +110,24 @@ class Write:
     @property
     def conditional(self) -> bool:
         return self.precondition is not None
+
+    @property
+    def ident(self) -> str:
+        return write_id(self.uid, self.resource_version)
+
+
+def write_id(uid: str, resource_version: str) -> str:
+    """``"<uid>/<resourceVersion>"``: one version of one object. The API server gives every change a new
+    resourceVersion, so the id of what a write returned names exactly the state it produced, and a watch event or a
+    read of the same id is of that state: how the engine knows the event of its own write (:mod:`engine.own_writes`)."""
+    return f"{uid}/{resource_version}"
+
+
+def version_id(obj: Mapping[str, Any]) -> str | None:
+    """:func:`write_id` of the object version ``obj`` is; None without a uid and a resourceVersion."""
+    metadata = obj.get("metadata") or {}
+    uid, version = metadata.get("uid"), metadata.get("resourceVersion")
+    return write_id(str(uid), str(version)) if uid and version else None
 
 
 WriteCallback = Callable[[Write], None]

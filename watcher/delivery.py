@@ -35,6 +35,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from engine import redis_oom
+from engine.enqueue import Wakes
 from poolboy.observability import labelled
 from poolboy.settings import Settings
 from poolboy.utils.backoff import Backoff
@@ -162,9 +163,6 @@ class DeliveryBuffer(Generic[T]):
                     self._progress.notify_all()
 
 
-#: the keys one event wakes, each with the event's write id (:func:`watcher.mapping.write_id`, None: not a candidate
-#: for an own write)
-Wakes = list[tuple[str, "str | None"]]
 #: one event on its way: (event type, object, the keys it wakes)
 Event = tuple[str, dict, Wakes]
 

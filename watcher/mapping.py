@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from poolboy import keys, kinds
+from poolboy.observability import version_id
 from poolboy.settings import Settings
 
 #: one map function: the key an object's event wakes, or None
@@ -101,7 +102,8 @@ ROUTES: tuple[Route, ...] = (*POOLBOY_ROUTES, MANAGED, *CACHE_ONLY_ROUTES)
 
 
 def write_id(event_type: str, obj: dict) -> str | None:
-    """``"<uid>/<resourceVersion>"`` of an event that may be the operator's own write, else None.
+    """The write id (:func:`poolboy.observability.write_id`) of an event that may be the operator's own write, else
+    None.
 
     MODIFIED and ADDED events of live objects qualify (an ADDED matches a recorded id only when it is the run's own
     create: an object that starts to match a watch carries the version of somebody else's write); never DELETED,
@@ -110,8 +112,6 @@ def write_id(event_type: str, obj: dict) -> str | None:
     """
     if event_type not in ("MODIFIED", "ADDED"):
         return None
-    metadata = obj.get("metadata") or {}
-    if metadata.get("deletionTimestamp"):
+    if (obj.get("metadata") or {}).get("deletionTimestamp"):
         return None
-    uid, version = metadata.get("uid"), metadata.get("resourceVersion")
-    return f"{uid}/{version}" if uid and version else None
+    return version_id(obj)

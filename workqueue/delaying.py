@@ -18,12 +18,17 @@ from __future__ import annotations
 import time
 from datetime import datetime
 
+from redisscripts import Call, Script
 from workqueue import keyspace
-from workqueue.queue import Added, WorkQueue, clock_ms, new_id, source
-from workqueue.roundtrip import Call, send_all
+from workqueue.queue import Added, WorkQueue, clock_ms, new_id
+from workqueue.roundtrip import send_all
 
-_ADD_AFTER = "return redis.call('ZADD', KEYS[1], 'LT', ARGV[1], ARGV[2])"
-_DUE = "return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))"
+#: times are epoch seconds
+ADD_AFTER = Script("workqueue/add_after", keys=("due",), args=("at", "key"))
+HOLD = Script("workqueue/hold", keys=("pending", "due"), args=("msg_id", "now_ms", "pending_ttl", "at", "key"))
+DUE = Script("workqueue/due", keys=("due",), args=("now", "limit"))
+#: ``released``: the keys just added
+FORGET_DUE = Script("workqueue/forget_due", keys=("due",), args=("now",), rest="released")
 
 
 def _seconds(at: datetime | float) -> float:
@@ -35,14 +40,14 @@ class DelayingQueue:
         self.queue = queue
         self.redis = queue.redis
         self.name = name
-        self._add_after = self.redis.register_script(_ADD_AFTER)
-        self._hold = self.redis.register_script(source("hold"))
-        self._due = self.redis.register_script(_DUE)
-        self._forget = self.redis.register_script(source("forget_due"))
+        self._add_after = ADD_AFTER.register(self.redis)
+        self._hold = HOLD.register(self.redis)
+        self._due = DUE.register(self.redis)
+        self._forget = FORGET_DUE.register(self.redis)
 
     def add_after_call(self, key: str, at: datetime | float) -> Call[int]:
         """Add ``key`` at ``at``, unless an earlier time is recorded for it already."""
-        return Call(self._add_after, [self.name], [repr(_seconds(at)), key])
+        return self._add_after.call(due=self.name, at=repr(_seconds(at)), key=key)
 
     def add_after(self, key: str, at: datetime | float) -> None:
         send_all(self.redis, [self.add_after_call(key, at)])
@@ -50,17 +55,17 @@ class DelayingQueue:
     def hold_call(self, key: str, window: float) -> Call[bool]:
         """Run ``key`` once when a window of ``window`` seconds from now ends; adds meanwhile join that run. True when
         this call opened the window (a mark already there, queued or owed, covers the adds the same way)."""
-        return Call(self._hold, [keyspace.pending(key), self.name],
-                    [new_id(), clock_ms(), self.queue.pending_ttl, repr(time.time() + window), key], bool)
+        return self._hold.call(bool, pending=keyspace.pending(key), due=self.name, msg_id=new_id(), now_ms=clock_ms(),
+                               pending_ttl=self.queue.pending_ttl, at=repr(time.time() + window), key=key)
 
     def release_due(self, now: float | None = None, limit: int = 1000) -> list[Added]:
         """ADD every key whose time came (at most ``limit``), then forget them: the answers of those ADDs."""
         now = time.time() if now is None else now
-        due = [_text(key) for key in self._due(keys=[self.name], args=[repr(now), limit])]
+        due = [_text(key) for key in self._due.run(due=self.name, now=repr(now), limit=limit)]
         if not due:
             return []
         added = self.queue.add_many(due, release=True)
-        self._forget(keys=[self.name], args=[repr(now), *due])
+        self._forget.run(due=self.name, now=repr(now), released=due)
         return added
 
     def remove(self, key: str) -> None:

@@ -15,7 +15,8 @@ without DONE (a SIGKILL) and run them again within about one lease period.
 
 A run is a message on the kind's Celery queue; the queue decides whether one is owed and, given an
 :data:`Encoder`, pushes it in the same script (:mod:`workers.messages`), so a key is never marked queued without its
-message. The queue knows nothing of caches, own writes or sweeps: those compose its ADD (:data:`LUA_COMMON`).
+message. The queue knows nothing of caches, own writes or sweeps: those compose its ADD (the Lua library
+``redisscripts/workqueue/queue.lua``, with the values of :meth:`WorkQueue.add_values`).
 The rules in short, with the race each one closes: docs/behaviour.md#work queue.
 """
 
@@ -25,14 +26,13 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 import redis
 
+from redisscripts import Call, Script
 from workqueue import keyspace
-from workqueue.roundtrip import Call, send_all
+from workqueue.roundtrip import send_all
 
 #: priority classes; lower wins. Each maps to a Redis transport message priority (0 = highest).
 CLASSES: dict[str, int] = {"event": 0, "resync": 1}
@@ -40,14 +40,18 @@ MESSAGE_PRIORITY: dict[int, int] = {0: 0, 1: 9}
 #: ADD outcomes, in script return-code order; scripts composing ADD may answer more (:mod:`engine.own_writes`)
 ADD_OUTCOMES = ("coalesced", "pending-while-running", "published", "own-write", "deferred")
 
-LUA = Path(__file__).with_name("lua")
-#: the helpers every queue script starts with, among them ``workqueue_add``: other scripts that add a key compose it
-LUA_COMMON = LUA / "common.lua"
-
-
-@cache
-def source(name: str) -> str:
-    return LUA_COMMON.read_text() + "\n" + (LUA / f"{name}.lua").read_text()
+#: ``priority`` is the class (:data:`CLASSES`); ``release`` 1 when the delaying queue adds a key whose time came;
+#: ``queue_list`` and ``message`` the message to push when a run is owed (None and '' without an encoder)
+ADD = Script("workqueue/add", keys=("pending", "active", "queue_list"),
+             args=("msg_id", "priority", "pending_ttl", "stale_ms", "now_ms", "release", "message"))
+#: ``now_ms`` the worker's clock
+START = Script("workqueue/start", keys=("pending", "active", "leases"),
+               args=("token", "lease_ms", "key", "pending_ttl", "msg_id", "now_ms"))
+DONE = Script("workqueue/done", keys=("pending", "active", "leases"), args=("token", "msg_id", "key", "pending_ttl"))
+RENEW = Script("workqueue/renew", keys=("active", "leases"), args=("token", "lease_ms", "key"))
+#: the layouts make the keys of each work key it finds (:func:`workqueue.keyspace.layout`)
+REAP = Script("workqueue/reap", keys=("leases",),
+              args=("limit", "pending_ttl", "msg_id_prefix", "pending_layout", "active_layout"))
 
 
 def new_id() -> str:
@@ -123,11 +127,11 @@ class WorkQueue:
         self.stale_ms = int(stale_seconds * 1000)
         #: given by the publisher: ADD then pushes the message it decides is owed itself
         self.encoder = encoder
-        self._add = client.register_script(source("add"))
-        self._start = client.register_script(source("start"))
-        self._done = client.register_script(source("done"))
-        self._renew = client.register_script(source("renew"))
-        self._reap = client.register_script(source("reap"))
+        self._add = ADD.register(client)
+        self._start = START.register(client)
+        self._done = DONE.register(client)
+        self._renew = RENEW.register(client)
+        self._reap = REAP.register(client)
 
     @property
     def lease_seconds(self) -> float:
@@ -135,24 +139,22 @@ class WorkQueue:
 
     # --- ADD -------------------------------------------------------------------------------------------------
 
-    def add_parts(self, key: str, priority: str = "event") -> tuple[list[str], list[Any]]:
-        """ADD's own keys and first arguments, for a script that composes ``workqueue_add``."""
-        return ([keyspace.pending(key), keyspace.active(key)],
-                [new_id(), CLASSES[priority], self.pending_ttl, self.stale_ms, clock_ms()])
-
-    def message_parts(self, key: str, msg_id: str, priority: str = "event") -> tuple[list[str], list[Any]]:
-        """The queue list (a key) and the message (an argument) a script pushes with ``workqueue_push``; none without an
-        encoder."""
-        if self.encoder is None:
-            return [], []
-        queue_list, message = self.encoder(key, msg_id, MESSAGE_PRIORITY[CLASSES[priority]])
-        return [queue_list], [message]
+    def add_values(self, key: str, priority: str = "event") -> dict[str, Any]:
+        """ADD's keys and arguments by name, ``release`` aside: for ADD and for the scripts that compose its Lua
+        (``workqueue_add``, then ``workqueue_push`` of the message owed, which only an encoder makes), which declare
+        them under these names."""
+        msg_id = new_id()
+        queue_list: str | None = None
+        message: bytes | str = ""
+        if self.encoder is not None:
+            queue_list, message = self.encoder(key, msg_id, MESSAGE_PRIORITY[CLASSES[priority]])
+        return {"pending": keyspace.pending(key), "active": keyspace.active(key), "queue_list": queue_list,
+                "msg_id": msg_id, "priority": CLASSES[priority], "pending_ttl": self.pending_ttl,
+                "stale_ms": self.stale_ms, "now_ms": clock_ms(), "message": message}
 
     def add_call(self, key: str, priority: str = "event", *, release: bool = False) -> Call[Added]:
         """ADD: ``key`` needs a run; ``release``: the delaying queue adding a key whose time came."""
-        keys, args = self.add_parts(key, priority)
-        push_keys, push_args = self.message_parts(key, str(args[0]), priority)
-        return Call(self._add, keys + push_keys, [*args, int(release), *push_args], read_added(key))
+        return self._add.call(read_added(key), **self.add_values(key, priority), release=int(release))
 
     def add(self, key: str, priority: str = "event") -> Added:
         return send_all(self.redis, [self.add_call(key, priority)])[0]
@@ -165,8 +167,9 @@ class WorkQueue:
 
     def start_call(self, key: str, token: str, msg_id: str | None = None) -> Call[Started | None]:
         """Take the key's lease; None when another run holds it (the key is then marked owed by that run)."""
-        return Call(self._start, [keyspace.pending(key), keyspace.active(key), keyspace.LEASES],
-                    [token, self.lease_ms, key, self.pending_ttl, msg_id or new_id(), clock_ms()], _read_started)
+        return self._start.call(_read_started, pending=keyspace.pending(key), active=keyspace.active(key),
+                                leases=keyspace.LEASES, token=token, lease_ms=self.lease_ms, key=key,
+                                pending_ttl=self.pending_ttl, msg_id=msg_id or new_id(), now_ms=clock_ms())
 
     def start(self, key: str, token: str, msg_id: str | None = None) -> Started | None:
         return send_all(self.redis, [self.start_call(key, token, msg_id)])[0]
@@ -178,18 +181,22 @@ class WorkQueue:
         """Release the lease if it is still ours; the one more run to publish when the key was added meanwhile."""
         def read(reply: Any) -> Publish | None:
             return Publish(key, _text(reply[1]), int(reply[2])) if int(reply[0]) == 2 else None
-        return Call(self._done, [keyspace.pending(key), keyspace.active(key), keyspace.LEASES],
-                    [token, new_id(), key, self.pending_ttl], read)
+        return self._done.call(read, pending=keyspace.pending(key), active=keyspace.active(key),
+                               leases=keyspace.LEASES, token=token, msg_id=new_id(), key=key,
+                               pending_ttl=self.pending_ttl)
 
     def renew(self, key: str, token: str) -> bool:
         """Extend the lease; False means it was lost (expired, or taken by another run)."""
-        return bool(self._renew(keys=[keyspace.active(key), keyspace.LEASES], args=[token, self.lease_ms, key]))
+        return bool(self._renew.run(active=keyspace.active(key), leases=keyspace.LEASES, token=token,
+                                    lease_ms=self.lease_ms, key=key))
 
     # --- recovery and observation ----------------------------------------------------------------------------
 
     def reap(self, limit: int = 1000) -> list[Publish]:
         """Mark owed the keys whose lease expired without DONE (their holder died); the runs to publish."""
-        reply = self._reap(keys=[keyspace.LEASES], args=[limit, self.pending_ttl, new_id(), keyspace.QUEUE])
+        reply = self._reap.run(leases=keyspace.LEASES, limit=limit, pending_ttl=self.pending_ttl,
+                               msg_id_prefix=new_id(), pending_layout=keyspace.layout(keyspace.pending),
+                               active_layout=keyspace.layout(keyspace.active))
         return [Publish(_text(key), _text(msg_id), int(cls)) for key, msg_id, cls in reply]
 
     def pending_stats(self, scan_limit: int = 10000) -> tuple[int, float]:

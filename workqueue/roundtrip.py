@@ -1,39 +1,26 @@
 """One Redis round trip of several steps, each answered by its own handle: ``r = trip.call(queue.add_call(k));
 trip.send(); r.value``.
 
-Every step is a :class:`Call` (a script with its keys and arguments, and how to read its reply) or a plain command.
-Steps that must happen as one, with nothing of another client between them, go in together
-with :meth:`RoundTrip.atomic`: they become one script. Consecutive scripts are sent as few EVALSHAs as
-:data:`MAX_COMBINED` allows
-(:mod:`workqueue.scripting`); a step that fails answers its error on its own handle and the steps after it still
-run, as on a pipeline.
+Every step is a :class:`redisscripts.Call` (a script with its keys and arguments, and how to read its reply) or a
+plain command. Steps that must happen as one, with nothing of another client between them, go in together with
+:meth:`RoundTrip.atomic`: they become one script. Consecutive scripts are sent as few EVALSHAs as
+:data:`redisscripts.combined.MAX_COMBINED` allows (:mod:`redisscripts.combined`); a step that fails answers its error on
+its own handle and the steps after it still run, as on a pipeline.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 import redis
 
-from workqueue.scripting import MAX_COMBINED, Script, combined_call, split_reply
+from redisscripts import Call
+from redisscripts.combined import MAX_COMBINED, Source, combined_call, split_reply
+from redisscripts.script import as_is
 
 T = TypeVar("T")
-
-
-def _as_is(reply: Any) -> Any:
-    return reply
-
-
-@dataclass(frozen=True)
-class Call(Generic[T]):
-    """One script run: the script, its keys and arguments, and ``read`` turning its reply into the caller's value."""
-
-    script: redis.commands.core.Script
-    keys: list[str]
-    args: list[Any]
-    read: Callable[[Any], T] = field(default=_as_is)
 
 
 class Reply(Generic[T]):
@@ -96,7 +83,7 @@ class RoundTrip:
 
     def command(self, *args: Any) -> Reply[Any]:
         """A plain Redis command (``"DEL", key``)."""
-        reply: Reply[Any] = Reply(_as_is)
+        reply: Reply[Any] = Reply(as_is)
         self._steps.append(_Command(args, reply))
         return reply
 
@@ -148,7 +135,7 @@ class RoundTrip:
 _LOADED: set[tuple[int, str]] = set()
 
 
-def _one_script(calls: Sequence[Call[Any]]) -> tuple[Script, list[str], list[Any]]:
+def _one_script(calls: Sequence[Call[Any]]) -> tuple[Source, list[Any], list[Any]]:
     if len(calls) == 1:
         return calls[0].script, calls[0].keys, calls[0].args
     return combined_call([(call.script, call.keys, call.args) for call in calls])

@@ -47,13 +47,13 @@ def test_a_script_call_is_named_by_the_script_it_runs() -> None:
     import hashlib
 
     from workqueue import keyspace
-    from workqueue import queue as work_queue
+    from workqueue.queue import START
 
-    sha = hashlib.sha1(work_queue.source("start").encode()).hexdigest()
+    sha = hashlib.sha1(START.source.encode()).hexdigest()
     tally = redispurpose.Tally()
     tally.feed(False, ["EVALSHA", sha, "3", keyspace.pending("claim/ns/a"), keyspace.active("claim/ns/a"),
                        keyspace.LEASES])
     tally.feed(False, ["EVALSHA", "0" * 40, "1", keyspace.pending("claim/ns/b")])
-    assert tally.detail == {"work queue: EVALSHA queue start": 1,
+    assert tally.detail == {"work queue: EVALSHA workqueue/start": 1,
                             "work queue: EVALSHA poolboy:queue:…:pending": 1}, \
         "an unknown script is named by its first key's shape"

@@ -10,12 +10,13 @@ import redis
 from celery import Celery
 
 from cache.handle_index import RedisHandleIndex
-from cache.store import ALIVE, SYNCED, ObjectCache, scope
+from cache.store import ObjectCache, scope
 from engine.enqueue import Enqueuer
 from engine.runtime import work_queue
 from poolboy.settings import Settings
 from tests.integration.engine_settings import LEASE
 from workers.messages import QueuedMessages
+from workqueue import keyspace
 
 
 @pytest.fixture()
@@ -46,8 +47,8 @@ def rb(redis_server) -> Iterator[redis.Redis]:
     claim and handle (the index answers only then)."""
     client = redis.Redis.from_url(redis_server.url)
     client.flushall()
-    client.set(ALIVE, "1")
-    client.sadd(SYNCED, scope(INDEX_API, "ResourceClaim", "*"), scope(INDEX_API, "ResourceHandle", "*"))
+    client.set(keyspace.CACHE_ALIVE, "1")
+    client.sadd(keyspace.CACHE_SYNCED, scope(INDEX_API, "ResourceClaim", "*"), scope(INDEX_API, "ResourceHandle", "*"))
     yield client
     client.close()
 

@@ -13,10 +13,10 @@ import pytest
 import redis
 from celery import Celery
 
-from cache.store import ObjectCache, object_key
+from cache.store import ObjectCache
 from cache.writer import CacheWriter
 from engine import own_writes
-from engine.enqueue import Enqueuer, EventIntake
+from engine.enqueue import Enqueuer, EventIntake, Wakes
 from engine.own_writes import OwnWrites
 from poolboy import observability
 from poolboy.kube import KubeClient
@@ -24,7 +24,7 @@ from poolboy.observability import Write
 from poolboy.settings import Settings
 from stack.testing import free_port
 from watcher import mapping
-from watcher.delivery import EventDelivery, Intake, Wakes
+from watcher.delivery import EventDelivery, Intake
 from workqueue import keyspace
 from workqueue.queue import Publish, WorkQueue
 from workqueue.roundtrip import RoundTrip, send_all
@@ -295,8 +295,8 @@ def test_intake_writes_the_cache_before_the_key_in_one_delivery(redis_server, r:
     claim = _claim("7")
     assert _deliver(intake, "MODIFIED", claim, [(KEY, "u/7")]) == ["published"]
     cached = ObjectCache(r, Settings().domain)
-    assert r.hget(object_key("poolboy.gpte.redhat.com/v1|ResourceClaim|ns|a"), "rv") == "7"
-    assert cached.redis.hget(object_key("poolboy.gpte.redhat.com/v1|ResourceClaim|ns|a"), "doc")
+    assert r.hget(keyspace.cached_object("poolboy.gpte.redhat.com/v1|ResourceClaim|ns|a"), "rv") == "7"
+    assert cached.redis.hget(keyspace.cached_object("poolboy.gpte.redhat.com/v1|ResourceClaim|ns|a"), "doc")
     assert intake.published == [KEY]
     assert _deliver(intake, "DELETED", claim, [(KEY, None)]) == ["coalesced"]
 
@@ -310,7 +310,7 @@ def test_intake_delivers_a_batch_in_order_each_event_as_if_alone(redis_server, r
                                     ("MODIFIED", _claim("8"), [(KEY, "u/8")]),
                                     ("ADDED", other, [("claim/ns/b", "ub/3")])])
     assert outcomes == [["published"], ["coalesced"], ["published"]]
-    assert r.hget(object_key("poolboy.gpte.redhat.com/v1|ResourceClaim|ns|a"), "rv") == "8"
+    assert r.hget(keyspace.cached_object("poolboy.gpte.redhat.com/v1|ResourceClaim|ns|a"), "rv") == "8"
     assert intake.published == [KEY, "claim/ns/b"]
     assert intake.deliver_many([]) == []
 
@@ -322,7 +322,7 @@ def test_a_watching_watcher_delivers_through_its_queue(redis_server, r: redis.Re
         events.on_event(ROUTE_CLAIM, "MODIFIED", _claim(version))
     events.queues[ROUTE_CLAIM].drain()
     assert intake.published == [KEY], "one run for the three versions: the work queue coalesced the later ones"
-    assert r.hget(object_key("poolboy.gpte.redhat.com/v1|ResourceClaim|ns|a"), "rv") == "3"
+    assert r.hget(keyspace.cached_object("poolboy.gpte.redhat.com/v1|ResourceClaim|ns|a"), "rv") == "3"
 
 
 def test_intake_hands_the_key_over_when_the_cache_cannot_hold_the_object(redis_server, r: redis.Redis) -> None:
@@ -337,7 +337,7 @@ def test_intake_hands_the_key_over_when_the_cache_cannot_hold_the_object(redis_s
     claim = {**_claim("9"), "spec": deep}
     assert _deliver(intake, "MODIFIED", claim, [(KEY, "u/9")]) == ["published"]
     assert intake.published == [KEY]
-    assert not r.exists(object_key("poolboy.gpte.redhat.com/v1|ResourceClaim|ns|a"))
+    assert not r.exists(keyspace.cached_object("poolboy.gpte.redhat.com/v1|ResourceClaim|ns|a"))
 
 
 def test_intake_falls_back_to_add_when_the_check_fails(redis_server, r: redis.Redis) -> None:

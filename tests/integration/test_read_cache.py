@@ -13,7 +13,7 @@ from prometheus_client import REGISTRY
 
 from cache.journal import RunJournal
 from cache.reader import CachedKubeClient
-from cache.store import ALIVE, UPDATED, WRITTEN, ObjectCache
+from cache.store import UPDATED, WRITTEN, ObjectCache
 from cache.writer import EPOCH, CacheWriter
 from engine import runtime
 from engine.runner import begin
@@ -33,6 +33,7 @@ from tests.integration.test_watcher import (
 )
 from tests.integration.watcher_keys import event_intake
 from tests.waiting import wait_for
+from workqueue import keyspace
 from workqueue.roundtrip import send_all
 
 DOMAIN = "poolboy.gpte.redhat.com"
@@ -238,7 +239,7 @@ def test_flushed_redis_is_noticed_and_every_key_re_added(stack, kube: KubeClient
     wait_for(lambda: _redis_losses() > losses, timeout=patience, message="the watcher noticed the lost epoch")
     running.recorder.wait(key, at_least=before + 1, timeout=patience)
     wait_for(lambda: cached(cache, opns, name), timeout=patience, message="the cache refilled after FLUSHALL")
-    assert rb.get(EPOCH) is not None and rb.exists(ALIVE)
+    assert rb.get(EPOCH) is not None and rb.exists(keyspace.CACHE_ALIVE)
 
 
 def _redis_losses() -> float:

@@ -7,10 +7,11 @@ from __future__ import annotations
 import pytest
 import redis
 
+from redisscripts import Call
+from redisscripts.combined import MAX_COMBINED
 from workqueue import keyspace
 from workqueue.queue import WorkQueue
-from workqueue.roundtrip import Call, RoundTrip
-from workqueue.scripting import MAX_COMBINED
+from workqueue.roundtrip import RoundTrip
 
 COUNTER = "local v = redis.call('INCRBY', KEYS[1], ARGV[1]) return {v, #ARGV, KEYS[1]}"
 FAILING = "redis.call('INCR', KEYS[1]) return redis.call('HGET', KEYS[1], 'f')"  # WRONGTYPE after the INCR

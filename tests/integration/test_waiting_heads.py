@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from cache.store import SYNCED, scope
+from cache.store import scope
+from workqueue import keyspace
 
 API = "poolboy.gpte.redhat.com/v1"
 DOMAIN = "poolboy.gpte.redhat.com"
@@ -65,5 +66,5 @@ def test_no_unbound_handle_wakes_nobody(cache, index) -> None:
 def test_the_index_does_not_answer_before_the_watcher_has_listed_claims_and_handles(rb, cache, index, kind) -> None:
     cache.put(waiting_claim("first", 1, pool="p"))
     cache.put(handle("h1"))
-    rb.srem(SYNCED, scope(API, kind, "*"))
+    rb.srem(keyspace.CACHE_SYNCED, scope(API, kind, "*"))
     assert index.waiting_heads(HANDLE_SCOPES) is None, "the caller then lists every waiting claim"

@@ -1,4 +1,4 @@
-"""The type annotations are checked: ``mypy`` over ``poolboy/``, ``cache/``,
+"""The type annotations are checked: ``mypy`` over ``poolboy/``, ``redisscripts/``, ``cache/``,
 ``workqueue/``, ``engine/``, ``workers/``, ``watcher/``, ``procutil/``, ``controlplane/`` and ``node/``
 (the ``[tool.mypy]``
 section of pyproject.toml: stricter for ``poolboy/``), so

@@ -1,4 +1,5 @@
--- Own-write helpers, prepended (after the queue's common.lua) to the own-write scripts: observe, wake, settle.
+-- The own writes' library (engine/own_writes.py), for the scripts that record or judge write ids: observe, wake,
+-- note, settle.
 
 -- Defer watch events (their write ids) to the run of the key going on: its DONE judges them. The ids go into one
 -- string, space-separated, so that DONE reads them with the key's pending and active marks in one MGET; the TTL (a

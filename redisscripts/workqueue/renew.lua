@@ -1,4 +1,6 @@
--- RENEW: KEYS active, leases; ARGV token, lease_ms, key -> 1 renewed | 0 lease lost
+-- uses: workqueue/queue
+-- RENEW: extend the lease if it is still ours. KEYS and ARGV: ``RENEW`` in workqueue/queue.py.
+-- -> 1 renewed | 0 lease lost
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return 0
 end

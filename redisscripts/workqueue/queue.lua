@@ -1,4 +1,5 @@
--- Shared helpers, prepended to every work-queue script (and to the scripts that compose the queue's ADD).
+-- The work queue's library: the clock, the pending marks, and the ADD, HOLD and PUSH steps, for every queue script
+-- and for the scripts of other packages that compose them (engine/observe.lua, engine/wake.lua).
 -- A pending mark is "<msg-id>|<ms>|<class>|<state>": class 0 = event, 1 = resync (lower); state 1 = a message is on
 -- the queue for it, 0 = the run holding the key owes the re-publish, 2 = held for a window: the delaying queue
 -- publishes it when the window ends, and adds meanwhile coalesce into it.

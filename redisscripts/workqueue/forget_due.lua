@@ -1,5 +1,5 @@
--- FORGET DUE: KEYS due; ARGV now (epoch seconds), keys... -> how many were removed
--- After their ADDs: a key whose deadline moved past ``now`` meanwhile stays for its new time.
+-- FORGET DUE, after the ADDs of the keys whose time came: a key whose time moved past ``now`` meanwhile stays for its
+-- new time. KEYS and ARGV: ``FORGET_DUE`` in workqueue/delaying.py. -> how many were removed
 local removed = 0
 for i = 2, #ARGV do
   local score = redis.call('ZSCORE', KEYS[1], ARGV[i])

@@ -1,5 +1,6 @@
--- DONE: KEYS pending, active, leases; ARGV token, new_msg_id, key, pending_ttl_s
--- -> {0} the lease is someone else's | {1} nothing owed | {2, msg_id, class} publish one more run
+-- uses: workqueue/queue
+-- DONE: release the lease, and publish the one more run an add during the run asked for. KEYS and ARGV: ``DONE`` in
+-- workqueue/queue.py. -> {0} the lease is someone else's | {1} nothing owed | {2, msg_id, class} publish one more run
 -- A key marked while its run went on (q = 0: the holder owes the re-publish) runs exactly once more; a mark whose
 -- message is already queued (q = 1: the lease lapsed meanwhile) or held for its window (q = 2: the delaying queue
 -- publishes it) needs nothing from this run.

@@ -3,7 +3,9 @@
 :class:`workqueue.roundtrip.RoundTrip` sends consecutive scripts this way: one EVALSHA for up to
 :data:`MAX_COMBINED` of them, atomic together. Each part keeps its own keys and arguments and runs in a ``pcall``: a
 part that fails answers its error and the parts after it still run (a Redis script is not a transaction: a failing
-part's writes before its error stay). The combined script is one more in Redis's script cache per set of parts.
+part's writes before its error stay). The combined script is one more in Redis's script cache per set of parts: each
+part's source as a function of its own ``KEYS`` and ``ARGV`` in a table ``parts``, then the runner
+(``redisscripts/combined.lua``).
 """
 
 from __future__ import annotations
@@ -16,31 +18,14 @@ from typing import Any, Protocol
 
 import redis
 
+from redisscripts.source import text
+
 #: the most scripts one combined EVALSHA runs: a long batch of watch events stays a few short scripts, so other
 #: clients' commands never wait long behind one
 MAX_COMBINED = 32
 
-_RUNNER = """
-local out, at, key_at = {}, 2, 1
-for i = 1, tonumber(ARGV[1]) do
-  local part, nkeys, nargs = tonumber(ARGV[at]), tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2])
-  at = at + 3
-  local keys, args = {}, {}
-  for j = 1, nkeys do keys[j] = KEYS[key_at + j - 1] end
-  for j = 1, nargs do args[j] = ARGV[at + j - 1] end
-  key_at, at = key_at + nkeys, at + nargs
-  local ok, reply = pcall(parts[part], keys, args)
-  if ok then
-    out[i] = {1, reply}
-  else
-    out[i] = {0, type(reply) == 'table' and reply.err or tostring(reply)}
-  end
-end
-return out
-"""
 
-
-class Script(Protocol):
+class Source(Protocol):
     """A Lua script as redis-py's ``register_script`` gives it: its source and its SHA1."""
 
     @property
@@ -51,7 +36,7 @@ class Script(Protocol):
 
 
 #: (script, keys, args)
-ScriptCall = tuple[Script, list[str], list[Any]]
+ScriptCall = tuple[Source, list[Any], list[Any]]
 
 
 @dataclass(frozen=True)
@@ -66,7 +51,7 @@ class CombinedScript:
 def _combined(sources: tuple[str, ...]) -> CombinedScript:
     """One script running any of ``sources``, each as a function of its own ``KEYS`` and ``ARGV``."""
     parts = [f"parts[{i}] = function(KEYS, ARGV)\n{source}\nend" for i, source in enumerate(sources, 1)]
-    source = "local parts = {}\n" + "\n".join(parts) + _RUNNER
+    source = "\n".join(["local parts = {}", *parts, text("combined")])
     return CombinedScript(source, hashlib.sha1(source.encode()).hexdigest())
 
 
@@ -78,7 +63,7 @@ def combined_call(calls: Sequence[ScriptCall]) -> ScriptCall:
         if script.sha not in order:
             order[script.sha] = len(sources) + 1
             sources.append(script.script)
-    keys: list[str] = []
+    keys: list[Any] = []
     args: list[Any] = [len(calls)]
     for script, call_keys, call_args in calls:
         keys.extend(call_keys)

@@ -1,9 +1,10 @@
+-- uses: workqueue/queue, engine/own_writes
 -- SETTLE (a run's end, in the same script as the queue's DONE and before it, while the run still holds the key):
 -- record the run's write ids, so that their late watch events are skipped, and judge the events deferred to the run:
 -- one that is not the key's own write is someone else's change, and the key is marked owed (q = 0) for DONE to
--- publish. Atomic with DONE, so no event falls between the judgement and the release (engine/own_writes.py).
--- KEYS pending, active, ownwrites, deferred; ARGV msg_id, pending_ttl_s, record_ttl_ms, write ids...
--- -> {deferred, foreign}: how many events were deferred to the run, and how many of them were someone else's
+-- publish. Atomic with DONE, so no event falls between the judgement and the release. KEYS and ARGV: ``SETTLE`` in
+-- engine/own_writes.py. -> {deferred, foreign}: how many events were deferred to the run, and how many of them were
+-- someone else's
 local state = redis.call('MGET', KEYS[1], KEYS[4], KEYS[3])
 local known
 if #ARGV >= 4 then

@@ -1,12 +1,14 @@
--- REAP: KEYS leases; ARGV limit, pending_ttl_s, msg_id_prefix, key_prefix
--- Leases whose deadline passed: the holder died (SIGKILL, node loss) without DONE. Its run never finished, so
--- the key is owed a run: mark pending (queued) and return it for publishing. -> {{key, msg_id, class}, ...}
+-- uses: workqueue/queue
+-- REAP: leases whose deadline passed: the holder died (SIGKILL, node loss) without DONE. Its run never finished, so
+-- the key is owed a run: mark pending (queued) and return it for publishing. KEYS and ARGV: ``REAP`` in
+-- workqueue/queue.py; the Redis keys of each work key found are made from the layouts it is given (``string.format``
+-- of the work key).
+-- -> {{key, msg_id, class}, ...}
 local now = now_ms()
 local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
 local out = {}
 for i, key in ipairs(expired) do
-  local active = ARGV[4] .. '{' .. key .. '}:active'
-  local pending = ARGV[4] .. '{' .. key .. '}:pending'
+  local pending, active = string.format(ARGV[4], key), string.format(ARGV[5], key)
   local pttl = redis.call('PTTL', active)
   if pttl > 0 then
     redis.call('ZADD', KEYS[1], now + pttl, key)  -- renewed meanwhile: keep watching

@@ -1,4 +1,5 @@
--- START: KEYS pending, active, leases; ARGV token, lease_ms, key, pending_ttl_s, msg_id, now_ms (the worker's clock)
+-- uses: workqueue/queue
+-- START: take the key's lease. KEYS and ARGV: ``START`` in workqueue/queue.py.
 -- -> {1, waited_ms or -1} run | {0} busy (the holder, or the lease reaper, will re-publish)
 local now = clock(ARGV[6])
 if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then
