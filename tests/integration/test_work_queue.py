@@ -24,12 +24,9 @@ KEY = "claim/ns/a"
 
 
 @pytest.fixture()
-def r(redis_server) -> Iterator[redis.Redis]:
-    """A client on the emptied session redis-server that answers bytes, as the workers' clients do."""
-    client = redis.Redis.from_url(redis_server.url)
-    client.flushall()
-    yield client
-    client.close()
+def r(bytes_client: redis.Redis) -> redis.Redis:
+    """This file's client answers bytes, as the workers' clients do (the shared ``r`` decodes)."""
+    return bytes_client
 
 
 @pytest.fixture()

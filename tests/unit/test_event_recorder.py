@@ -1,10 +1,10 @@
 """The Event recorder's sending side against an in-memory sink: folding occurrences into one request, retries
-of transient errors, dropping after the last attempt, 404/409 recovery, the bounded queue, flush, and a fresh
-recorder in a forked child. (Against a real API server: tests/integration/test_event_recorder.py.)"""
+of transient errors, dropping after the last attempt, 404/409 recovery, the bounded queue and flush. (Against a real
+API server: tests/integration/test_event_recorder.py; a fresh recorder in a forked child:
+tests/integration/test_fresh_processes.py.)"""
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 
@@ -223,23 +223,3 @@ def test_foreground_wraps_a_run_in_the_process_recorder() -> None:
     with event_recorder.foreground():
         assert current._foreground == before + 1
     assert current._foreground == before
-
-
-def test_a_forked_child_gets_its_own_recorder() -> None:
-    parent = event_recorder.recorder()
-    sink = Sink()
-    event_recorder.record(sink, event_body(OBJ, "Fork", "before", default_namespace="op"))
-    assert event_recorder.flush(10) and sink.attempts
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: report and leave at once
-        child = event_recorder.recorder()
-        ok = child is not parent and child.pid == os.getpid() and child._threads == [] and child.pending() == 0
-        os.write(write, b"1" if ok else b"0")
-        os._exit(0)
-    os.close(write)
-    answer = os.read(read, 1)
-    os.waitpid(pid, 0)
-    os.close(read)
-    assert answer == b"1"
-    assert event_recorder.recorder() is parent
