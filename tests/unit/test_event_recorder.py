@@ -15,6 +15,7 @@ from poolboy import observability
 from poolboy.kube import event_recorder
 from poolboy.kube.event_recorder import Recorder
 from poolboy.kube.events import Correlator, event_body
+from tests.waiting import wait_for
 
 OBJ = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "ns", "uid": "u"}}
 
@@ -67,6 +68,11 @@ def recorder(**kwargs) -> Recorder:
 
 def emit(rec: Recorder, sink: Sink, reason: str = "Bound", message: str = "m") -> None:
     rec.record(sink, event_body(OBJ, reason, message, default_namespace="op"))
+
+
+def wait_held(rec: Recorder) -> None:
+    """Until a sender waits for the queue's head to fall due: the sign that it saw the Event and holds it back."""
+    wait_for(lambda: rec._timed, message="a sender to hold the Event back")
 
 
 def verbs(sink: Sink) -> list[tuple[str, int]]:
@@ -189,9 +195,11 @@ def test_events_wait_while_reconciles_run_and_go_when_the_last_one_ends() -> Non
     rec.enter_foreground()
     rec.enter_foreground()
     emit(rec, sink)
-    assert not sink.entered.wait(0.2) and rec.pending() == 1  # two runs in the process: held
+    wait_held(rec)
+    assert not sink.entered.is_set() and rec.pending() == 1, "two runs in the process: held"
     rec.leave_foreground()
-    assert not sink.entered.wait(0.2)  # one still runs
+    with rec._cond:
+        assert rec._held_for(), "one run still goes on: the Event is still held"
     rec.leave_foreground()
     assert sink.entered.wait(10) and rec.flush(10)
     assert verbs(sink) == [("create", 1)]
@@ -213,8 +221,9 @@ def test_flush_sends_held_events_without_waiting_for_the_runs() -> None:
     assert rec.flush(10) and rec.pending() == 0
     assert verbs(sink) == [("create", 1), ("create", 1)]
     sink.entered.clear()
-    emit(rec, sink, "C")  # flush is over: the next Event is held again
-    assert not sink.entered.wait(0.2) and rec.pending() == 1
+    emit(rec, sink, "C")
+    wait_held(rec)
+    assert not sink.entered.is_set() and rec.pending() == 1, "flush is over: the next Event is held again"
 
 
 def test_foreground_wraps_a_run_in_the_process_recorder() -> None:
