@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -45,3 +47,14 @@ def holds_until(invariant: Callable[[], Any], control: Callable[[], Any], timeou
         invariant()
         checks += 1
     return checks
+
+
+def blocked_in(thread: threading.Thread, function: str) -> bool:
+    """Whether ``thread`` waits on a condition or event inside ``function``, as its stack shows: the positive sign
+    that a call blocks, where watching it not return for a while would only hope the while was long enough."""
+    frame = sys._current_frames().get(thread.ident) if thread.ident is not None else None
+    names: list[str] = []
+    while frame is not None:
+        names.append(frame.f_code.co_name)
+        frame = frame.f_back
+    return "wait" in names and function in names[names.index("wait"):]

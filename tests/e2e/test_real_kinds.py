@@ -10,12 +10,18 @@ import time
 from typing import Any
 
 import pytest
+import redis
 
+from engine.sweeps import cached_object_key
+from poolboy import keys
+from poolboy.settings import Settings
 from stack.local import LocalStack
 from tests.clusters import E2E_CLUSTER
-from tests.e2e.provider_support import NS, condition, status
+from tests.e2e.conftest import FAST_INTERVALS
+from tests.e2e.provider_support import NS, D, condition, status
 from tests.e2e.test_resources_claims import User, reference
 from tests.waiting import wait_for
+from workqueue import keyspace
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(E2E_CLUSTER != "real", reason="devcluster serves neither these kinds nor defaults")]
@@ -55,6 +61,12 @@ FILTERS: dict[str, list[dict[str, Any]]] = {
 }
 KINDS = tuple(TEMPLATES)
 WRITES = ("create", "update", "patch", "delete")
+#: the stack's slow re-check of a permanent error, in seconds
+RECHECK = float(FAST_INTERVALS["POOLBOY_PERMANENT_ERROR_RECHECK"])
+#: the stack's periodic sweeps of claims and of handles, in seconds: each runs an object whose last run did not succeed
+SWEEP_INTERVALS = tuple(float(FAST_INTERVALS[f"POOLBOY_MANAGE_{kind}_INTERVAL"]) for kind in ("CLAIMS", "HANDLES"))
+#: the operator's settings as far as the test reads its Redis (the domain names the cache's keys)
+SETTINGS = Settings()
 
 
 @pytest.fixture(scope="module")
@@ -91,6 +103,53 @@ def live(user: User, claim: dict[str, Any], index: int) -> dict[str, Any]:
     prefix = f"/apis/{group}/{version}" if group else f"/api/{version}"
     assert user.stack.cluster is not None
     return dict(user.stack.cluster.request("GET", f"{prefix}/namespaces/{ref['namespace']}/{plural}/{ref['name']}"))
+
+
+def work_keys_due(user: User, work: dict[str, tuple[str, str | None]]) -> dict[str, dict[str, float]]:
+    """Per claim, the re-checks scheduled for its own work key and its handle's, by key."""
+    return {name: {key: at for key, at in zip(work[name], dues, strict=True) if key is not None and at is not None}
+            for name, dues in user.rechecks(work).items()}
+
+
+def scheduled_rechecks(user: User, work: dict[str, tuple[str, str | None]]) -> dict[str, float] | None:
+    """The re-checks due within about one re-check interval, by work key, once every claim has one (a later time in
+    the delaying queue, a lifespan's end, is not a re-check)."""
+    horizon = time.time() + 1.5 * RECHECK
+    near = [{key: at for key, at in due.items() if at <= horizon} for due in work_keys_due(user, work).values()]
+    return {key: at for due in near for key, at in due.items()} if all(near) else None
+
+
+def rechecked(user: User, work: dict[str, tuple[str, str | None]], opened: dict[str, float]) -> dict[str, float] | None:
+    """The next re-check of every key of ``opened``, once each has run and scheduled it (its time moved on)."""
+    current = {key: at for due in work_keys_due(user, work).values() for key, at in due.items()}
+    return current if all(current.get(key, 0.0) > at for key, at in opened.items()) else None
+
+
+def runs_allowed(window: float) -> int:
+    """How often one refused claim may be tried within ``window`` seconds: its re-check, and each sweep of claims
+    (whose run wakes the handle) and of handles that falls in the window."""
+    return 1 + sum(1 + int(window // interval) for interval in SWEEP_INTERVALS)
+
+
+def clean_mark(user: User, key: str) -> tuple[str | None, str | None]:
+    """The shared cache's record of the object's last successful run: the version it saw and when it is next due
+    for a refresh (each run's own: a new one shows a run ended)."""
+    client = redis.Redis.from_url(user.stack.redis_url, decode_responses=True)
+    try:
+        clean, refresh = client.hmget(cached_object_key(SETTINGS, key), "clean", "refresh")
+        return clean, refresh
+    finally:
+        client.close()
+
+
+def reconciled(user: User, key: str, obj: dict[str, Any] | None) -> bool:
+    """The object's last run succeeded at the version it is at, and no run is owed or going on."""
+    client = redis.Redis.from_url(user.stack.redis_url, decode_responses=True)
+    try:
+        owed = client.exists(keyspace.pending(key), keyspace.active(key))
+    finally:
+        client.close()
+    return obj is not None and not owed and clean_mark(user, key)[0] == obj["metadata"]["resourceVersion"]
 
 
 def test_a_converged_claim_of_real_kinds_makes_no_write(stack: LocalStack, widgets: None) -> None:
@@ -167,12 +226,20 @@ def test_what_the_server_refuses_is_a_clear_error_without_a_hot_loop(stack: Loca
         claim = user.wait_synced_error(ns, name, reason)
         assert text in condition(claim, "Synced")["message"], (name, condition(claim, "Synced"))
         user.wait_event(ns, name, reason)
-    time.sleep(1)  # let the errors' own status writes and Events settle before measuring
-    before = writes_in(user, ns)
-    time.sleep(5)  # half the slow re-check (POOLBOY_PERMANENT_ERROR_RECHECK): at most one more try per claim
-    after = writes_in(user, ns)
+    # no hot loop: a refusal is re-checked at the slow interval, and tried no more often than its re-check and the
+    # periodic sweeps run it. The window opens once every claim's re-check (its own or its handle's) is scheduled
+    # and closes once each has run and scheduled the next
+    work = user.work_keys(ns, bad)
+    opened = wait_for(lambda: scheduled_rechecks(user, work), timeout=30, interval=0.2,
+                      message=f"every refusal's re-check scheduled: {user.rechecks(work)}")
+    before, began = writes_in(user, ns), time.monotonic()
+    closed = wait_for(lambda: rechecked(user, work, opened), timeout=3 * RECHECK, interval=0.2,
+                      message=f"every refusal re-checked: {opened} -> {user.rechecks(work)}")
+    after, window = writes_in(user, ns), time.monotonic() - began
+    assert all(closed[key] - at >= RECHECK for key, at in opened.items()), ("re-checked sooner", opened, closed)
     tries = sum(after.values()) - sum(before.values())
-    assert tries <= len(bad), {key: after[key] - before.get(key, 0) for key in after if after[key] != before.get(key)}
+    assert tries <= len(bad) * runs_allowed(window), (window, {
+        key: after[key] - before.get(key, 0) for key in after if after[key] != before.get(key)})
 
 
 def test_a_status_past_the_size_limit_is_an_error_not_a_loop(stack: LocalStack) -> None:
@@ -193,7 +260,18 @@ def test_a_status_past_the_size_limit_is_an_error_not_a_loop(stack: LocalStack) 
     assert status(claim)["resourceHandle"]["name"]  # still bound, and the rest of the status is there
     assert [r.get("reference", {}).get("kind") for r in status(claim)["resources"]] == ["ConfigMap", "ConfigMap"]
     assert all("state" not in resource for resource in status(claim)["resources"])
-    time.sleep(1)
-    before = writes_in(user, ns)
-    time.sleep(5)
-    assert writes_in(user, ns) == before
+    # no loop: once the claim and its handle are reconciled at their versions, a change to the claim runs it once
+    # more, and that run, finding the status as it is, writes nothing
+    claim_key, handle = keys.make(keys.CLAIM, ns, "c"), status(claim)["resourceHandle"]["name"]
+    handle_key = keys.make(keys.HANDLE, NS, handle)
+    wait_for(lambda: reconciled(user, claim_key, user.get_claim(ns, "c"))
+             and reconciled(user, handle_key, user.get_handle(handle)), timeout=30, interval=0.2,
+             message="the claim and its handle reconciled at their versions")
+    before, last_run = writes_in(user, ns), clean_mark(user, claim_key)
+    user.custom.patch_namespaced_custom_object(D, "v1", ns, "resourceclaims", "c",
+                                               {"metadata": {"annotations": {"test/nudge": "1"}}})
+    wait_for(lambda: clean_mark(user, claim_key)[1] != last_run[1], timeout=30, interval=0.2,
+             message="a run of the claim after the change")
+    after = writes_in(user, ns)
+    assert {key: after[key] - before.get(key, 0) for key in after if after[key] != before.get(key)} == {
+        ("patch", f"resourceclaims.{D}"): 1}, "the change itself is the only write"

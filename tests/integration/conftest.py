@@ -1,5 +1,6 @@
-"""Fixtures shared by the engine tests (``test_engine*``): a flushed Redis client and a publisher; and by the
-unbound-handle index's tests: the shared cache as a live watcher that has listed claims and handles leaves it."""
+"""Fixtures shared by the engine tests (``test_engine*``): a flushed Redis client and a publisher; a flushed client
+answering bytes; and by the unbound-handle index's tests: the shared cache as a live watcher that has listed claims
+and handles leaves it."""
 
 from __future__ import annotations
 
@@ -42,15 +43,22 @@ INDEX_DOMAIN = "poolboy.gpte.redhat.com"
 
 
 @pytest.fixture()
-def rb(redis_server) -> Iterator[redis.Redis]:
-    """A bytes client on the emptied session redis-server, marked as a live watcher's cache that has listed every
-    claim and handle (the index answers only then)."""
+def bytes_client(redis_server) -> Iterator[redis.Redis]:
+    """A client on the emptied session redis-server that answers bytes, as the workers' clients do."""
     client = redis.Redis.from_url(redis_server.url)
     client.flushall()
-    client.set(keyspace.CACHE_ALIVE, "1")
-    client.sadd(keyspace.CACHE_SYNCED, scope(INDEX_API, "ResourceClaim", "*"), scope(INDEX_API, "ResourceHandle", "*"))
     yield client
     client.close()
+
+
+@pytest.fixture()
+def rb(bytes_client: redis.Redis) -> redis.Redis:
+    """A bytes client on the emptied session redis-server, marked as a live watcher's cache that has listed every
+    claim and handle (the index answers only then)."""
+    bytes_client.set(keyspace.CACHE_ALIVE, "1")
+    bytes_client.sadd(keyspace.CACHE_SYNCED, scope(INDEX_API, "ResourceClaim", "*"),
+                      scope(INDEX_API, "ResourceHandle", "*"))
+    return bytes_client
 
 
 @pytest.fixture()

@@ -5,7 +5,9 @@ deadlines; "nothing more will run" is asserted by the work queue and the Celery 
 
 from __future__ import annotations
 
+import functools
 import itertools
+import json
 import os
 import random
 import signal
@@ -19,7 +21,7 @@ from stack.testing import BeatProcess, WorkerProcess
 from tests.integration import engine_reconcilers as er
 from tests.integration.engine_settings import ENV, LEASE, RECONCILERS
 from tests.waiting import wait_for
-from workqueue import keyspace
+from workqueue import keyspace, ratelimit
 
 pytestmark = pytest.mark.slow
 
@@ -78,23 +80,79 @@ def test_permanent_error_is_rechecked_slowly(stack, r, enqueuer):
     assert all(gap >= 1.9 for gap in gaps), gaps  # the re-check interval, not a hot loop
 
 
-def test_transient_error_retried_with_backoff(stack, r, enqueuer):
-    key = "claim/transient/a"
-    r.hset(f"behave:{key}", mapping={"raise": "transient", "fail_times": "2", "retry_after": "1.0"})
-    enqueuer.add(key)
-    wait_for(lambda: er.completed(r, key) >= 3, 20, message="two retries then success")
-    settle(r)
-    times = er.starts(r, key)
-    assert len(times) == 3
-    assert all(b - a >= 1.0 for a, b in itertools.pairwise(times)), times  # Retry-After honoured
+#: how much later than its backoff a failed run's retry may be put in the delaying queue: the run's end is recorded
+#: before the failure count's and the run's last round trips
+SCHEDULING_SLACK = 0.5
+
+
+def retry_scheduled_after(r: redis.Redis, key: str, previous: float | None) -> tuple[float, int, float] | None:
+    """(when the key's retry is due, its failures in a row, when its last run ended) once a retry other than
+    ``previous`` is due, read in one transaction so that the three belong to the same failure."""
+    pipe = r.pipeline(transaction=True)
+    pipe.zscore(keyspace.DUE, key)
+    pipe.get(keyspace.failures(key))
+    pipe.lrange(f"runs:{key}", -1, -1)
+    due, failures, last = pipe.execute()
+    if due is None or due == previous or not last:
+        return None
+    return float(due), int(failures), json.loads(last[0])["t"]
+
+
+def test_transient_error_retried_with_backoff(redis_server, r, enqueuer):
+    """Each failure in a row puts the key's retry in the delaying queue within full jitter's doubling bound (uniform
+    up to 2^(n-1) s for the n-th), so later retries wait far longer than the first may; a success forgets the count.
+    The API-fault cap is raised so that the bound doubles through every failure here, and a retry due later than
+    half a second is brought forward once read, so that the test does not sit the backoff out."""
+    key, failures = "claim/transient/a", 8
+    r.hset(f"behave:{key}", mapping={"raise": "transient", "fail_times": str(failures)})
+    env = {**ENV, "POOLBOY_RETRY_BACKOFF_API_MAX": "300"}
+    delays: list[float] = []
+    with WorkerProcess(redis_server.url, ["claims"], 1, reconcilers=RECONCILERS, env=env, pool="threads"):
+        enqueuer.add(key)
+        previous: float | None = None
+        for failure in range(1, failures + 1):
+            due, counted, ended = wait_for(functools.partial(retry_scheduled_after, r, key, previous), 15,
+                                           message=f"the retry after failure {failure}")
+            assert counted == failure, "the failure count goes on from retry to retry"
+            delays.append(due - ended)
+            previous = due
+            if due - time.time() > 0.5:
+                previous = time.time()
+                r.zadd(keyspace.DUE, {key: previous}, xx=True)
+        wait_for(lambda: er.completed(r, key) > failures, 15, message="the retry that succeeds")
+        settle(r)
+    bounds = [2.0 ** (n - 1) for n in range(1, failures + 1)]
+    assert all(ratelimit.FLOOR <= delay <= bound + SCHEDULING_SLACK for delay, bound in zip(delays, bounds,
+                                                                                          strict=True)), delays
+    assert max(delays[4:]) > bounds[0] + SCHEDULING_SLACK, f"the backoff does not grow: {delays}"
     assert not r.exists(keyspace.failures(key)), "success resets the per-key failure count"
 
 
-def test_result_enqueue_goes_through_the_work_queue(stack, r, enqueuer):
-    key, other = "handle/e/a", "claim/e/b"
-    r.hset(f"behave:{key}", "enqueue", other)
-    enqueuer.add(key)
-    wait_for(lambda: er.completed(r, other) >= 1, 15, message="the enqueued key ran")
+def queued_messages(r: redis.Redis, queue: str) -> int:
+    """Messages waiting on ``queue``, over all of its priority lists."""
+    return sum(r.llen(name) for name in r.scan_iter(match=f"{queue}*", _type="list"))
+
+
+def ran_and_released(r: redis.Redis, key: str, runs: int) -> bool:
+    """``key`` ran ``runs`` times and its last run's end (the wake, then DONE) is done."""
+    return er.completed(r, key) >= runs and not r.exists(keyspace.active(key))
+
+
+def test_result_wake_goes_through_the_work_queue(redis_server, r, enqueuer):
+    """A key a run wakes is ADDed like any other: marked owed, with one message however often it is woken (a second
+    wake coalesces into the first). Only handles are consumed at first, so the woken claim's message waits."""
+    key, woken = "handle/e/a", "claim/e/b"
+    r.hset(f"behave:{key}", "enqueue", woken)
+    with WorkerProcess(redis_server.url, ["handles"], 1, reconcilers=RECONCILERS, env=ENV, pool="threads"):
+        for run in (1, 2):
+            enqueuer.add(key)
+            wait_for(functools.partial(ran_and_released, r, key, run), 15, message=f"waking run {run} released its key")
+    assert r.exists(keyspace.pending(woken)), "the woken key is marked owed"
+    assert queued_messages(r, "claims") == 1, "the second wake coalesced into the first one's message"
+    with WorkerProcess(redis_server.url, ["claims"], 1, reconcilers=RECONCILERS, env=ENV, pool="threads"):
+        wait_for(lambda: er.completed(r, woken) >= 1, 15, message="the woken key ran")
+        settle(r)
+    assert len(er.starts(r, woken)) == 1
 
 
 def test_no_overlap_and_liveness_two_workers(redis_server, r, enqueuer):

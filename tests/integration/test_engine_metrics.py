@@ -26,12 +26,14 @@ def test_reconcile_counts_are_summed_over_children(redis_server, r, enqueuer):
     port = free_port()
     keys = [f"claim/metrics/k{i}" for i in range(10)]
     for key in keys:
-        r.hset(f"behave:{key}", "sleep", "0.05")
+        r.hset(f"behave:{key}", "sleep", "0.2")  # long enough that both children take some
     r.hset("behave:claim/metrics/bad", mapping={"raise": "permanent", "recheck_after": "3600"})
     with WorkerProcess(redis_server.url, ["claims"], 2, reconcilers=RECONCILERS,
                        env={**ENV, "POOLBOY_METRICS_PORT": str(port)}):
         enqueuer.add_many([*keys, "claim/metrics/bad"])
         wait_for(lambda: all(er.completed(r, k) for k in [*keys, "claim/metrics/bad"]), 20, message="all runs")
+        children = {run["pid"] for key in keys for run in er.runs(r, key)}
+        assert len(children) == 2, f"the successes ran in both children, so that serving one alone shows: {children}"
         success = ("controller_runtime_reconcile_total", (("controller", "claim"), ("result", "success")))
         samples = wait_for(lambda: (s := _scrape(port)).get(success) == 10 and s, 10, message="10 successes")
     assert samples[("controller_runtime_reconcile_total",

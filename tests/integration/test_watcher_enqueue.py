@@ -1,4 +1,5 @@
-"""``poolboy watcher`` on the real work queue: an event becomes a pending key and one Celery message."""
+"""``poolboy watcher`` on the real work queue: an event becomes a pending key and one Celery message, which a second
+event of the key joins."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import redis
 
+from engine.sweeps import cached_object_key
 from poolboy.kube import KubeClient
 from poolboy.settings import Settings
 from tests.waiting import wait_for
@@ -18,6 +20,13 @@ from workqueue.keyspace import pending as pending_key
 
 ROOT = Path(__file__).resolve().parents[2]
 API = "poolboy.gpte.redhat.com/v1"
+SETTINGS = Settings()
+
+
+def messages_naming(client: redis.Redis, key: str) -> int:
+    """Reconcile messages for ``key`` waiting on the claims queue."""
+    return sum(key.encode() in message for name in client.scan_iter(match="claims*", _type="list")
+               for message in client.lrange(name, 0, -1))
 
 
 def test_watcher_adds_keys_to_the_work_queue(devcluster, redis_server, tmp_path) -> None:
@@ -40,8 +49,15 @@ def test_watcher_adds_keys_to_the_work_queue(devcluster, redis_server, tmp_path)
                          "metadata": {"name": "c1", "namespace": userns}, "spec": {}})
             wait_for(lambda: client.exists(pending_key(key)), timeout=20,
                      message=f"{key} pending in the work queue; log: {log.read_text()[-1500:]}")
-            wait_for(lambda: any(key.encode() in message for message in client.lrange("claims", 0, -1)),
-                     timeout=10, message="a reconcile message for the claim on the claims queue")
+            wait_for(lambda: messages_naming(client, key), timeout=10,
+                     message="a reconcile message for the claim on the claims queue")
+            # a second event of the key while its run is owed: the watcher writes it into the cache, then adds
+            # the key, which coalesces into the message queued already
+            changed = kube.patch_merge(API, "ResourceClaim", "c1", userns, {"metadata": {"annotations": {"a": "b"}}})
+            version = changed["metadata"]["resourceVersion"].encode()
+            wait_for(lambda: client.hget(cached_object_key(SETTINGS, key), "rv") == version, timeout=10,
+                     message="the watcher to take in the second event")
+            assert messages_naming(client, key) == 1
         finally:
             process.send_signal(signal.SIGTERM)
             assert process.wait(15) == 0, log.read_text()[-2000:]

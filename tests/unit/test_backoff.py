@@ -35,3 +35,12 @@ def test_an_api_fault_retries_within_its_own_cap_but_honours_retry_after() -> No
     assert key_backoff.delay(1, 60.0, cap=10.0, retry_after_cap=300.0) == 60.0
     assert key_backoff.delay(1, 900.0, cap=10.0, retry_after_cap=300.0) == 300.0
     assert key_backoff.delay(1, 900.0, cap=10.0) == 10.0  # without a separate cap, Retry-After is capped alike
+
+
+def test_a_keys_backoff_is_capped_jittered_and_honours_retry_after() -> None:
+    from workqueue import ratelimit
+
+    assert all(ratelimit.FLOOR <= ratelimit.delay(n, cap=300) <= 300 for n in range(1, 40))
+    assert all(ratelimit.delay(1) <= 1.0 for _ in range(50))
+    assert ratelimit.delay(1, retry_after=7) >= 7
+    assert ratelimit.delay(1, retry_after=10_000, cap=300) == 300

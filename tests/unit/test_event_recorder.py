@@ -1,10 +1,10 @@
 """The Event recorder's sending side against an in-memory sink: folding occurrences into one request, retries
-of transient errors, dropping after the last attempt, 404/409 recovery, the bounded queue, flush, and a fresh
-recorder in a forked child. (Against a real API server: tests/integration/test_event_recorder.py.)"""
+of transient errors, dropping after the last attempt, 404/409 recovery, the bounded queue and flush. (Against a real
+API server: tests/integration/test_event_recorder.py; a fresh recorder in a forked child:
+tests/integration/test_fresh_processes.py.)"""
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 
@@ -15,6 +15,7 @@ from poolboy import observability
 from poolboy.kube import event_recorder
 from poolboy.kube.event_recorder import Recorder
 from poolboy.kube.events import Correlator, event_body
+from tests.waiting import wait_for
 
 OBJ = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "ns", "uid": "u"}}
 
@@ -67,6 +68,11 @@ def recorder(**kwargs) -> Recorder:
 
 def emit(rec: Recorder, sink: Sink, reason: str = "Bound", message: str = "m") -> None:
     rec.record(sink, event_body(OBJ, reason, message, default_namespace="op"))
+
+
+def wait_held(rec: Recorder) -> None:
+    """Until a sender waits for the queue's head to fall due: the sign that it saw the Event and holds it back."""
+    wait_for(lambda: rec._timed, message="a sender to hold the Event back")
 
 
 def verbs(sink: Sink) -> list[tuple[str, int]]:
@@ -189,9 +195,11 @@ def test_events_wait_while_reconciles_run_and_go_when_the_last_one_ends() -> Non
     rec.enter_foreground()
     rec.enter_foreground()
     emit(rec, sink)
-    assert not sink.entered.wait(0.2) and rec.pending() == 1  # two runs in the process: held
+    wait_held(rec)
+    assert not sink.entered.is_set() and rec.pending() == 1, "two runs in the process: held"
     rec.leave_foreground()
-    assert not sink.entered.wait(0.2)  # one still runs
+    with rec._cond:
+        assert rec._held_for(), "one run still goes on: the Event is still held"
     rec.leave_foreground()
     assert sink.entered.wait(10) and rec.flush(10)
     assert verbs(sink) == [("create", 1)]
@@ -213,8 +221,9 @@ def test_flush_sends_held_events_without_waiting_for_the_runs() -> None:
     assert rec.flush(10) and rec.pending() == 0
     assert verbs(sink) == [("create", 1), ("create", 1)]
     sink.entered.clear()
-    emit(rec, sink, "C")  # flush is over: the next Event is held again
-    assert not sink.entered.wait(0.2) and rec.pending() == 1
+    emit(rec, sink, "C")
+    wait_held(rec)
+    assert not sink.entered.is_set() and rec.pending() == 1, "flush is over: the next Event is held again"
 
 
 def test_foreground_wraps_a_run_in_the_process_recorder() -> None:
@@ -223,23 +232,3 @@ def test_foreground_wraps_a_run_in_the_process_recorder() -> None:
     with event_recorder.foreground():
         assert current._foreground == before + 1
     assert current._foreground == before
-
-
-def test_a_forked_child_gets_its_own_recorder() -> None:
-    parent = event_recorder.recorder()
-    sink = Sink()
-    event_recorder.record(sink, event_body(OBJ, "Fork", "before", default_namespace="op"))
-    assert event_recorder.flush(10) and sink.attempts
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: report and leave at once
-        child = event_recorder.recorder()
-        ok = child is not parent and child.pid == os.getpid() and child._threads == [] and child.pending() == 0
-        os.write(write, b"1" if ok else b"0")
-        os._exit(0)
-    os.close(write)
-    answer = os.read(read, 1)
-    os.waitpid(pid, 0)
-    os.close(read)
-    assert answer == b"1"
-    assert event_recorder.recorder() is parent

@@ -1,24 +1,17 @@
 """Operator logs: the JSON formatter, the object key on records, demoted library lines, the ``--log-level`` and
-``--log-format`` options of every sub-command, and the "announce a permanent error once" memory (real Redis)."""
+``--log-format`` options of every sub-command. (The "announce a permanent error once" memory, on a real Redis:
+tests/integration/test_run_log.py.)"""
 
 from __future__ import annotations
 
 import io
 import json
 import logging
-from collections.abc import Iterator
 
 import pytest
-import redis
 
-from engine import own_writes, run_log, runner, runtime
-from engine.outcome import Succeeded
 from poolboy import logs
-from poolboy.result import PermanentError
-from poolboy.settings import Settings
 from stack.cli import COMMANDS, build_parser
-from stack.testing import RedisServer
-from workers.app import app
 
 KEY = "claim/demo/hello"
 
@@ -94,32 +87,3 @@ def test_help_shows_one_spelling(capsys: pytest.CaptureFixture[str]) -> None:
         build_parser().parse_args(["worker", "--help"])
     shown = capsys.readouterr().out
     assert "--log-level" in shown and "--loglevel" not in shown
-
-
-@pytest.fixture(scope="module")
-def client() -> Iterator[redis.Redis]:
-    with RedisServer() as server:
-        connection = redis.Redis.from_url(server.url)
-        yield connection
-        connection.close()
-
-
-def test_a_permanent_error_is_announced_once_per_change(client: redis.Redis) -> None:
-    client.flushall()
-    error = PermanentError("ValidationFailed", "spec.x: bad", recheck_after=300)
-    assert run_log.permanent_level(client, KEY, error, 300) == logging.WARNING
-    assert run_log.permanent_level(client, KEY, error, 300) == logging.DEBUG, "the same error again: not news"
-    changed = PermanentError("ValidationFailed", "spec.x: still bad", recheck_after=300)
-    assert run_log.permanent_level(client, KEY, changed, 300) == logging.WARNING
-    assert run_log.permanent_level(client, KEY, changed, 300) == logging.DEBUG
-    assert 0 < client.ttl(run_log.logged_key(KEY)) <= 300, "announced again after the re-check interval"
-
-
-def test_a_success_forgets_the_announced_error(client: redis.Redis) -> None:
-    client.flushall()
-    error = PermanentError("ValidationFailed", "spec.x: bad")
-    assert run_log.permanent_level(client, KEY, error, 300) == logging.WARNING
-    rt = runtime.build(app, Settings(read_cache=False), None, client)
-    rt.queue.start(KEY, "t1")
-    runner.finish(rt, "claim", KEY, "t1", Succeeded(), own_writes.Collector(), None)
-    assert run_log.permanent_level(client, KEY, error, 300) == logging.WARNING, "broken again after a fix is news"

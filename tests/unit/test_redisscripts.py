@@ -4,18 +4,14 @@ reads, composed only from libraries its package may use, and loadable by Redis; 
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import pkgutil
 import re
 from pathlib import Path
 
 import pytest
-import redis
 
 from redisscripts import Script, source
-from redisscripts.combined import combined_call
-from stack.testing import RedisServer
 from workqueue import keyspace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -147,18 +143,6 @@ def test_a_value_missing_or_unknown_is_refused() -> None:
 def test_a_name_declared_twice_is_refused() -> None:
     with pytest.raises(ValueError):
         Script("workqueue/add", keys=("key",), args=("key",))
-
-
-# --- Redis loads them ----------------------------------------------------------------------------------------------
-
-
-def test_redis_compiles_every_script_and_all_of_them_combined(redis_server: RedisServer) -> None:
-    client = redis.Redis.from_url(redis_server.url)
-    for name, script in sorted(DECLARED.items()):
-        assert client.script_load(script.source) == hashlib.sha1(script.source.encode()).hexdigest(), name
-    registered = [client.register_script(script.source) for _, script in sorted(DECLARED.items())]
-    combined, _, _ = combined_call([(script, [], []) for script in registered])
-    assert client.script_load(combined.script) == combined.sha
 
 
 # --- one home for every key ----------------------------------------------------------------------------------------

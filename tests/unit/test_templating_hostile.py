@@ -252,36 +252,6 @@ def test_deadline_holds_inside_a_long_chain_of_cheap_operations():
         render_string(source, {})
 
 
-def test_amplifier_neither_stalls_nor_grows_the_process():
-    """The reported case, measured in a fresh interpreter: refused with little memory (it used 3.8 GB)."""
-    import subprocess
-    import sys
-    import textwrap
-
-    code = textwrap.dedent(
-        """
-        import resource
-        from poolboy.utils.templating import TemplateError, render_string
-        render_string("{{ 1 }}", {})
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        for source in (
-            "{{ ('a\\\\n' * 200000) | indent(10000) | length }}",
-            "{{ ([1] * 100000) | join('x' * 1000000) | length }}",
-        ):
-            try:
-                render_string(source, {})
-            except TemplateError:
-                pass
-            else:
-                raise SystemExit("not refused: " + source)
-        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
-        """
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-    grown_kib = int(done.stdout.strip())
-    assert grown_kib < 64 * 1024, f"the process grew by {grown_kib} KiB"
-
-
 @pytest.mark.parametrize(
     ("source", "expected"),
     [

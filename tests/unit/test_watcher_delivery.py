@@ -6,13 +6,13 @@ it lands, or until the watcher no longer holds its lease."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 from prometheus_client import REGISTRY
 
 from poolboy.settings import Settings
-from tests.waiting import wait_for
+from tests.waiting import blocked_in, wait_for
 from watcher import mapping
 from watcher.delivery import DeliveryBuffer, Event, EventDelivery
 
@@ -51,6 +51,13 @@ def queue(intake: Intake) -> Iterator[DeliveryBuffer[int]]:
     running.stop()
 
 
+def started(target: Callable[[], object]) -> threading.Thread:
+    """``target`` running in a thread of its own, as an informer or a relist calls the queue."""
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    return thread
+
+
 def test_events_queued_behind_a_round_trip_go_together_in_order(queue: DeliveryBuffer[int], intake: Intake) -> None:
     intake.hold.clear()
     queue.submit(0)
@@ -70,8 +77,9 @@ def test_a_full_queue_holds_the_submitter_back_until_there_is_room(queue: Delive
     for item in range(1, 7):
         queue.submit(item)  # six queued: full
     submitted = threading.Event()
-    threading.Thread(target=lambda: (queue.submit(7), submitted.set()), daemon=True).start()
-    assert not submitted.wait(0.3), "the informer waits while the queue is full"
+    informer = started(lambda: (queue.submit(7), submitted.set()))
+    wait_for(lambda: blocked_in(informer, "submit"), message="the informer to wait while the queue is full")
+    assert not submitted.is_set()
     intake.hold.set()
     assert submitted.wait(5), "and goes on once the deliverer took a batch"
     queue.drain()
@@ -83,22 +91,28 @@ def test_drain_waits_for_what_was_submitted_before_it(queue: DeliveryBuffer[int]
     queue.submit(1)
     queue.submit(2)
     drained = threading.Event()
-    threading.Thread(target=lambda: (queue.drain(), drained.set()), daemon=True).start()
-    assert not drained.wait(0.3), "a relist waits while older events are still on their way"
+    relist = started(lambda: (queue.drain(), drained.set()))
+    wait_for(lambda: blocked_in(relist, "drain"), message="a relist to wait while older events are on their way")
+    assert not drained.is_set()
     intake.hold.set()
     assert drained.wait(5)
     assert intake.delivered == [1, 2]
 
 
 def test_clear_drops_what_is_queued_and_releases_a_drain(queue: DeliveryBuffer[int], intake: Intake) -> None:
+    """A relist waiting for events a watcher that lost its lease drops waits only for the round trip in hand."""
     intake.hold.clear()
     queue.submit(1)
     wait_for(lambda: intake.batches == [[1]], message="a round trip in hand")
     queue.submit(2)
     queue.submit(3)
+    drained = threading.Event()
+    relist = started(lambda: (queue.drain(), drained.set()))
+    wait_for(lambda: blocked_in(relist, "drain"), message="a relist to wait for the three events")
     assert queue.clear() == 2, "a watcher that lost its lease hands nothing more on"
+    assert queue.pending() == 1, "only the round trip in hand is left"
     intake.hold.set()
-    queue.drain()
+    assert drained.wait(5), "the drain is released once the round trip in hand ends"
     assert intake.delivered == [1]
 
 

@@ -1,15 +1,16 @@
-"""The work queue's Lua scripts and its delaying queue against a real redis-server (fast: no workers), plus pure
-backoff maths."""
+"""The work queue's Lua scripts and its delaying queue against a real redis-server (fast: no workers)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 import redis
 
-from stack.testing import RedisServer
+from redisscripts.combined import MAX_COMBINED
 from tests.waiting import wait_for
 from workqueue import keyspace, ratelimit
 from workqueue.delaying import DelayingQueue
@@ -22,18 +23,10 @@ pending_key, active_key = keyspace.pending, keyspace.active
 KEY = "claim/ns/a"
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[RedisServer]:
-    with RedisServer() as srv:
-        yield srv
-
-
 @pytest.fixture()
-def r(server) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(server.url)
-    client.flushall()
-    yield client
-    client.close()
+def r(bytes_client: redis.Redis) -> redis.Redis:
+    """This file's client answers bytes, as the workers' clients do (the shared ``r`` decodes)."""
+    return bytes_client
 
 
 @pytest.fixture()
@@ -157,9 +150,38 @@ def test_lease_of_a_run_past_its_time_limit_lapses_for_the_reaper(work_queue, r)
     assert [p.key for p in wait_for(work_queue.reap, 3, message="the reaper to hand the key on")] == [KEY]
 
 
-def test_add_many_pipelines(work_queue):
-    results = work_queue.add_many(["claim/a/1", "claim/a/1", "pool/p/x"], "resync")
-    assert [added.outcome for added in results] == ["published", "coalesced", "published"]
+@dataclass
+class RoundTrips:
+    """How many requests a client sent: each send of packed commands is one round trip (a pipeline is one)."""
+
+    count: int = 0
+
+
+@pytest.fixture()
+def counted(r, redis_server) -> Iterator[tuple[redis.Redis, RoundTrips]]:
+    """A client on the emptied redis-server whose connections count the round trips they make."""
+    trips = RoundTrips()
+
+    class CountingConnection(redis.Connection):
+        def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+            trips.count += 1
+            super().send_packed_command(command, check_health)
+
+    pool = redis.ConnectionPool.from_url(redis_server.url, connection_class=CountingConnection)
+    yield redis.Redis(connection_pool=pool), trips
+    pool.disconnect()
+
+
+def test_add_many_is_one_round_trip(counted):
+    """More keys than one combined script runs, with scripts this client never loaded: still one request."""
+    client, trips = counted
+    work_queue = WorkQueue(client)
+    client.ping()  # the connection's handshake is not part of what is counted
+    keys = ["claim/a/1", "claim/a/1", "pool/p/x", *(f"claim/b/{i}" for i in range(MAX_COMBINED))]
+    before = trips.count
+    results = work_queue.add_many(keys, "resync")
+    assert trips.count - before == 1
+    assert [added.outcome for added in results[:3]] == ["published", "coalesced", "published"]
     assert all(added.publish.priority == 9 for added in results if added.publish)
 
 
@@ -212,13 +234,6 @@ def test_a_key_held_while_it_runs_is_released_by_the_window_not_by_done(work_que
     assert work_queue.done(KEY, "t1") is None, "the window's end publishes the run, not DONE"
     released = wait_for(lambda: delaying.release_due(), 3, message="the window to end")
     assert [added.outcome for added in released] == ["published"]
-
-
-def test_backoff_is_capped_jittered_and_honours_retry_after():
-    assert all(ratelimit.FLOOR <= ratelimit.delay(n, cap=300) <= 300 for n in range(1, 40))
-    assert all(ratelimit.delay(1) <= 1.0 for _ in range(50))
-    assert ratelimit.delay(1, retry_after=7) >= 7
-    assert ratelimit.delay(1, retry_after=10_000, cap=300) == 300
 
 
 def test_the_rate_limiter_counts_failures_until_forgotten(r):
