@@ -12,7 +12,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import redis
 
@@ -21,7 +21,7 @@ from cache.journal import RunJournal
 from cache.reader import CachedKubeClient
 from cache.store import ObjectCache
 from engine import redis_client
-from engine.enqueue import Enqueuer
+from engine.enqueue import Enqueuer, Publisher
 from engine.own_writes import OwnWrites
 from engine.sweeps import CleanMarks
 from poolboy.reconcilers import RECONCILERS, Reconciler
@@ -30,9 +30,6 @@ from workqueue.delaying import DelayingQueue
 from workqueue.lease import Renewer
 from workqueue.queue import Encoder, WorkQueue
 from workqueue.ratelimit import RateLimiter
-
-if TYPE_CHECKING:
-    from celery import Celery
 
 log = logging.getLogger(__name__)
 
@@ -75,19 +72,19 @@ class Runtime:
 #: held while the process's :class:`Runtime` is built: under the threads pool the first tasks (and the warm-up,
 #: workers.app) may ask for it at once, and there must be one queue, one lease renewer, one set of hooks
 _building = threading.Lock()
-#: the worker's app, settings, message encoder and reconcilers (kind token -> reconciler), given by the app itself
-#: (:func:`configure`) rather than imported from it, so that the runtime depends on no particular app and the app
-#: module on nothing of the runtime until its worker starts
-_configured: tuple[Celery, Settings, Encoder, Mapping[str, Reconciler]] | None = None
+#: the worker's publisher, settings, message encoder and reconcilers (kind token -> reconciler), given by the app
+#: itself (:func:`configure`) rather than imported from it, so that the runtime depends on no particular app and the
+#: app module on nothing of the runtime until its worker starts
+_configured: tuple[Publisher, Settings, Encoder, Mapping[str, Reconciler]] | None = None
 
 
-def configure(app: Celery, settings: Settings, encoder: Encoder,
+def configure(publisher: Publisher, settings: Settings, encoder: Encoder,
               reconcilers: Mapping[str, Reconciler] = RECONCILERS) -> None:
-    """Name the app whose tasks this process runs, its settings, how the queue encodes its messages and the
-    reconcilers it runs (the domain's unless the worker is given others); the worker's app does it when the worker
-    starts (``worker_init``: before the pool forks, so pool children inherit it)."""
+    """Name how this process publishes runs and how the queue encodes their messages (the app's), its settings and
+    the reconcilers it runs (the domain's unless the worker is given others); the worker's app does it when the
+    worker starts (``worker_init``: before the pool forks, so pool children inherit it)."""
     global _configured
-    _configured = (app, settings, encoder, reconcilers)
+    _configured = (publisher, settings, encoder, reconcilers)
 
 
 def reconcilers() -> Mapping[str, Reconciler]:
@@ -108,25 +105,25 @@ def _runtime() -> Runtime:
 
     if _configured is None:
         raise _not_configured()
-    app, settings, encoder, _ = _configured
+    publisher, settings, encoder, _ = _configured
     metrics.install_api_hook()
     own_writes.install_write_hook()
     run_log.install()
-    return build(app, settings, encoder, redis_client.client(settings))
+    return build(publisher, settings, encoder, redis_client.client(settings))
 
 
 def _not_configured() -> RuntimeError:
-    return RuntimeError("engine.runtime.configure(app, settings, encoder) was not called: a worker's app calls it "
-                        "when the worker starts (workers.app)")
+    return RuntimeError("engine.runtime.configure(publisher, settings, encoder) was not called: a worker's app "
+                        "calls it when the worker starts (workers.app)")
 
 
-def build(app: Celery, settings: Settings, encoder: Encoder | None, client: redis.Redis) -> Runtime:
+def build(publisher: Publisher, settings: Settings, encoder: Encoder | None, client: redis.Redis) -> Runtime:
     """A runtime on ``client``: the worker's (:func:`runtime`), or a test's."""
     queue = work_queue(settings, encoder, client)
     cache = ObjectCache(client, settings.domain) if settings.read_cache else None
     index = RedisHandleIndex(client, settings.api_version, settings.operator_namespace) if cache else None
     return Runtime(settings, client, queue, DelayingQueue(queue), RateLimiter(client), Renewer(queue),
-                   OwnWrites(queue), Enqueuer(queue, app), CleanMarks(client, settings) if cache else None, cache,
+                   OwnWrites(queue), Enqueuer(queue, publisher), CleanMarks(client, settings) if cache else None, cache,
                    index)
 
 

@@ -91,10 +91,10 @@ def _preload_reconcilers(sender: object = None, **_: object) -> None:
     ``poolboy worker --reconcilers`` gave the worker (``app.Worker(reconcilers=…)``, kept in the worker's options)."""
     from engine import runtime
     from poolboy.reconcilers import RECONCILERS, preload
-    from workers.messages import QueuedMessages
+    from workers.messages import CeleryPublisher, QueuedMessages
 
     reconcilers = getattr(sender, "options", {}).get("reconcilers", RECONCILERS)
-    runtime.configure(app, settings, QueuedMessages(app).encode, reconcilers)
+    runtime.configure(CeleryPublisher(app), settings, QueuedMessages(app).encode, reconcilers)
     if not _forks_children(sender):
         _deferred_warm_up.append(True)
         return
@@ -121,10 +121,11 @@ def _warm_up_after_ready(**_: object) -> None:
 @worker_init.connect
 def _start_metrics(**_: object) -> None:
     from engine import metrics
+    from workers.names import QUEUE_LISTS
 
     metrics.install_api_hook()
     if settings.metrics_port:
-        metrics.serve(settings.metrics_port, settings, settings.metrics_address)
+        metrics.serve(settings.metrics_port, settings, settings.metrics_address, QUEUE_LISTS)
 
 
 @worker_process_init.connect
@@ -139,9 +140,12 @@ def _graceful_child(**_: object) -> None:
 def _stop_children(**_: object) -> None:
     """Told to stop (Kubernetes signals PID 1 only): start the grace period of the running reconciles now — in the
     prefork children, and in this process itself under the threads or gevent pool."""
+    from celery.worker import state
+
     from engine import shutdown
 
-    shutdown.forward_to_busy_children()
+    shutdown.forward_to_busy_children(pid for request in tuple(state.active_requests)
+                                      if isinstance(pid := getattr(request, "worker_pid", None), int))
     shutdown.stop_in_process_runs(settings.worker_shutdown_grace)
 
 
@@ -195,9 +199,9 @@ def _configure_beat_runtime(**_: object) -> None:
     """Beat adds the keys of the sweeps it runs itself (workers.beat_scheduler) through the same runtime as a
     worker's, built on first use."""
     from engine import runtime
-    from workers.messages import QueuedMessages
+    from workers.messages import CeleryPublisher, QueuedMessages
 
-    runtime.configure(app, settings, QueuedMessages(app).encode)
+    runtime.configure(CeleryPublisher(app), settings, QueuedMessages(app).encode)
 
 
 @beat_init.connect

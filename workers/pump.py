@@ -15,7 +15,6 @@ from celery import bootsteps
 
 from engine import metrics
 from engine.enqueue import Enqueuer
-from engine.runtime import work_queue
 from poolboy.settings import Settings
 from workqueue.delaying import DelayingQueue
 
@@ -52,9 +51,9 @@ class PumpStep(bootsteps.StartStopStep):
 
     def start(self, worker: Any) -> None:
         from workers.app import app, settings
-        from workers.messages import QueuedMessages
+        from workers.messages import enqueuer
 
-        self.pump = Pump(settings, Enqueuer(work_queue(settings, QueuedMessages(app).encode), app))
+        self.pump = Pump(settings, enqueuer(app, settings))
         self.timer_ref = worker.timer.call_repeatedly(settings.sweep_due_interval, self._tick, priority=10)
 
     def stop(self, worker: Any) -> None:

@@ -33,8 +33,8 @@ def _python(code: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_engine_does_not_import_the_app_module() -> None:
-    """The runtime and the enqueuer are given the app (runtime.configure, Enqueuer(queue, app)): importing them
-    does not import ``workers.app``, so the app → runtime → enqueue → app circle is gone."""
+    """The runtime and the enqueuer are given the app's publisher (runtime.configure, Enqueuer(queue, publisher)):
+    importing them does not import ``workers.app``, so the app → runtime → enqueue → app circle is gone."""
     result = _python("import sys, engine.runtime, engine.enqueue, workers.tasks, workers.beat; "
                      "print('workers.app' in sys.modules)")
     assert result.returncode == 0, result.stderr
@@ -43,13 +43,13 @@ def test_the_engine_does_not_import_the_app_module() -> None:
 
 def test_a_runtime_nobody_configured_says_what_is_missing() -> None:
     result = _python("from engine import runtime; runtime.runtime()")
-    assert result.returncode != 0 and "runtime.configure(app, settings, encoder) was not called" in result.stderr
+    assert result.returncode != 0 and "runtime.configure(publisher, settings, encoder) was not called" in result.stderr
 
 
 def test_the_worker_configures_the_runtime_with_its_app_when_it_starts() -> None:
     result = _python("from engine import runtime; from workers import app; from poolboy import reconcilers; "
-                     "app._preload_reconcilers(None); a, s, _, r = runtime._configured; "
-                     "print(a is app.app, s is app.settings, r is reconcilers.RECONCILERS)")
+                     "app._preload_reconcilers(None); p, s, _, r = runtime._configured; "
+                     "print(p.app is app.app, s is app.settings, r is reconcilers.RECONCILERS)")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "True True True"
 
