@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import os
 
-from celery import Celery
 from celery.signals import (
     after_setup_logger,
     after_setup_task_logger,
@@ -25,12 +24,13 @@ from celery.signals import (
 from poolboy.settings import Settings
 from workers import config, json_codec
 from workers.health import LoopTicks
+from workers.operator_app import OperatorApp
 from workers.pump import PumpStep
 
 settings = Settings.from_env()
 json_codec.install()  # task messages and task events through orjson (the same JSON, less CPU)
 
-app = Celery("poolboy", set_as_current=True)
+app = OperatorApp("poolboy", settings=settings, set_as_current=True)
 app.config_from_object(config.build(settings))
 app.conf.include = ["workers.tasks", "workers.beat"]  # the worker imports them; publishers send by name
 app.steps["worker"].add(PumpStep)  # every worker releases due keys and expired leases (workers/pump.py)
