@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -23,6 +22,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import REGISTRY, Collector
 
 from poolboy.observability import labelled
+from workqueue.clock import SYSTEM_CLOCK, Clock
 
 if TYPE_CHECKING:
     from poolboy.settings import Settings
@@ -78,9 +78,11 @@ class RedisStateCollector(Collector):
     ``queue_lists`` names each message queue and the Redis lists that hold its messages (the messaging adapter's
     layout, :data:`workers.names.QUEUE_LISTS`)."""
 
-    def __init__(self, settings: Settings, queue_lists: Mapping[str, Sequence[str]]) -> None:
+    def __init__(self, settings: Settings, queue_lists: Mapping[str, Sequence[str]],
+                 clock: Clock = SYSTEM_CLOCK) -> None:
         self.settings = settings
         self.queue_lists = queue_lists
+        self.clock = clock
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         from engine import redis_client
@@ -89,7 +91,7 @@ class RedisStateCollector(Collector):
 
         try:
             client = redis_client.client(self.settings, socket_timeout=2)
-            work = WorkQueue(client)
+            work = WorkQueue(client, clock=self.clock)
             pending, oldest = work.pending_stats()
             due = DelayingQueue(work)
             due_size, due_oldest = due.size(), due.oldest()
@@ -101,7 +103,7 @@ class RedisStateCollector(Collector):
         yield GaugeMetricFamily("poolboy_workqueue_oldest_pending_seconds", "Age of the oldest pending mark",
                                 value=oldest)
         yield GaugeMetricFamily("poolboy_delaying_queue_size", "Deadlines in the delaying queue", value=due_size)
-        lateness = max(0.0, time.time() - due_oldest) if due_oldest is not None else 0.0
+        lateness = max(0.0, self.clock.now() - due_oldest) if due_oldest is not None else 0.0
         yield GaugeMetricFamily("poolboy_delaying_queue_overdue_seconds", "How far past due the earliest deadline is",
                                 value=lateness)
         queue_family = GaugeMetricFamily("poolboy_celery_queue_length", "Messages waiting per Celery queue",

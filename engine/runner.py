@@ -18,7 +18,6 @@ Every run ends with one log line naming its object, outcome and duration (:mod:`
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -62,7 +61,7 @@ def _succeeded(result: Any) -> Succeeded:
 def _refused(rt: Runtime, kind: str, error: PermanentError) -> Refused:
     metrics.RECONCILE_ERRORS.labels(controller=kind).inc()
     after = error.recheck_after if error.recheck_after is not None else rt.settings.permanent_error_recheck
-    return Refused(error, after, time.time() + after, tuple(error.wake))
+    return Refused(error, after, rt.clock.now() + after, tuple(error.wake))
 
 
 def _failed(rt: Runtime, kind: str, key: str, error: BaseException) -> Failed:
@@ -141,7 +140,7 @@ def finish(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, write
             if rt.clean_marks is not None and kind in sweeps.FILTERED:
                 trip.call(rt.clean_marks.mark_call(key, token))  # the periodic sweeps pass it over until it changes
         case Failed(retry_in=retry_in):
-            trip.call(rt.delaying.add_after_call(key, time.time() + retry_in))
+            trip.call(rt.delaying.add_after_call(key, rt.clock.now() + retry_in))
         case Refused(recheck_at=recheck_at, wake=wake):
             woken = _wake(rt, trip, wake, seen)
             trip.call(rt.delaying.add_after_call(key, recheck_at))
@@ -203,7 +202,7 @@ def execute(msg_id: str | None, kind: str, key: str) -> str:
     labelled(metrics.WORKQUEUE_STARTS, "started").inc()
     if started.waited is not None:
         labelled(metrics.WORKQUEUE_WAIT, kind).observe(started.waited)
-    began = time.monotonic()
+    began = rt.clock.monotonic()
     outcome: Outcome = Failed(0.0, "error")
     writes = own_writes.Collector()
     with run_log.running(key) as run, event_recorder.foreground():
@@ -217,7 +216,7 @@ def execute(msg_id: str | None, kind: str, key: str) -> str:
             log.warning("%s: worker stopping, grace period over; handing the key back", key)
             outcome = HandedBack()
         finally:
-            elapsed = time.monotonic() - began
+            elapsed = rt.clock.monotonic() - began
             labelled(metrics.RECONCILE_TIME, kind).observe(elapsed)
             labelled(metrics.RECONCILE_TOTAL, kind, outcome.result).inc()
             text, level = run_log.describe(outcome, rt.redis, key)

@@ -1,5 +1,5 @@
 """Per-process singletons of a worker: Redis client, work queue and its parts, enqueuer, shared cache, Kubernetes
-client.
+client, and the clock they all read time from (:mod:`workqueue.clock`).
 
 Created lazily on first use, i.e. inside each prefork child after the fork, so no socket is shared across
 processes.
@@ -26,6 +26,7 @@ from engine.own_writes import OwnWrites
 from engine.sweeps import CleanMarks
 from poolboy.reconcilers import RECONCILERS, Reconciler
 from poolboy.settings import Settings
+from workqueue.clock import SYSTEM_CLOCK, Clock
 from workqueue.delaying import DelayingQueue
 from workqueue.lease import Renewer
 from workqueue.queue import Encoder, WorkQueue
@@ -47,6 +48,8 @@ class Runtime:
     clean_marks: CleanMarks | None = None
     cache: ObjectCache | None = None
     handle_index: RedisHandleIndex | None = None
+    #: what the runs read time from: the work queue's, so that deadlines, marks and durations agree
+    clock: Clock = SYSTEM_CLOCK
     _kube: Any = field(default=None, repr=False)
 
     @property
@@ -117,17 +120,21 @@ def _not_configured() -> RuntimeError:
                         "calls it when the worker starts (workers.app)")
 
 
-def build(publisher: Publisher, settings: Settings, encoder: Encoder | None, client: redis.Redis) -> Runtime:
-    """A runtime on ``client``: the worker's (:func:`runtime`), or a test's."""
-    queue = work_queue(settings, encoder, client)
+def build(publisher: Publisher, settings: Settings, encoder: Encoder | None, client: redis.Redis,
+          clock: Clock = SYSTEM_CLOCK) -> Runtime:
+    """A runtime on ``client``, keeping time by ``clock``: the worker's (:func:`runtime`), or a test's."""
+    queue = work_queue(settings, encoder, client, clock)
     cache = ObjectCache(client, settings.domain) if settings.read_cache else None
-    index = RedisHandleIndex(client, settings.api_version, settings.operator_namespace) if cache else None
-    return Runtime(settings, client, queue, DelayingQueue(queue), RateLimiter(client), Renewer(queue),
-                   OwnWrites(queue), Enqueuer(queue, publisher), CleanMarks(client, settings) if cache else None, cache,
-                   index)
+    return Runtime(settings=settings, redis=client, queue=queue, delaying=DelayingQueue(queue),
+                   limiter=RateLimiter(client), renewer=Renewer(queue), own_writes=OwnWrites(queue),
+                   enqueuer=Enqueuer(queue, publisher),
+                   clean_marks=CleanMarks(client, settings, clock) if cache else None, cache=cache,
+                   handle_index=RedisHandleIndex(client, settings.api_version, settings.operator_namespace)
+                   if cache else None, clock=clock)
 
 
-def work_queue(settings: Settings, encoder: Encoder | None, client: redis.Redis | None = None) -> WorkQueue:
+def work_queue(settings: Settings, encoder: Encoder | None, client: redis.Redis | None = None,
+               clock: Clock = SYSTEM_CLOCK) -> WorkQueue:
     """The work queue of ``settings``, pushing the reconcile messages ``encoder`` makes itself."""
     return WorkQueue(client or redis_client.client(settings), settings.workqueue_lease_seconds,
-                     settings.workqueue_pending_ttl, settings.workqueue_stale_seconds, encoder=encoder)
+                     settings.workqueue_pending_ttl, settings.workqueue_stale_seconds, encoder=encoder, clock=clock)

@@ -76,7 +76,7 @@ def _owed(kind: str, candidates: list[str], versions: Mapping[str, str] | None =
     rt = runtime()
     if kind not in sweeps.FILTERED or rt.clean_marks is None:
         return candidates
-    found = sweeps.dirty_keys(rt.redis, rt.settings, candidates, versions)
+    found = sweeps.dirty_keys(rt.redis, rt.settings, candidates, versions, now=rt.clock.now())
     metrics.SWEEP_SKIPPED.labels(kind=kind).inc(len(candidates) - len(found))
     return found
 

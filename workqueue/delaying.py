@@ -15,11 +15,10 @@ coalesces into it, and its release is the window's end.
 
 from __future__ import annotations
 
-import time
 from datetime import datetime
 
 from workqueue import keyspace
-from workqueue.queue import Added, WorkQueue, clock_ms, new_id, source
+from workqueue.queue import Added, WorkQueue, new_id, source
 from workqueue.roundtrip import Call, send_all
 
 _ADD_AFTER = "return redis.call('ZADD', KEYS[1], 'LT', ARGV[1], ARGV[2])"
@@ -34,6 +33,7 @@ class DelayingQueue:
     def __init__(self, queue: WorkQueue, name: str = keyspace.DUE) -> None:
         self.queue = queue
         self.redis = queue.redis
+        self.clock = queue.clock
         self.name = name
         self._add_after = self.redis.register_script(_ADD_AFTER)
         self._hold = self.redis.register_script(source("hold"))
@@ -51,11 +51,13 @@ class DelayingQueue:
         """Run ``key`` once when a window of ``window`` seconds from now ends; adds meanwhile join that run. True when
         this call opened the window (a mark already there, queued or owed, covers the adds the same way)."""
         return Call(self._hold, [keyspace.pending(key), self.name],
-                    [new_id(), clock_ms(), self.queue.pending_ttl, repr(time.time() + window), key], bool)
+                    [new_id(), self.queue.clock_ms(), self.queue.pending_ttl, repr(self.clock.now() + window), key],
+                    bool)
 
     def release_due(self, now: float | None = None, limit: int = 1000) -> list[Added]:
-        """ADD every key whose time came (at most ``limit``), then forget them: the answers of those ADDs."""
-        now = time.time() if now is None else now
+        """ADD every key whose time came by ``now`` (default: the queue's clock) (at most ``limit``), then forget them:
+        the answers of those ADDs."""
+        now = self.clock.now() if now is None else now
         due = [_text(key) for key in self._due(keys=[self.name], args=[repr(now), limit])]
         if not due:
             return []

@@ -21,7 +21,6 @@ The rules in short, with the race each one closes: docs/behaviour.md#work queue.
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from typing import Any
 import redis
 
 from workqueue import keyspace
+from workqueue.clock import SYSTEM_CLOCK, Clock
 from workqueue.roundtrip import Call, send_all
 
 #: priority classes; lower wins. Each maps to a Redis transport message priority (0 = highest).
@@ -52,13 +52,6 @@ def source(name: str) -> str:
 
 def new_id() -> str:
     return uuid.uuid4().hex
-
-
-def clock_ms() -> int:
-    """This host's clock for marks and lease deadlines (ADD, START): passing it saves the scripts a ``TIME`` each. A
-    skew between hosts only shifts when a mark counts as stale (a minute) and the "waited" metric; the reaper judges
-    a lease by its key's own TTL."""
-    return int(time.time() * 1000)
 
 
 #: ``(key, msg_id, message priority) -> (queue list, message)``: a message the queue pushes itself when it decides
@@ -116,8 +109,10 @@ class WorkQueue:
     :class:`workqueue.roundtrip.RoundTrip`, the plain method a round trip of its own."""
 
     def __init__(self, client: redis.Redis, lease_seconds: float = 30.0, pending_ttl: float = 900.0,
-                 stale_seconds: float = 60.0, encoder: Encoder | None = None) -> None:
+                 stale_seconds: float = 60.0, encoder: Encoder | None = None, clock: Clock = SYSTEM_CLOCK) -> None:
         self.redis = client
+        #: the time of marks, lease stamps and deadlines, for the queue and what builds on it (delaying, lease)
+        self.clock = clock
         self.lease_ms = max(1, int(lease_seconds * 1000))
         self.pending_ttl = max(1, int(pending_ttl))
         self.stale_ms = int(stale_seconds * 1000)
@@ -133,12 +128,18 @@ class WorkQueue:
     def lease_seconds(self) -> float:
         return self.lease_ms / 1000
 
+    def clock_ms(self) -> int:
+        """The caller's clock for marks and lease deadlines (ADD, START): passing it saves the scripts a ``TIME``
+        each. A skew between hosts only shifts when a mark counts as stale (a minute) and the "waited" metric; the
+        reaper judges a lease by its key's own TTL."""
+        return int(self.clock.now() * 1000)
+
     # --- ADD -------------------------------------------------------------------------------------------------
 
     def add_parts(self, key: str, priority: str = "event") -> tuple[list[str], list[Any]]:
         """ADD's own keys and first arguments, for a script that composes ``workqueue_add``."""
         return ([keyspace.pending(key), keyspace.active(key)],
-                [new_id(), CLASSES[priority], self.pending_ttl, self.stale_ms, clock_ms()])
+                [new_id(), CLASSES[priority], self.pending_ttl, self.stale_ms, self.clock_ms()])
 
     def message_parts(self, key: str, msg_id: str, priority: str = "event") -> tuple[list[str], list[Any]]:
         """The queue list (a key) and the message (an argument) a script pushes with ``workqueue_push``; none without an
@@ -166,7 +167,8 @@ class WorkQueue:
     def start_call(self, key: str, token: str, msg_id: str | None = None) -> Call[Started | None]:
         """Take the key's lease; None when another run holds it (the key is then marked owed by that run)."""
         return Call(self._start, [keyspace.pending(key), keyspace.active(key), keyspace.LEASES],
-                    [token, self.lease_ms, key, self.pending_ttl, msg_id or new_id(), clock_ms()], _read_started)
+                    [token, self.lease_ms, key, self.pending_ttl, msg_id or new_id(), self.clock_ms()],
+                    _read_started)
 
     def start(self, key: str, token: str, msg_id: str | None = None) -> Started | None:
         return send_all(self.redis, [self.start_call(key, token, msg_id)])[0]
@@ -195,7 +197,7 @@ class WorkQueue:
     def pending_stats(self, scan_limit: int = 10000) -> tuple[int, float]:
         """(number of pending marks, age in seconds of the oldest), from a bounded SCAN: for metrics only."""
         count, oldest_ms = 0, None
-        now_ms = int(time.time() * 1000)
+        now_ms = self.clock_ms()
         for name in self.redis.scan_iter(match=keyspace.pending("*"), count=1000):
             count += 1
             value = self.redis.get(name)
