@@ -34,7 +34,6 @@ from poolboy.keys import KINDS, parse
 from poolboy.kube import ApiError, Forbidden, event_recorder
 from poolboy.observability import labelled
 from poolboy.result import PermanentError, Result, TransientError
-from workqueue import ratelimit
 from workqueue.lease import LeaseKeeper
 from workqueue.queue import Added, Started
 from workqueue.roundtrip import Reply, RoundTrip
@@ -65,14 +64,11 @@ def _refused(rt: Runtime, kind: str, error: PermanentError) -> Refused:
 
 
 def _failed(rt: Runtime, kind: str, key: str, error: BaseException) -> Failed:
-    failures = rt.limiter.failure(key)
-    settings = rt.settings
-    cap = settings.retry_backoff_api_max if _api_fault(error) else settings.retry_backoff_max
-    delay = ratelimit.delay(failures, getattr(error, "retry_after", None) or None, cap,
-                            retry_after_cap=settings.retry_backoff_max)
+    """The rate limiter's backoff for ``key``: the server's Retry-After honoured, and an API fault's passing soon."""
+    delay = rt.limiter.when(key, retry_after=getattr(error, "retry_after", None) or None, fault=_api_fault(error))
     metrics.RECONCILE_ERRORS.labels(controller=kind).inc()
     metrics.RETRY_DELAY.labels(controller=kind).observe(delay)
-    return Failed(delay, f"transient error, retry {failures} in {delay:.1f}s: {error}")
+    return Failed(delay, f"transient error, retry {rt.limiter.num_requeues(key)} in {delay:.1f}s: {error}")
 
 
 def run_context(rt: Runtime, kube: CachedKubeClient | None) -> Context:
@@ -135,7 +131,7 @@ def finish(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, write
             _hold(rt, trip, hold, seen)
             if requeue_at is not None:
                 trip.call(rt.delaying.add_after_call(key, requeue_at))
-            trip.command(*rt.limiter.forget_command(key))
+            rt.limiter.forget(key, trip)
             trip.command("DEL", run_log.logged_key(key))
             if rt.clean_marks is not None and kind in sweeps.FILTERED:
                 trip.call(rt.clean_marks.mark_call(key, token))  # the periodic sweeps pass it over until it changes
@@ -144,7 +140,7 @@ def finish(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, write
         case Refused(recheck_at=recheck_at, wake=wake):
             woken = _wake(rt, trip, wake, seen)
             trip.call(rt.delaying.add_after_call(key, recheck_at))
-            trip.command(*rt.limiter.forget_command(key))
+            rt.limiter.forget(key, trip)
         case HandedBack():
             trip.call(rt.queue.add_call(key))  # marked owed while the lease is ours: DONE re-publishes it at once
     # the versions the run got count as its own: an event of one of them brings it nothing new

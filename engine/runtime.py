@@ -126,8 +126,8 @@ def build(publisher: Publisher, settings: Settings, encoder: Encoder | None, cli
     queue = work_queue(settings, encoder, client, clock)
     cache = ObjectCache(client, settings.domain) if settings.read_cache else None
     return Runtime(settings=settings, redis=client, queue=queue, delaying=DelayingQueue(queue),
-                   limiter=RateLimiter(client), renewer=Renewer(queue), own_writes=OwnWrites(queue),
-                   enqueuer=Enqueuer(queue, publisher),
+                   limiter=RateLimiter(client, settings.retry_backoff_max, settings.retry_backoff_api_max),
+                   renewer=Renewer(queue), own_writes=OwnWrites(queue), enqueuer=Enqueuer(queue, publisher),
                    clean_marks=CleanMarks(client, settings, clock) if cache else None, cache=cache,
                    handle_index=RedisHandleIndex(client, settings.api_version, settings.operator_namespace)
                    if cache else None, clock=clock)

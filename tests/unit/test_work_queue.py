@@ -258,9 +258,33 @@ def test_backoff_is_capped_jittered_and_honours_retry_after():
 
 def test_the_rate_limiter_counts_failures_until_forgotten(r):
     limiter = ratelimit.RateLimiter(r)
-    assert [limiter.failure(KEY) for _ in range(2)] == [1, 2]
-    r.execute_command(*limiter.forget_command(KEY))
-    assert limiter.failure(KEY) == 1, "after a success the next failure starts from the bottom"
+    for _ in range(2):
+        limiter.when(KEY)
+    assert limiter.num_requeues(KEY) == 2 and limiter.num_requeues("claim/ns/other") == 0
+    limiter.forget(KEY)
+    assert limiter.num_requeues(KEY) == 0
+    limiter.when(KEY)
+    assert limiter.num_requeues(KEY) == 1, "after a success the next failure starts from the bottom"
+    trip = RoundTrip(r)
+    limiter.forget(KEY, trip)
+    assert limiter.num_requeues(KEY) == 1, "forgotten when the round trip goes"
+    trip.send()
+    assert limiter.num_requeues(KEY) == 0
+
+
+def test_the_rate_limiters_backoff_grows_to_its_cap(r):
+    limiter = ratelimit.RateLimiter(r, max_delay=300.0, fault_max_delay=5.0)
+    delays = [limiter.when(KEY) for _ in range(30)]
+    assert all(ratelimit.FLOOR <= d <= min(300.0, 2.0 ** n) for n, d in enumerate(delays)), delays
+    assert max(delays[20:]) > 5.0, "jittered over the whole range up to the cap"
+
+
+def test_a_passing_fault_backs_off_within_its_own_cap_but_honours_retry_after(r):
+    limiter = ratelimit.RateLimiter(r, max_delay=300.0, fault_max_delay=5.0)
+    assert all(limiter.when(KEY, fault=True) <= 5.0 for _ in range(30))
+    assert limiter.when(KEY, fault=True, retry_after=60.0) == 60.0
+    assert limiter.when(KEY, fault=True, retry_after=900.0) == 300.0, "Retry-After up to the limiter's cap"
+    assert limiter.when(KEY, retry_after=900.0) == 300.0
 
 
 def test_add_many_sends_no_script_exists_and_survives_a_flushed_script_cache(work_queue, r):
