@@ -2,7 +2,8 @@
 that records what the run wrote and asked for and releases the key (DONE).
 
 How a newcomer follows a claim: the watcher's event ADDs ``claim/ns/name`` (:mod:`engine.enqueue`), whose message
-reaches a worker's task (:mod:`workers.tasks`), which calls :func:`execute`:
+reaches a worker's task (:mod:`workers.tasks`), which calls :func:`execute` with its process's runtime
+(:mod:`engine.runtime`):
 
 1. :func:`begin` takes the key's lease (the queue's START) and, in the same round trip, reads the claim from the
    shared cache for the run's reader;
@@ -27,7 +28,7 @@ import redis
 from cache.reader import CachedKubeClient
 from engine import metrics, own_writes, redis_oom, run_log, shutdown, sweeps
 from engine.outcome import Failed, HandedBack, Outcome, Refused, Succeeded
-from engine.runtime import Runtime, reconcilers, runtime
+from engine.runtime import Runtime
 from poolboy.context import Context
 from poolboy.domain import refusals
 from poolboy.keys import KINDS, parse
@@ -87,7 +88,7 @@ def reconcile_once(rt: Runtime, kind: str, key: str, kube: CachedKubeClient | No
     :class:`engine.shutdown.HandBack`, which is not one)."""
     _, namespace, name = parse(key)
     try:
-        reconciler = reconcilers()[kind]
+        reconciler = rt.reconcilers[kind]
         with shutdown.interruptible(rt.settings.reconcile_soft_time_limit):
             result = reconciler(run_context(rt, kube), namespace, name)
     except PermanentError as error:
@@ -177,9 +178,9 @@ def begin(rt: Runtime, kind: str, key: str, token: str, msg_id: str,
     return started.value
 
 
-def execute(msg_id: str | None, kind: str, key: str) -> str:
-    """Run ``key`` once for the message ``msg_id``: the task body of ``poolboy.reconcile.<kind>``."""
-    rt = runtime()
+def execute(rt: Runtime, msg_id: str | None, kind: str, key: str) -> str:
+    """Run ``key`` once for the message ``msg_id`` with the process's runtime ``rt``: the task body of
+    ``poolboy.reconcile.<kind>``."""
     msg_id = msg_id or uuid.uuid4().hex
     token = f"{msg_id}/{uuid.uuid4().hex[:8]}"
     kube = rt.reader()

@@ -1,8 +1,9 @@
-"""Per-process singletons of a worker: Redis client, work queue and its parts, enqueuer, shared cache, Kubernetes
-client, and the clock they all read time from (:mod:`workqueue.clock`).
+"""What a worker process runs with, as one :class:`Runtime`: Redis client, work queue and its parts, enqueuer, shared
+cache, Kubernetes client, the reconcilers, and the clock they all read time from (:mod:`workqueue.clock`).
 
-Created lazily on first use, i.e. inside each prefork child after the fork, so no socket is shared across
-processes.
+A worker or beat process holds one :class:`ProcessRuntime`, made when it starts, which builds the :class:`Runtime`
+on first use, i.e. inside each prefork child after the fork, so no socket is shared across processes. Tests build a
+:class:`Runtime` of their own (:func:`build`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import logging
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any
 
 import redis
@@ -50,6 +50,8 @@ class Runtime:
     handle_index: RedisHandleIndex | None = None
     #: what the runs read time from: the work queue's, so that deadlines, marks and durations agree
     clock: Clock = SYSTEM_CLOCK
+    #: kind token -> the reconciler a run of that kind calls
+    reconcilers: Mapping[str, Reconciler] = field(default_factory=lambda: RECONCILERS)
     _kube: Any = field(default=None, repr=False)
 
     @property
@@ -72,57 +74,46 @@ class Runtime:
         return None if kube is None else CachedKubeClient(kube, self.cache, journal=RunJournal())
 
 
-#: held while the process's :class:`Runtime` is built: under the threads pool the first tasks (and the warm-up,
-#: workers.app) may ask for it at once, and there must be one queue, one lease renewer, one set of hooks
-_building = threading.Lock()
-#: the worker's publisher, settings, message encoder and reconcilers (kind token -> reconciler), given by the app
-#: itself (:func:`configure`) rather than imported from it, so that the runtime depends on no particular app and the
-#: app module on nothing of the runtime until its worker starts
-_configured: tuple[Publisher, Settings, Encoder, Mapping[str, Reconciler]] | None = None
+class ProcessRuntime:
+    """The runtime of one worker or beat process: what it is made of, given once when the process starts (how it
+    publishes runs and how the queue encodes their messages, the app's; its settings; the reconcilers it runs), and
+    the :class:`Runtime` itself, built on first use (:meth:`get`).
 
+    The app that starts a worker or beat makes one (:class:`workers.operator_app.OperatorApp`) and its tasks take the
+    runtime from it; the engine is handed the :class:`Runtime`, and keeps none of its own."""
 
-def configure(publisher: Publisher, settings: Settings, encoder: Encoder,
-              reconcilers: Mapping[str, Reconciler] = RECONCILERS) -> None:
-    """Name how this process publishes runs and how the queue encodes their messages (the app's), its settings and
-    the reconcilers it runs (the domain's unless the worker is given others); the worker's app does it when the
-    worker starts (``worker_init``: before the pool forks, so pool children inherit it)."""
-    global _configured
-    _configured = (publisher, settings, encoder, reconcilers)
+    def __init__(self, publisher: Publisher, settings: Settings, encoder: Encoder,
+                 reconcilers: Mapping[str, Reconciler] = RECONCILERS, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.publisher = publisher
+        self.settings = settings
+        self.encoder = encoder
+        #: kind token -> the reconciler this process runs: the domain's unless the worker is given others
+        self.reconcilers = reconcilers
+        self.clock = clock
+        #: held while the runtime is built: under the threads pool the first tasks (and the warm-up, workers.app)
+        #: may ask for it at once, and there must be one queue, one lease renewer, one set of hooks
+        self._building = threading.Lock()
+        self._built: Runtime | None = None
 
+    def get(self) -> Runtime:
+        """The process's runtime, built by its first caller: under prefork inside each child after the fork (the
+        parent never asks), so that no socket or thread is shared across processes."""
+        with self._building:
+            if self._built is None:
+                from engine import metrics, own_writes, run_log
 
-def reconcilers() -> Mapping[str, Reconciler]:
-    """Kind token -> the reconciler this worker runs (:func:`configure`)."""
-    if _configured is None:
-        raise _not_configured()
-    return _configured[3]
-
-
-def runtime() -> Runtime:
-    with _building:
-        return _runtime()
-
-
-@cache
-def _runtime() -> Runtime:
-    from engine import metrics, own_writes, run_log
-
-    if _configured is None:
-        raise _not_configured()
-    publisher, settings, encoder, _ = _configured
-    metrics.install_api_hook()
-    own_writes.install_write_hook()
-    run_log.install()
-    return build(publisher, settings, encoder, redis_client.client(settings))
-
-
-def _not_configured() -> RuntimeError:
-    return RuntimeError("engine.runtime.configure(publisher, settings, encoder) was not called: a worker's app "
-                        "calls it when the worker starts (workers.app)")
+                metrics.install_api_hook()
+                own_writes.install_write_hook()
+                run_log.install()
+                self._built = build(self.publisher, self.settings, self.encoder, redis_client.client(self.settings),
+                                    self.clock, self.reconcilers)
+            return self._built
 
 
 def build(publisher: Publisher, settings: Settings, encoder: Encoder | None, client: redis.Redis,
-          clock: Clock = SYSTEM_CLOCK) -> Runtime:
-    """A runtime on ``client``, keeping time by ``clock``: the worker's (:func:`runtime`), or a test's."""
+          clock: Clock = SYSTEM_CLOCK, reconcilers: Mapping[str, Reconciler] = RECONCILERS) -> Runtime:
+    """A runtime on ``client``, keeping time by ``clock``, running ``reconcilers``: a process's
+    (:meth:`ProcessRuntime.get`), or a test's."""
     queue = work_queue(settings, encoder, client, clock)
     cache = ObjectCache(client, settings.domain) if settings.read_cache else None
     return Runtime(settings=settings, redis=client, queue=queue, delaying=DelayingQueue(queue),
@@ -130,7 +121,7 @@ def build(publisher: Publisher, settings: Settings, encoder: Encoder | None, cli
                    renewer=Renewer(queue), own_writes=OwnWrites(queue), enqueuer=Enqueuer(queue, publisher),
                    clean_marks=CleanMarks(client, settings, clock) if cache else None, cache=cache,
                    handle_index=RedisHandleIndex(client, settings.api_version, settings.operator_namespace)
-                   if cache else None, clock=clock)
+                   if cache else None, clock=clock, reconcilers=reconcilers)
 
 
 def work_queue(settings: Settings, encoder: Encoder | None, client: redis.Redis | None = None,

@@ -71,14 +71,13 @@ def _warm_up() -> None:
     import contextlib
     import threading
 
-    from engine import runtime
     from poolboy.reconcilers import preload
 
     with contextlib.suppress(AttributeError, OSError):
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
 
-    preload(runtime.reconcilers())
-    runtime.runtime().kube  # noqa: B018 (built on first use; this is the first use)
+    preload(app.runtime.reconcilers)
+    app.runtime.get().kube  # noqa: B018 (built on first use; this is the first use)
 
 
 @worker_init.connect
@@ -87,20 +86,17 @@ def _preload_reconcilers(sender: object = None, **_: object) -> None:
     poolboy.reconcilers.preload). Other pools run reconciles in this process: the same warm-up runs once the consumer
     is ready (:func:`_warm_up_after_ready`), off the path to ready — about 0.7 s of CPU per worker, which on a node
     starting several workers at once is most of their start-up; a task that comes first waits on the import lock.
-    First of all, the runtime is told which app, settings and reconcilers its tasks run with: the domain's, or those
+    First of all, the app starts the runtime its tasks run with, running the domain's reconcilers or those
     ``poolboy worker --reconcilers`` gave the worker (``app.Worker(reconcilers=…)``, kept in the worker's options)."""
-    from engine import runtime
-    from poolboy.reconcilers import RECONCILERS, preload
-    from workers.messages import CeleryPublisher, QueuedMessages
+    from poolboy.reconcilers import preload
 
-    reconcilers = getattr(sender, "options", {}).get("reconcilers", RECONCILERS)
-    runtime.configure(CeleryPublisher(app), settings, QueuedMessages(app).encode, reconcilers)
+    runtime = app.start_runtime(getattr(sender, "options", {}).get("reconcilers"))
     if not _forks_children(sender):
         _deferred_warm_up.append(True)
         return
     import gc
 
-    preload(runtime.reconcilers())
+    preload(runtime.reconcilers)
     # Move everything imported so far out of the collector's reach: a collection in a child would otherwise write
     # to every object's header and copy the parent's pages (measured: worker tree PSS 123 -> 101 MiB, 2 children)
     gc.freeze()
@@ -195,13 +191,10 @@ def _start_health(**_: object) -> None:
 
 
 @beat_init.connect
-def _configure_beat_runtime(**_: object) -> None:
-    """Beat adds the keys of the sweeps it runs itself (workers.beat_scheduler) through the same runtime as a
-    worker's, built on first use."""
-    from engine import runtime
-    from workers.messages import CeleryPublisher, QueuedMessages
-
-    runtime.configure(CeleryPublisher(app), settings, QueuedMessages(app).encode)
+def _start_beat_runtime(**_: object) -> None:
+    """Beat adds the keys of the sweeps it runs itself (workers.beat_scheduler) through a runtime like a worker's,
+    built on first use."""
+    app.start_runtime()
 
 
 @beat_init.connect

@@ -33,32 +33,33 @@ def _python(code: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_engine_does_not_import_the_app_module() -> None:
-    """The runtime and the enqueuer are given the app's publisher (runtime.configure, Enqueuer(queue, publisher)):
-    importing them does not import ``workers.app``, so the app → runtime → enqueue → app circle is gone."""
+    """The runtime and the enqueuer are given the app's publisher (ProcessRuntime, Enqueuer(queue, publisher)) and
+    the tasks take the runtime from their own app: importing them does not import ``workers.app``."""
     result = _python("import sys, engine.runtime, engine.enqueue, workers.tasks, workers.beat; "
                      "print('workers.app' in sys.modules)")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
 
 
-def test_a_runtime_nobody_configured_says_what_is_missing() -> None:
-    result = _python("from engine import runtime; runtime.runtime()")
-    assert result.returncode != 0 and "runtime.configure(publisher, settings, encoder) was not called" in result.stderr
+def test_a_runtime_nobody_started_says_what_is_missing() -> None:
+    result = _python("from workers.app import app; app.runtime")
+    assert result.returncode != 0 and "the app's runtime was not started" in result.stderr
 
 
-def test_the_worker_configures_the_runtime_with_its_app_when_it_starts() -> None:
-    result = _python("from engine import runtime; from workers import app; from poolboy import reconcilers; "
-                     "app._preload_reconcilers(None); p, s, _, r = runtime._configured; "
-                     "print(p.app is app.app, s is app.settings, r is reconcilers.RECONCILERS)")
+def test_the_worker_starts_the_runtime_on_its_app_when_it_starts() -> None:
+    result = _python("from workers import app; from poolboy import reconcilers; "
+                     "app._preload_reconcilers(None); rt = app.app.runtime; "
+                     "print(rt.publisher.app is app.app, rt.settings is app.settings, "
+                     "rt.reconcilers is reconcilers.RECONCILERS)")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "True True True"
 
 
 def test_the_reconcilers_given_to_the_worker_are_the_ones_its_runtime_runs() -> None:
     """``poolboy worker --reconcilers`` hands the mapping to ``app.Worker``, which keeps it in its options."""
-    result = _python("from types import SimpleNamespace; from engine import runtime; from workers import app; "
+    result = _python("from types import SimpleNamespace; from workers import app; "
                      "given = {'claim': len}; "
                      "app._preload_reconcilers(SimpleNamespace(options={'reconcilers': given}, pool_cls='threads')); "
-                     "print(runtime.reconcilers() is given)")
+                     "print(app.app.runtime.reconcilers is given)")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "True"
