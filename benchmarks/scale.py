@@ -4,9 +4,9 @@ One run on one system (``claims.py --workloads SCALE --scale-n 10000``):
 
 1. **fill**: a pool of ``--scale-pool`` and ``--scale-n`` claims created from ``--create-threads`` (default 4) clients;
    every claim bound with its state, then idle (each claim has a handle and a managed resource);
-2. **rest**: ``--idle-seconds`` in which nothing changes (:func:`benchmarks.claims.at_rest`), then the memory of every
+2. **rest**: ``--idle-seconds`` in which nothing changes (:func:`benchmarks.harness.at_rest`), then the memory of every
    component (the operator's PSS, Redis's, the API server's and etcd's);
-3. **burst**: ``--burst-n`` new claims on top, measured as a burst is (:class:`benchmarks.claims.Phase`);
+3. **burst**: ``--burst-n`` new claims on top, measured as a burst is (:class:`benchmarks.harness.Phase`);
 4. **watcher restart** (upstream: its one Kopf process) and, for the project, **Redis loss** (redis-server killed and
    started empty on its port): ``--probe-n`` claims created at once after each, and the time until they are all
    bound with state (``probes_bound_s``) and until the API server has been quiet for 3 s (``quiet_s``), with the
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from benchmarks import apimetrics, procstats
-from benchmarks.claims import Bench, Phase, at_rest, concurrency_of, open_system, percentiles, project_only, summarise
+from benchmarks.harness import Bench, Phase, at_rest, concurrency_of, open_system, percentiles, project_only, summarise
 from benchmarks.systems import ProjectStack, UpstreamStack
 from benchmarks.workload import Workload
 

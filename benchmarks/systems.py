@@ -1,6 +1,6 @@
 """The two systems a benchmark can drive with the same client calls: the project and upstream Poolboy v1.17.3.
 
-Both expose what :class:`benchmarks.claims.Bench` needs: ``kubeconfig``, ``cluster`` (devcluster's admin API:
+Both expose what :class:`benchmarks.harness.Bench` needs: ``kubeconfig``, ``cluster`` (devcluster's admin API:
 request counters, injected faults), ``direct_redis_url`` (the project's Redis, bypassing any latency proxy; None
 for upstream, which has no Redis) and ``pids()`` (component -> root pid of its process tree; the operator's
 components are those :func:`benchmarks.procstats.is_operator` names: watcher, workers and beat for the project,

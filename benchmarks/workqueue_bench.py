@@ -15,14 +15,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import redis
 from celery import Celery
 
-from engine.enqueue import Enqueuer
-from engine.runtime import work_queue
 from poolboy.settings import Settings
 from stack.testing import RedisServer, WorkerProcess
 from tests.integration import engine_reconcilers as er
 from tests.integration.engine_settings import ENV, LEASE, RECONCILERS
 from tests.waiting import wait_for
-from workers.messages import QueuedMessages
+from workers.messages import enqueuer as celery_enqueuer
 from workqueue.queue import WorkQueue
 
 
@@ -52,7 +50,7 @@ def burst(server: RedisServer, client: redis.Redis, events: int = 1000, nkeys: i
         client.hset(f"behave:{key}", "sleep", "0.05")
     app = Celery("bench", broker=server.url, set_as_current=False)
     settings = Settings.from_env(redis_url=server.url, workqueue_lease_seconds=LEASE)
-    enqueuer = Enqueuer(work_queue(settings, QueuedMessages(app).encode), app)
+    enqueuer = celery_enqueuer(app, settings)
     with WorkerProcess(server.url, ["claims"], 2, reconcilers=RECONCILERS, env=ENV), \
             WorkerProcess(server.url, ["claims"], 2, reconcilers=RECONCILERS, env=ENV):
         began = time.perf_counter()

@@ -1,10 +1,11 @@
 """The way into the work queue: :class:`Enqueuer` adds keys and publishes the runs the queue says are owed;
 :class:`EventIntake` is the watcher's way in.
 
-The queue decides whether a message is needed at all (most events of a burst coalesce); only then is a
-``poolboy.reconcile.<kind>`` message published on the kind's queue, with the queue's message id as task id and the
-priority class mapped to a Redis message priority (events before resync). Given the app's encoder
-(:class:`workers.messages.QueuedMessages`), the queue's scripts push the message themselves.
+The queue decides whether a message is needed at all (most events of a burst coalesce); only then is a run's
+message sent, with the queue's message id as task id and the priority class mapped to a message priority (events
+before resync). Given the messaging adapter's encoder (:class:`workers.messages.QueuedMessages`), the queue's scripts
+push the message themselves; the runs they did not push go to its :class:`Publisher`
+(:class:`workers.messages.CeleryPublisher`). The engine knows neither Celery nor its task and queue names.
 
 **The watcher's intake: one Redis round trip per watch event, or per batch of them.** An event needs two steps per
 key it wakes, in this order: the object goes into the shared cache (:mod:`cache.store`) first, so the run it causes
@@ -19,40 +20,43 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from engine import metrics, redis_oom
 from engine.own_writes import OwnWrites
 from poolboy.observability import labelled
 from redisscripts import Call
-from workers.names import route
 from workqueue.queue import Added, Publish, WorkQueue
 from workqueue.roundtrip import Reply, RoundTrip
 
 if TYPE_CHECKING:
-    from celery import Celery
-
     from cache.writer import CacheWriter
 
 log = logging.getLogger(__name__)
 
 
+class Publisher(Protocol):
+    """Sends the reconcile messages of runs the queue owes and its scripts did not push themselves: the messaging
+    adapter's side of the engine (:class:`workers.messages.CeleryPublisher`), so that the engine sends runs
+    without knowing how they travel."""
+
+    def publish(self, publishes: Sequence[Publish]) -> None:
+        """One message per run, each with the run's message id as task id and its priority."""
+
+
 class Enqueuer:
-    """``Enqueuer(queue, app).add(key, "event")`` -> 'published' | 'coalesced' | 'pending-while-running'.
+    """``Enqueuer(queue, publisher).add(key, "event")`` -> 'published' | 'coalesced' | 'pending-while-running'."""
 
-    ``app`` is the Celery app whose messages it sends, given rather than imported so that the engine's modules do not
-    depend on the app module."""
-
-    def __init__(self, queue: WorkQueue, app: Celery) -> None:
+    def __init__(self, queue: WorkQueue, publisher: Publisher) -> None:
         self.queue = queue
-        self.app = app
+        self.publisher = publisher
 
     def add(self, key: str, priority: str = "event") -> str:
         """Tell the queue ``key`` needs a run; publish a message only when the queue says so."""
         return self.settle([self.queue.add(key, priority)])[0]
 
     def add_many(self, keys: Iterable[str], priority: str = "event") -> list[str]:
-        """``add`` for many keys: one round trip to the queue, one producer connection for publishing."""
+        """``add`` for many keys: one round trip to the queue, one publish of the runs it owes."""
         return self.settle(self.queue.add_many(keys, priority))
 
     def settle(self, results: Sequence[Added]) -> list[str]:
@@ -63,20 +67,10 @@ class Enqueuer:
         return [added.outcome for added in results]
 
     def publish_many(self, publishes: Sequence[Publish | None]) -> None:
-        """:meth:`publish` for each, on one producer connection (but those the queue has pushed itself)."""
+        """Hand the publisher the runs to send (but those the queue has pushed itself)."""
         todo = [publish for publish in publishes if publish is not None and not publish.queued]
-        if len(todo) == 1:
-            self.publish(todo[0])
-        elif todo:
-            with self.app.producer_or_acquire() as producer:
-                for publish in todo:
-                    self.publish(publish, producer=producer)
-
-    def publish(self, publish: Publish, producer: object = None) -> None:
-        """Send one reconcile message exactly as the queue asked (task id = the queue's message id)."""
-        task, queue = route(publish.key)
-        self.app.send_task(task, args=[publish.key], task_id=publish.msg_id, queue=queue,
-                           priority=publish.priority, producer=producer)
+        if todo:
+            self.publisher.publish(todo)
 
 
 #: the keys one event wakes, each with the event's write id (:func:`watcher.mapping.write_id`, None: not a candidate

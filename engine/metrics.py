@@ -2,8 +2,9 @@
 
 Counters and histograms are defined at import time; when ``PROMETHEUS_MULTIPROC_DIR`` is set (``poolboy worker``
 sets it before anything imports prometheus_client) each pool child writes its own files and the worker *parent*
-serves the aggregate. Gauges about Redis state (work queue depth and age, delaying queue size, queue lengths) are
-computed on scrape by :class:`RedisStateCollector`, so they are correct no matter which process did the work.
+serves the aggregate. Gauges about Redis state (work queue depth and age, delaying queue size, the lengths of the
+message queues the worker names) are computed on scrape by :class:`RedisStateCollector`, so they are correct no
+matter which process did the work.
 
 Names follow controller-runtime where one exists. :func:`observe_api_request` is registered with
 :mod:`poolboy.observability` (the neutral hook :mod:`poolboy.kube` calls) by :func:`install_api_hook`.
@@ -13,8 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
-import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
@@ -22,6 +22,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import REGISTRY, Collector
 
 from poolboy.observability import labelled
+from workqueue.clock import SYSTEM_CLOCK, Clock
 
 if TYPE_CHECKING:
     from poolboy.settings import Settings
@@ -72,24 +73,29 @@ def install_api_hook() -> None:
 
 
 class RedisStateCollector(Collector):
-    """Gauges read from Redis at scrape time: work queue depth/age, delaying queue size/lateness, queue lengths."""
+    """Gauges read from Redis at scrape time: work queue depth/age, delaying queue size/lateness, queue lengths.
 
-    def __init__(self, settings: Settings) -> None:
+    ``queue_lists`` names each message queue and the Redis lists that hold its messages (the messaging adapter's
+    layout, :data:`workers.names.QUEUE_LISTS`)."""
+
+    def __init__(self, settings: Settings, queue_lists: Mapping[str, Sequence[str]],
+                 clock: Clock = SYSTEM_CLOCK) -> None:
         self.settings = settings
+        self.queue_lists = queue_lists
+        self.clock = clock
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         from engine import redis_client
-        from workers.names import QUEUES
         from workqueue.delaying import DelayingQueue
         from workqueue.queue import WorkQueue
 
         try:
             client = redis_client.client(self.settings, socket_timeout=2)
-            work = WorkQueue(client)
+            work = WorkQueue(client, clock=self.clock)
             pending, oldest = work.pending_stats()
             due = DelayingQueue(work)
             due_size, due_oldest = due.size(), due.oldest()
-            lengths = {q: sum(client.llen(name) for name in _priority_lists(q)) for q in QUEUES}
+            lengths = {queue: sum(client.llen(name) for name in names) for queue, names in self.queue_lists.items()}
         except Exception as error:  # a scrape must not fail because Redis is briefly away
             log.warning("redis state metrics unavailable: %s", error)
             return
@@ -97,7 +103,7 @@ class RedisStateCollector(Collector):
         yield GaugeMetricFamily("poolboy_workqueue_oldest_pending_seconds", "Age of the oldest pending mark",
                                 value=oldest)
         yield GaugeMetricFamily("poolboy_delaying_queue_size", "Deadlines in the delaying queue", value=due_size)
-        lateness = max(0.0, time.time() - due_oldest) if due_oldest is not None else 0.0
+        lateness = max(0.0, self.clock.now() - due_oldest) if due_oldest is not None else 0.0
         yield GaugeMetricFamily("poolboy_delaying_queue_overdue_seconds", "How far past due the earliest deadline is",
                                 value=lateness)
         queue_family = GaugeMetricFamily("poolboy_celery_queue_length", "Messages waiting per Celery queue",
@@ -105,11 +111,6 @@ class RedisStateCollector(Collector):
         for queue, length in lengths.items():
             queue_family.add_metric([queue], length)
         yield queue_family
-
-
-def _priority_lists(queue: str) -> list[str]:
-    """kombu's Redis transport keeps one list per priority step: ``q``, ``q\\x06\\x163``, ``q\\x06\\x166``, ..."""
-    return [queue] + [f"{queue}\x06\x16{step}" for step in (3, 6, 9)]
 
 
 #: families renamed, each one's old name: served under both for one release, so dashboards and alerts written for
@@ -148,8 +149,10 @@ def renamed(family: Metric, name: str) -> Metric:
     return copy
 
 
-def serve(port: int, settings: Settings | None, address: str = "0.0.0.0") -> CollectorRegistry:
-    """Start the scrape endpoint in this process (the worker parent, before the pool forks)."""
+def serve(port: int, settings: Settings | None, address: str = "0.0.0.0",
+          queue_lists: Mapping[str, Sequence[str]] | None = None) -> CollectorRegistry:
+    """Start the scrape endpoint in this process (the worker parent, before the pool forks); with ``settings``, the
+    gauges about Redis state too (:class:`RedisStateCollector`)."""
     from prometheus_client import multiprocess
 
     source: Collector = (multiprocess.MultiProcessCollector(None) if os.environ.get("PROMETHEUS_MULTIPROC_DIR")
@@ -157,7 +160,7 @@ def serve(port: int, settings: Settings | None, address: str = "0.0.0.0") -> Col
     registry = CollectorRegistry()
     registry.register(WithDeprecatedNames(source))
     if settings is not None:
-        registry.register(WithDeprecatedNames(RedisStateCollector(settings)))
+        registry.register(WithDeprecatedNames(RedisStateCollector(settings, queue_lists or {})))
     start_http_server(port, addr=address, registry=registry)
     log.info("metrics on http://%s:%d/metrics", address, port)
     return registry

@@ -1,10 +1,9 @@
-"""The one place that turns the Redis settings into clients: plain, password, TLS or Sentinel.
+"""The one place that reads the Redis settings: plain, password, TLS or Sentinel.
 
 Every Redis user of the project goes through here, so a deployment switches to TLS or to Sentinel high availability
-by settings alone: the work queue, the delaying queue, the own-writes records and the metrics read
-:func:`client`; the Celery broker reads :func:`celery_options` (kombu's ``sentinel://`` transport with the
-``master_name`` transport option); the beat scheduler reads :func:`redbeat_options` (redbeat's ``redis-sentinel://``
-with ``sentinels`` and ``service_name``).
+by settings alone: the work queue, the delaying queue, the own-writes records and the metrics read :func:`client`;
+the Celery broker and the beat scheduler read :func:`parse`, :func:`tls_options` and :func:`sentinel_kwargs`
+through :mod:`workers.broker`, which turns them into kombu's and redbeat's options.
 
 ``POOLBOY_REDIS_URL`` is one of:
 
@@ -23,7 +22,7 @@ from __future__ import annotations
 import ssl
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, unquote, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit
 
 import redis
 from redis.sentinel import Sentinel
@@ -103,7 +102,7 @@ def tls_options(settings: Settings) -> dict[str, Any]:
     return options
 
 
-def _sentinel_kwargs(settings: Settings, tls: bool) -> dict[str, Any]:
+def sentinel_kwargs(settings: Settings, tls: bool) -> dict[str, Any]:
     """Options of the connections to the sentinels themselves (their own password; TLS like the servers)."""
     options: dict[str, Any] = {"socket_timeout": 2, "socket_connect_timeout": 2}
     if settings.redis_sentinel_password:
@@ -129,75 +128,5 @@ def client(settings: Settings, **overrides: Any) -> redis.Redis:
         return redis.Redis.from_url(endpoint.url, **options)
     if tls:
         options["ssl"] = True
-    sentinel = Sentinel(list(endpoint.sentinels), sentinel_kwargs=_sentinel_kwargs(settings, tls))
+    sentinel = Sentinel(list(endpoint.sentinels), sentinel_kwargs=sentinel_kwargs(settings, tls))
     return sentinel.master_for(settings.redis_sentinel_master, db=endpoint.db, **options)
-
-
-def _with_password(url: str, endpoint: Endpoint) -> str:
-    """The URL with the password set from ``POOLBOY_REDIS_PASSWORD`` when the URL has none (kombu reads it there)."""
-    if not endpoint.password:
-        return url
-    out = []
-    for part in (p for p in url.split(";") if p):
-        split = urlsplit(part)
-        if split.password:
-            out.append(part)
-            continue
-        user = quote(endpoint.username or "", safe="")
-        host = split.netloc.rsplit("@", 1)[-1]
-        out.append(urlunsplit(split._replace(netloc=f"{user}:{quote(endpoint.password, safe='')}@{host}")))
-    return ";".join(out)
-
-
-def celery_options(settings: Settings) -> dict[str, Any]:
-    """Celery's broker settings: ``broker_url``, ``broker_transport`` (:mod:`workers.compat`), the
-    Sentinel/socket transport options, ``broker_use_ssl``."""
-    endpoint = parse(settings)
-    # queue_order_strategy: a worker takes its queues strictly in the order it was given them
-    # (workers.names.CONSUME_ORDER), not round-robin
-    transport: dict[str, Any] = {"socket_timeout": 10, "socket_connect_timeout": 5, "health_check_interval": 25,
-                                 "queue_order_strategy": "priority"}
-    tls = uses_tls(settings, endpoint)
-    if endpoint.is_sentinel:
-        transport["master_name"] = settings.redis_sentinel_master
-        transport["sentinel_kwargs"] = _sentinel_kwargs(settings, tls)
-    from workers.compat import SENTINEL_TRANSPORT, TRANSPORT
-
-    # kombu's Redis transports with the guard of workers.compat (a Redis restart must not end a worker)
-    options: dict[str, Any] = {"broker_url": _with_password(endpoint.url, endpoint),
-                               "broker_transport": SENTINEL_TRANSPORT if endpoint.is_sentinel else TRANSPORT,
-                               "broker_transport_options": transport}
-    if tls:
-        options["broker_use_ssl"] = tls_options(settings)
-    return options
-
-
-def redbeat_options(settings: Settings) -> dict[str, Any]:
-    """celery-redbeat's settings for the same Redis: its schedule and its lock live beside the work queue."""
-    endpoint = parse(settings)
-    tls = uses_tls(settings, endpoint)
-    options: dict[str, Any] = {}
-    redis_options: dict[str, Any] = {"socket_timeout": 5, "socket_connect_timeout": 5, "health_check_interval": 25}
-    if endpoint.is_sentinel:
-        options["redbeat_redis_url"] = f"redis-sentinel://sentinels/{endpoint.db}"
-        redis_options.update(sentinels=list(endpoint.sentinels), service_name=settings.redis_sentinel_master,
-                             db=endpoint.db, sentinel_kwargs=_sentinel_kwargs(settings, tls))
-        if endpoint.password:
-            redis_options["password"] = endpoint.password
-        if endpoint.username:
-            redis_options["username"] = endpoint.username
-    else:
-        options["redbeat_redis_url"] = _with_password(endpoint.url, endpoint)
-    options["redbeat_redis_options"] = redis_options
-    if tls:
-        options["redbeat_redis_use_ssl"] = tls_options(settings)
-    return options
-
-
-def probe_app(settings: Settings) -> Any:
-    """A bare Celery app on the configured broker, for remote-control pings (readiness checks)."""
-    from celery import Celery
-
-    app = Celery(set_as_current=False)
-    app.conf.update(celery_options(settings))
-    return app

@@ -2,7 +2,8 @@
 that records what the run wrote and asked for and releases the key (DONE).
 
 How a newcomer follows a claim: the watcher's event ADDs ``claim/ns/name`` (:mod:`engine.enqueue`), whose message
-reaches a worker's task (:mod:`workers.tasks`), which calls :func:`execute`:
+reaches a worker's task (:mod:`workers.tasks`), which calls :func:`execute` with its process's runtime
+(:mod:`engine.runtime`):
 
 1. :func:`begin` takes the key's lease (the queue's START) and, in the same round trip, reads the claim from the
    shared cache for the run's reader;
@@ -18,7 +19,6 @@ Every run ends with one log line naming its object, outcome and duration (:mod:`
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -28,14 +28,13 @@ import redis
 from cache.reader import CachedKubeClient
 from engine import metrics, own_writes, redis_oom, run_log, shutdown, sweeps
 from engine.outcome import Failed, HandedBack, Outcome, Refused, Succeeded
-from engine.runtime import Runtime, reconcilers, runtime
+from engine.runtime import Runtime
 from poolboy.context import Context
 from poolboy.domain import refusals
 from poolboy.keys import KINDS, parse
 from poolboy.kube import ApiError, Forbidden, event_recorder
 from poolboy.observability import labelled
 from poolboy.result import PermanentError, Result, TransientError
-from workqueue import ratelimit
 from workqueue.lease import LeaseKeeper
 from workqueue.queue import Added, Started
 from workqueue.roundtrip import Reply, RoundTrip
@@ -62,18 +61,15 @@ def _succeeded(result: Any) -> Succeeded:
 def _refused(rt: Runtime, kind: str, error: PermanentError) -> Refused:
     metrics.RECONCILE_ERRORS.labels(controller=kind).inc()
     after = error.recheck_after if error.recheck_after is not None else rt.settings.permanent_error_recheck
-    return Refused(error, after, time.time() + after, tuple(error.wake))
+    return Refused(error, after, rt.clock.now() + after, tuple(error.wake))
 
 
 def _failed(rt: Runtime, kind: str, key: str, error: BaseException) -> Failed:
-    failures = rt.limiter.failure(key)
-    settings = rt.settings
-    cap = settings.retry_backoff_api_max if _api_fault(error) else settings.retry_backoff_max
-    delay = ratelimit.delay(failures, getattr(error, "retry_after", None) or None, cap,
-                            retry_after_cap=settings.retry_backoff_max)
+    """The rate limiter's backoff for ``key``: the server's Retry-After honoured, and an API fault's passing soon."""
+    delay = rt.limiter.when(key, retry_after=getattr(error, "retry_after", None) or None, fault=_api_fault(error))
     metrics.RECONCILE_ERRORS.labels(controller=kind).inc()
     metrics.RETRY_DELAY.labels(controller=kind).observe(delay)
-    return Failed(delay, f"transient error, retry {failures} in {delay:.1f}s: {error}")
+    return Failed(delay, f"transient error, retry {rt.limiter.num_requeues(key)} in {delay:.1f}s: {error}")
 
 
 def run_context(rt: Runtime, kube: CachedKubeClient | None) -> Context:
@@ -92,7 +88,7 @@ def reconcile_once(rt: Runtime, kind: str, key: str, kube: CachedKubeClient | No
     :class:`engine.shutdown.HandBack`, which is not one)."""
     _, namespace, name = parse(key)
     try:
-        reconciler = reconcilers()[kind]
+        reconciler = rt.reconcilers[kind]
         with shutdown.interruptible(rt.settings.reconcile_soft_time_limit):
             result = reconciler(run_context(rt, kube), namespace, name)
     except PermanentError as error:
@@ -136,16 +132,16 @@ def finish(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, write
             _hold(rt, trip, hold, seen)
             if requeue_at is not None:
                 trip.call(rt.delaying.add_after_call(key, requeue_at))
-            trip.command(*rt.limiter.forget_command(key))
+            rt.limiter.forget(key, trip)
             trip.command("DEL", run_log.logged_key(key))
             if rt.clean_marks is not None and kind in sweeps.FILTERED:
                 trip.call(rt.clean_marks.mark_call(key, token))  # the periodic sweeps pass it over until it changes
         case Failed(retry_in=retry_in):
-            trip.call(rt.delaying.add_after_call(key, time.time() + retry_in))
+            trip.call(rt.delaying.add_after_call(key, rt.clock.now() + retry_in))
         case Refused(recheck_at=recheck_at, wake=wake):
             woken = _wake(rt, trip, wake, seen)
             trip.call(rt.delaying.add_after_call(key, recheck_at))
-            trip.command(*rt.limiter.forget_command(key))
+            rt.limiter.forget(key, trip)
         case HandedBack():
             trip.call(rt.queue.add_call(key))  # marked owed while the lease is ours: DONE re-publishes it at once
     # the versions the run got count as its own: an event of one of them brings it nothing new
@@ -182,9 +178,9 @@ def begin(rt: Runtime, kind: str, key: str, token: str, msg_id: str,
     return started.value
 
 
-def execute(msg_id: str | None, kind: str, key: str) -> str:
-    """Run ``key`` once for the message ``msg_id``: the task body of ``poolboy.reconcile.<kind>``."""
-    rt = runtime()
+def execute(rt: Runtime, msg_id: str | None, kind: str, key: str) -> str:
+    """Run ``key`` once for the message ``msg_id`` with the process's runtime ``rt``: the task body of
+    ``poolboy.reconcile.<kind>``."""
     msg_id = msg_id or uuid.uuid4().hex
     token = f"{msg_id}/{uuid.uuid4().hex[:8]}"
     kube = rt.reader()
@@ -203,7 +199,7 @@ def execute(msg_id: str | None, kind: str, key: str) -> str:
     labelled(metrics.WORKQUEUE_STARTS, "started").inc()
     if started.waited is not None:
         labelled(metrics.WORKQUEUE_WAIT, kind).observe(started.waited)
-    began = time.monotonic()
+    began = rt.clock.monotonic()
     outcome: Outcome = Failed(0.0, "error")
     writes = own_writes.Collector()
     with run_log.running(key) as run, event_recorder.foreground():
@@ -217,7 +213,7 @@ def execute(msg_id: str | None, kind: str, key: str) -> str:
             log.warning("%s: worker stopping, grace period over; handing the key back", key)
             outcome = HandedBack()
         finally:
-            elapsed = time.monotonic() - began
+            elapsed = rt.clock.monotonic() - began
             labelled(metrics.RECONCILE_TIME, kind).observe(elapsed)
             labelled(metrics.RECONCILE_TOTAL, kind, outcome.result).inc()
             text, level = run_log.describe(outcome, rt.redis, key)

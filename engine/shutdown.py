@@ -29,7 +29,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
@@ -153,13 +153,9 @@ def _install() -> None:
     _state.installed = True
 
 
-def forward_to_busy_children() -> None:
-    """In the worker parent, when it starts shutting down: pass SIGTERM on to the pool children running a task
-    (idle ones are ended by the pool as usual)."""
-    from celery.worker import state
-
-    pids: set[int] = {pid for request in tuple(state.active_requests)
-                      if isinstance(pid := getattr(request, "worker_pid", None), int)}
-    for pid in pids - {os.getpid()}:
+def forward_to_busy_children(pids: Iterable[int]) -> None:
+    """In the worker parent, when it starts shutting down: pass SIGTERM on to the pool children running a task,
+    ``pids`` (the pool names them; idle ones are ended by the pool as usual)."""
+    for pid in set(pids) - {os.getpid()}:
         with suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)

@@ -28,7 +28,6 @@ objects costs a few pipelined Redis round trips instead of 20 000 reconciles.
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Iterable, Mapping
 
 import redis
@@ -38,6 +37,7 @@ from poolboy import keys, kinds
 from poolboy.settings import Settings
 from redisscripts import Call, Script
 from workqueue import keyspace
+from workqueue.clock import SYSTEM_CLOCK, Clock
 
 #: the kinds whose sweeps skip clean objects (:attr:`poolboy.kinds.Kind.skip_converged`)
 FILTERED = frozenset(kind.token for kind in kinds.DECLARED if kind.skip_converged)
@@ -56,10 +56,10 @@ def cached_object_key(settings: Settings, key: str) -> str:
 def dirty_keys(client: redis.Redis, settings: Settings, candidates: Iterable[str],
                versions: Mapping[str, str] | None = None, now: float | None = None) -> list[str]:
     """The work keys among ``candidates`` that must run: changed since their last successful run (or never run),
-    owing a run, or due for their refresh. The version an object is at is ``versions[key]`` when given (what the API
-    listed), else the shared cache's."""
+    owing a run, or due for their refresh by ``now`` (default: the host's clock). The version an object is at is
+    ``versions[key]`` when given (what the API listed), else the shared cache's."""
     candidates = list(candidates)
-    now = time.time() if now is None else now
+    now = SYSTEM_CLOCK.now() if now is None else now
     dirty: list[str] = []
     for start in range(0, len(candidates), CHUNK):
         chunk = candidates[start:start + CHUNK]
@@ -85,13 +85,14 @@ class CleanMarks:
     """A successful run's record that the object is reconciled at the version the cache holds, and when it is due
     to run again all the same (``sync_period``, up to :data:`JITTER` of it early)."""
 
-    def __init__(self, client: redis.Redis, settings: Settings) -> None:
+    def __init__(self, client: redis.Redis, settings: Settings, clock: Clock = SYSTEM_CLOCK) -> None:
         self.settings = settings
+        self.clock = clock
         self._mark = MARK_CLEAN.register(client)
 
     def mark_call(self, key: str, token: str) -> Call[object]:
         """Before the run releases the key (DONE), while ``token`` still holds it."""
         period = self.settings.sync_period
-        refresh = time.time() + period * (1.0 - JITTER * random.random())
+        refresh = self.clock.now() + period * (1.0 - JITTER * random.random())
         return self._mark.call(object=cached_object_key(self.settings, key), active=keyspace.active(key), token=token,
                                refresh=repr(refresh))

@@ -353,8 +353,8 @@ class LocalStack(InTemporaryDirectory):
 
     def workers_answering(self, limit: int | None = None) -> int:
         """How many workers answer a ping within 0.5 s (at once, when ``limit`` of them have)."""
-        from engine.redis_client import probe_app
         from poolboy.settings import Settings
+        from workers.broker import probe_app
 
         probe = probe_app(Settings.from_env(self.env))
         try:

@@ -94,8 +94,8 @@ class WorkerProcess(_ServiceProcess):
         return self
 
     def wait_ready(self) -> None:
-        from engine.redis_client import probe_app
         from poolboy.settings import Settings
+        from workers.broker import probe_app
 
         app = probe_app(Settings.from_env(self.env))
         try:

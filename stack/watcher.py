@@ -45,19 +45,19 @@ def _serve_health(settings: Settings, watcher: Watcher, kube: KubeClient) -> Non
 
 def _intake(settings: Settings) -> tuple[EventIntake, CacheWriter | None]:
     """The work queue's intake and the read cache's writer (None without a read cache), on one Redis client."""
-    from engine.enqueue import Enqueuer, EventIntake
+    from engine.enqueue import EventIntake
     from engine.own_writes import OwnWrites
-    from engine.runtime import work_queue
     from workers.app import app
-    from workers.messages import QueuedMessages
+    from workers.messages import enqueuer
 
-    queue = work_queue(settings, QueuedMessages(app).encode)
+    publishing = enqueuer(app, settings)
+    queue = publishing.queue
     cache = None
     if settings.read_cache:
         from cache.writer import CacheWriter
 
         cache = CacheWriter(queue.redis, settings.domain, alive_seconds=settings.cache_alive_seconds)
-    return EventIntake(Enqueuer(queue, app), OwnWrites(queue), cache), cache  # cache, own-write check, ADD: one trip
+    return EventIntake(publishing, OwnWrites(queue), cache), cache  # cache, own-write check, ADD: one trip
 
 
 def run(args: argparse.Namespace) -> int:

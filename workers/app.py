@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import os
 
-from celery import Celery
 from celery.signals import (
     after_setup_logger,
     after_setup_task_logger,
@@ -25,12 +24,13 @@ from celery.signals import (
 from poolboy.settings import Settings
 from workers import config, json_codec
 from workers.health import LoopTicks
+from workers.operator_app import OperatorApp
 from workers.pump import PumpStep
 
 settings = Settings.from_env()
 json_codec.install()  # task messages and task events through orjson (the same JSON, less CPU)
 
-app = Celery("poolboy", set_as_current=True)
+app = OperatorApp("poolboy", settings=settings, set_as_current=True)
 app.config_from_object(config.build(settings))
 app.conf.include = ["workers.tasks", "workers.beat"]  # the worker imports them; publishers send by name
 app.steps["worker"].add(PumpStep)  # every worker releases due keys and expired leases (workers/pump.py)
@@ -71,14 +71,13 @@ def _warm_up() -> None:
     import contextlib
     import threading
 
-    from engine import runtime
     from poolboy.reconcilers import preload
 
     with contextlib.suppress(AttributeError, OSError):
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
 
-    preload(runtime.reconcilers())
-    runtime.runtime().kube  # noqa: B018 (built on first use; this is the first use)
+    preload(app.runtime.reconcilers)
+    app.runtime.get().kube  # noqa: B018 (built on first use; this is the first use)
 
 
 @worker_init.connect
@@ -87,20 +86,17 @@ def _preload_reconcilers(sender: object = None, **_: object) -> None:
     poolboy.reconcilers.preload). Other pools run reconciles in this process: the same warm-up runs once the consumer
     is ready (:func:`_warm_up_after_ready`), off the path to ready — about 0.7 s of CPU per worker, which on a node
     starting several workers at once is most of their start-up; a task that comes first waits on the import lock.
-    First of all, the runtime is told which app, settings and reconcilers its tasks run with: the domain's, or those
+    First of all, the app starts the runtime its tasks run with, running the domain's reconcilers or those
     ``poolboy worker --reconcilers`` gave the worker (``app.Worker(reconcilers=…)``, kept in the worker's options)."""
-    from engine import runtime
-    from poolboy.reconcilers import RECONCILERS, preload
-    from workers.messages import QueuedMessages
+    from poolboy.reconcilers import preload
 
-    reconcilers = getattr(sender, "options", {}).get("reconcilers", RECONCILERS)
-    runtime.configure(app, settings, QueuedMessages(app).encode, reconcilers)
+    runtime = app.start_runtime(getattr(sender, "options", {}).get("reconcilers"))
     if not _forks_children(sender):
         _deferred_warm_up.append(True)
         return
     import gc
 
-    preload(runtime.reconcilers())
+    preload(runtime.reconcilers)
     # Move everything imported so far out of the collector's reach: a collection in a child would otherwise write
     # to every object's header and copy the parent's pages (measured: worker tree PSS 123 -> 101 MiB, 2 children)
     gc.freeze()
@@ -121,10 +117,11 @@ def _warm_up_after_ready(**_: object) -> None:
 @worker_init.connect
 def _start_metrics(**_: object) -> None:
     from engine import metrics
+    from workers.names import QUEUE_LISTS
 
     metrics.install_api_hook()
     if settings.metrics_port:
-        metrics.serve(settings.metrics_port, settings, settings.metrics_address)
+        metrics.serve(settings.metrics_port, settings, settings.metrics_address, QUEUE_LISTS)
 
 
 @worker_process_init.connect
@@ -139,9 +136,12 @@ def _graceful_child(**_: object) -> None:
 def _stop_children(**_: object) -> None:
     """Told to stop (Kubernetes signals PID 1 only): start the grace period of the running reconciles now — in the
     prefork children, and in this process itself under the threads or gevent pool."""
+    from celery.worker import state
+
     from engine import shutdown
 
-    shutdown.forward_to_busy_children()
+    shutdown.forward_to_busy_children(pid for request in tuple(state.active_requests)
+                                      if isinstance(pid := getattr(request, "worker_pid", None), int))
     shutdown.stop_in_process_runs(settings.worker_shutdown_grace)
 
 
@@ -191,13 +191,10 @@ def _start_health(**_: object) -> None:
 
 
 @beat_init.connect
-def _configure_beat_runtime(**_: object) -> None:
-    """Beat adds the keys of the sweeps it runs itself (workers.beat_scheduler) through the same runtime as a
-    worker's, built on first use."""
-    from engine import runtime
-    from workers.messages import QueuedMessages
-
-    runtime.configure(app, settings, QueuedMessages(app).encode)
+def _start_beat_runtime(**_: object) -> None:
+    """Beat adds the keys of the sweeps it runs itself (workers.beat_scheduler) through a runtime like a worker's,
+    built on first use."""
+    app.start_runtime()
 
 
 @beat_init.connect

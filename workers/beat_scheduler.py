@@ -94,7 +94,7 @@ class Scheduler(RedBeatScheduler):
         kind = MANAGE_TASKS.get(entry.task)
         if kind is not None:
             try:
-                swept = sweep_cached(kind) is not None
+                swept = sweep_cached(self.app.runtime.get(), kind) is not None
             except redis.RedisError as error:
                 if redis_oom.is_oom(error):
                     redis_oom.report(log, f"beat's sweep of {kind} is tried again at the next one", error)

@@ -23,9 +23,9 @@ from typing import Any
 
 from kombu import Queue
 
-from engine import redis_client
 from poolboy import kinds
 from poolboy.settings import Settings
+from workers import broker
 from workers.names import PERIODIC_PREFIX, PERIODIC_QUEUE, QUEUES, manage_task, reconcile_task
 from workqueue import keyspace
 
@@ -47,10 +47,10 @@ def build(settings: Settings) -> dict[str, Any]:
     routes.update({reconcile_task(kind.token): {"queue": kind.queue} for kind in kinds.DECLARED})
     if settings.visibility_timeout <= 2 * settings.reconcile_time_limit:
         raise ValueError("visibility_timeout must exceed twice the reconcile time limit")
-    broker = redis_client.celery_options(settings)
-    broker["broker_transport_options"]["visibility_timeout"] = settings.visibility_timeout
+    transport = broker.celery_options(settings)
+    transport["broker_transport_options"]["visibility_timeout"] = settings.visibility_timeout
     return {
-        **broker,
+        **transport,
         "broker_connection_retry_on_startup": True,
         # a Redis restart or failover never ends a worker: reconnect for as long as it takes (Celery's default gives
         # up after 100 attempts); a worker that stays without a connection fails /healthz instead (workers.health)
@@ -84,7 +84,7 @@ def build(settings: Settings) -> dict[str, Any]:
         "beat_max_loop_interval": max(1.0, min(5.0, settings.beat_lock_timeout / 3)),
         "redbeat_key_prefix": keyspace.BEAT,
         "redbeat_lock_timeout": max(2, int(settings.beat_lock_timeout)),
-        **redis_client.redbeat_options(settings),
+        **broker.redbeat_options(settings),
         "beat_schedule": beat_schedule(settings),
         "enable_utc": True,
         "timezone": "UTC",

@@ -1,4 +1,8 @@
-"""Reconcile messages as kombu's Redis transport keeps them in a queue list, so that the work queue can push a message
+"""Reconcile messages on Celery's wire: ``poolboy.reconcile.<kind>`` on the kind's queue (:mod:`workers.names`),
+sent by the work queue's own scripts (:class:`QueuedMessages`) or, for the runs they did not push, through
+``send_task`` (:class:`CeleryPublisher`); :func:`enqueuer` gives the engine both.
+
+The work queue pushes messages as kombu's Redis transport keeps them in a queue list, so that it can push a message
 in the same script that decides it is owed.
 
 Why: publishing through ``Celery.send_task`` cost the watcher about a third of its CPU (kombu's producer declares,
@@ -22,16 +26,23 @@ import base64
 import functools
 import threading
 import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
 from kombu import serialization
 
+from engine.enqueue import Enqueuer
+from engine.runtime import work_queue
 from workers import compat
 from workers.names import route
+from workqueue.queue import Publish
 
 if TYPE_CHECKING:
+    import redis
     from celery import Celery
+
+    from poolboy.settings import Settings
 
 #: Celery's body: ``[args, kwargs, embed]`` (task protocol 2)
 _EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
@@ -92,3 +103,31 @@ class QueuedMessages:
                                               properties)
             list_key, message = compat.stored_message(channel, message, queue, priority)
         return list_key, message
+
+
+class CeleryPublisher:
+    """``CeleryPublisher(app).publish(publishes)``: the runs the queue's scripts did not push, sent with ``send_task``
+    (the engine's :class:`engine.enqueue.Publisher`), several on one producer connection."""
+
+    def __init__(self, app: Celery) -> None:
+        self.app = app
+
+    def publish(self, publishes: Sequence[Publish]) -> None:
+        if len(publishes) == 1:
+            self._send(publishes[0])
+        elif publishes:
+            with self.app.producer_or_acquire() as producer:
+                for publish in publishes:
+                    self._send(publish, producer)
+
+    def _send(self, publish: Publish, producer: object = None) -> None:
+        """One reconcile message exactly as the queue asked (task id = the queue's message id)."""
+        task, queue = route(publish.key)
+        self.app.send_task(task, args=[publish.key], task_id=publish.msg_id, queue=queue,
+                           priority=publish.priority, producer=producer)
+
+
+def enqueuer(app: Celery, settings: Settings, client: redis.Redis | None = None) -> Enqueuer:
+    """The engine's :class:`~engine.enqueue.Enqueuer` on ``app``'s messages: the work queue of ``settings`` (on
+    ``client``, or a client of its own) pushes those it decides are owed, the rest go through ``send_task``."""
+    return Enqueuer(work_queue(settings, QueuedMessages(app).encode, client), CeleryPublisher(app))

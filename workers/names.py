@@ -20,6 +20,15 @@ CONSUME_ORDER: tuple[str, ...] = (PERIODIC_QUEUE, *(kind.queue for kind in kinds
 DEFAULT_QUEUES = ",".join(CONSUME_ORDER)
 
 
+def priority_lists(queue: str) -> tuple[str, ...]:
+    """kombu's Redis transport keeps one list per priority step: ``q``, ``q\\x06\\x163``, ``q\\x06\\x166``, ..."""
+    return (queue, *(f"{queue}\x06\x16{step}" for step in (3, 6, 9)))
+
+
+#: every queue and the Redis lists that hold its messages (the queue-length gauges, :mod:`engine.metrics`)
+QUEUE_LISTS: dict[str, tuple[str, ...]] = {queue: priority_lists(queue) for queue in QUEUES}
+
+
 def reconcile_task(kind: str) -> str:
     """``poolboy.reconcile.<kind>``: one task per kind, routed to the kind's queue."""
     return RECONCILE_PREFIX + kind

@@ -9,15 +9,17 @@ other. It sends no task, so at rest nothing shows in Flower; what it releases sh
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from celery import bootsteps
 
 from engine import metrics
 from engine.enqueue import Enqueuer
-from engine.runtime import work_queue
 from poolboy.settings import Settings
 from workqueue.delaying import DelayingQueue
+
+if TYPE_CHECKING:
+    from workers.operator_app import OperatorApp
 
 log = logging.getLogger(__name__)
 
@@ -51,11 +53,12 @@ class PumpStep(bootsteps.StartStopStep):
         self.pump: Pump | None = None
 
     def start(self, worker: Any) -> None:
-        from workers.app import app, settings
-        from workers.messages import QueuedMessages
+        """Pump through the worker's own app (an :class:`~workers.operator_app.OperatorApp`), with its settings."""
+        from workers.messages import enqueuer
 
-        self.pump = Pump(settings, Enqueuer(work_queue(settings, QueuedMessages(app).encode), app))
-        self.timer_ref = worker.timer.call_repeatedly(settings.sweep_due_interval, self._tick, priority=10)
+        app: OperatorApp = worker.app
+        self.pump = Pump(app.settings, enqueuer(app, app.settings))
+        self.timer_ref = worker.timer.call_repeatedly(app.settings.sweep_due_interval, self._tick, priority=10)
 
     def stop(self, worker: Any) -> None:
         if self.timer_ref is not None:

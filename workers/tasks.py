@@ -1,4 +1,5 @@
-"""``poolboy.reconcile.<kind>``: one Celery task per kind, each a thin shell around :func:`engine.runner.execute`.
+"""``poolboy.reconcile.<kind>``: one Celery task per kind, each a thin shell around :func:`engine.runner.execute`, run
+with the runtime its app holds for this process (:attr:`workers.operator_app.OperatorApp.runtime`).
 
 The task's message id is the work queue's message id (:mod:`engine.enqueue`), so the run's START can tell a
 message the queue published from a copy of it.
@@ -15,7 +16,7 @@ from workers.names import reconcile_task
 
 def _make_task(kind: str) -> Task:
     def reconcile(self: Task, key: str) -> str:
-        return execute(self.request.id, kind, key)
+        return execute(self.app.runtime.get(), self.request.id, kind, key)
 
     reconcile.__name__ = reconcile.__qualname__ = f"reconcile_{kind}"
     reconcile.__doc__ = f"Reconcile one {KINDS[kind]} through the work queue."

@@ -15,12 +15,11 @@ coalesces into it, and its release is the window's end.
 
 from __future__ import annotations
 
-import time
 from datetime import datetime
 
 from redisscripts import Call, Script
 from workqueue import keyspace
-from workqueue.queue import Added, WorkQueue, clock_ms, new_id
+from workqueue.queue import Added, WorkQueue, new_id
 from workqueue.roundtrip import send_all
 
 #: times are epoch seconds
@@ -39,6 +38,7 @@ class DelayingQueue:
     def __init__(self, queue: WorkQueue, name: str = keyspace.DUE) -> None:
         self.queue = queue
         self.redis = queue.redis
+        self.clock = queue.clock
         self.name = name
         self._add_after = ADD_AFTER.register(self.redis)
         self._hold = HOLD.register(self.redis)
@@ -55,12 +55,14 @@ class DelayingQueue:
     def hold_call(self, key: str, window: float) -> Call[bool]:
         """Run ``key`` once when a window of ``window`` seconds from now ends; adds meanwhile join that run. True when
         this call opened the window (a mark already there, queued or owed, covers the adds the same way)."""
-        return self._hold.call(bool, pending=keyspace.pending(key), due=self.name, msg_id=new_id(), now_ms=clock_ms(),
-                               pending_ttl=self.queue.pending_ttl, at=repr(time.time() + window), key=key)
+        return self._hold.call(bool, pending=keyspace.pending(key), due=self.name, msg_id=new_id(),
+                               now_ms=self.queue.clock_ms(), pending_ttl=self.queue.pending_ttl,
+                               at=repr(self.clock.now() + window), key=key)
 
     def release_due(self, now: float | None = None, limit: int = 1000) -> list[Added]:
-        """ADD every key whose time came (at most ``limit``), then forget them: the answers of those ADDs."""
-        now = time.time() if now is None else now
+        """ADD every key whose time came by ``now`` (default: the queue's clock) (at most ``limit``), then forget them:
+        the answers of those ADDs."""
+        now = self.clock.now() if now is None else now
         due = [_text(key) for key in self._due.run(due=self.name, now=repr(now), limit=limit)]
         if not due:
             return []

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 
 import redis
 
@@ -26,7 +25,7 @@ class LeaseKeeper:
     def __init__(self, renewer: Renewer, key: str, token: str, time_limit: float | None = None) -> None:
         self.renewer, self.key, self.token = renewer, key, token
         self.time_limit = time_limit
-        self.started = time.monotonic()
+        self.started = renewer.clock.monotonic()
         self.lost = threading.Event()
         self.due = 0.0  # monotonic time of the next renewal (the renewer's bookkeeping)
 
@@ -39,10 +38,12 @@ class LeaseKeeper:
 
 
 class Renewer:
-    """One daemon thread renewing the leases of the runs in progress in this process, started by the first run."""
+    """One daemon thread renewing the leases of the runs in progress in this process, started by the first run; its
+    deadlines and the runs' time limits are read on the queue's clock."""
 
     def __init__(self, queue: WorkQueue) -> None:
         self.queue = queue
+        self.clock = queue.clock
         self.interval = queue.lease_seconds / 3
         self.keepers: set[LeaseKeeper] = set()
         self.changed = threading.Condition()
@@ -51,7 +52,7 @@ class Renewer:
     def add(self, keeper: LeaseKeeper) -> None:
         """No need to wake the thread: it never sleeps longer than one interval, and a new keeper is due one
         interval from now, no earlier than any other (waking it per run cost a GIL hand-over for nothing)."""
-        keeper.due = time.monotonic() + self.interval
+        keeper.due = self.clock.monotonic() + self.interval
         with self.changed:
             self.keepers.add(keeper)
             if self.thread is None or not self.thread.is_alive():  # first use, or after a fork
@@ -65,7 +66,7 @@ class Renewer:
     def _run(self) -> None:
         while True:
             with self.changed:
-                now = time.monotonic()
+                now = self.clock.monotonic()
                 due = [k for k in self.keepers if k.due <= now]
                 if not due:
                     nearest = min((k.due for k in self.keepers), default=now + self.interval)
@@ -75,7 +76,7 @@ class Renewer:
                 self._renew(keeper)
 
     def _renew(self, keeper: LeaseKeeper) -> None:
-        now = time.monotonic()
+        now = self.clock.monotonic()
         keeper.due = now + self.interval
         if keeper.time_limit is not None and now - keeper.started > keeper.time_limit:
             # past the hard time limit, which no pool but prefork enforces: let the lease lapse, so the reaper

@@ -22,7 +22,6 @@ The rules in short, with the race each one closes: docs/behaviour.md#work queue.
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ import redis
 
 from redisscripts import Call, Script
 from workqueue import keyspace
+from workqueue.clock import SYSTEM_CLOCK, Clock
 from workqueue.roundtrip import send_all
 
 #: priority classes; lower wins. Each maps to a Redis transport message priority (0 = highest).
@@ -56,13 +56,6 @@ REAP = Script("workqueue/reap", keys=("leases",),
 
 def new_id() -> str:
     return uuid.uuid4().hex
-
-
-def clock_ms() -> int:
-    """This host's clock for marks and lease deadlines (ADD, START): passing it saves the scripts a ``TIME`` each. A
-    skew between hosts only shifts when a mark counts as stale (a minute) and the "waited" metric; the reaper judges
-    a lease by its key's own TTL."""
-    return int(time.time() * 1000)
 
 
 #: ``(key, msg_id, message priority) -> (queue list, message)``: a message the queue pushes itself when it decides
@@ -120,8 +113,10 @@ class WorkQueue:
     :class:`workqueue.roundtrip.RoundTrip`, the plain method a round trip of its own."""
 
     def __init__(self, client: redis.Redis, lease_seconds: float = 30.0, pending_ttl: float = 900.0,
-                 stale_seconds: float = 60.0, encoder: Encoder | None = None) -> None:
+                 stale_seconds: float = 60.0, encoder: Encoder | None = None, clock: Clock = SYSTEM_CLOCK) -> None:
         self.redis = client
+        #: the time of marks, lease stamps and deadlines, for the queue and what builds on it (delaying, lease)
+        self.clock = clock
         self.lease_ms = max(1, int(lease_seconds * 1000))
         self.pending_ttl = max(1, int(pending_ttl))
         self.stale_ms = int(stale_seconds * 1000)
@@ -137,6 +132,12 @@ class WorkQueue:
     def lease_seconds(self) -> float:
         return self.lease_ms / 1000
 
+    def clock_ms(self) -> int:
+        """The caller's clock for marks and lease deadlines (ADD, START): passing it saves the scripts a ``TIME``
+        each. A skew between hosts only shifts when a mark counts as stale (a minute) and the "waited" metric; the
+        reaper judges a lease by its key's own TTL."""
+        return int(self.clock.now() * 1000)
+
     # --- ADD -------------------------------------------------------------------------------------------------
 
     def add_values(self, key: str, priority: str = "event") -> dict[str, Any]:
@@ -150,7 +151,7 @@ class WorkQueue:
             queue_list, message = self.encoder(key, msg_id, MESSAGE_PRIORITY[CLASSES[priority]])
         return {"pending": keyspace.pending(key), "active": keyspace.active(key), "queue_list": queue_list,
                 "msg_id": msg_id, "priority": CLASSES[priority], "pending_ttl": self.pending_ttl,
-                "stale_ms": self.stale_ms, "now_ms": clock_ms(), "message": message}
+                "stale_ms": self.stale_ms, "now_ms": self.clock_ms(), "message": message}
 
     def add_call(self, key: str, priority: str = "event", *, release: bool = False) -> Call[Added]:
         """ADD: ``key`` needs a run; ``release``: the delaying queue adding a key whose time came."""
@@ -169,7 +170,7 @@ class WorkQueue:
         """Take the key's lease; None when another run holds it (the key is then marked owed by that run)."""
         return self._start.call(_read_started, pending=keyspace.pending(key), active=keyspace.active(key),
                                 leases=keyspace.LEASES, token=token, lease_ms=self.lease_ms, key=key,
-                                pending_ttl=self.pending_ttl, msg_id=msg_id or new_id(), now_ms=clock_ms())
+                                pending_ttl=self.pending_ttl, msg_id=msg_id or new_id(), now_ms=self.clock_ms())
 
     def start(self, key: str, token: str, msg_id: str | None = None) -> Started | None:
         return send_all(self.redis, [self.start_call(key, token, msg_id)])[0]
@@ -202,7 +203,7 @@ class WorkQueue:
     def pending_stats(self, scan_limit: int = 10000) -> tuple[int, float]:
         """(number of pending marks, age in seconds of the oldest), from a bounded SCAN: for metrics only."""
         count, oldest_ms = 0, None
-        now_ms = int(time.time() * 1000)
+        now_ms = self.clock_ms()
         for name in self.redis.scan_iter(match=keyspace.pending("*"), count=1000):
             count += 1
             value = self.redis.get(name)

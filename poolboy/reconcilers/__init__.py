@@ -4,7 +4,7 @@ A kind's ``reconcile`` is its declaration to the shared preamble
 (:class:`~poolboy.reconcilers.preamble.ObjectReconciler`: read, ignore, finalize, converge), so that the engine
 calls the preamble and the preamble the kind; the provider's, which neither finalizes nor ignores, is a plain
 function. The engine looks reconcilers up by kind token (see :mod:`poolboy.keys`) in the mapping its runtime is
-configured with (:func:`engine.runtime.configure`): :data:`RECONCILERS`, unless the worker is given another
+made with (:class:`engine.runtime.ProcessRuntime`): :data:`RECONCILERS`, unless the worker is given another
 (``poolboy worker --reconcilers <module>:<attr>``, how the integration tests run trivial, instrumented reconcilers
 in real workers). Each kind's module is imported on its first lookup so that importing this package stays cheap and
 a broken kind cannot stop the others from loading; :func:`preload` imports them all at once (in the worker parent,

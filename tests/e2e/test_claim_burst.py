@@ -21,12 +21,12 @@ import pytest
 import redis
 from kubernetes import client, config
 
-from engine.redis_client import probe_app
 from poolboy.settings import Settings
 from stack.local import LocalStack
 from tests.clusters import e2e_options
 from tests.e2e.conftest import FAST_INTERVALS
 from tests.waiting import wait_for
+from workers.broker import probe_app
 from workqueue import keyspace
 
 D = "poolboy.gpte.redhat.com"

@@ -3,8 +3,9 @@ work queue, delaying queue, own-writes records and beat's lock all reach the mas
 primary is SIGKILLed in the middle of a burst of claims.
 
 The sentinels promote the replica; every component finds the new master through the factory in
-``engine/redis_client.py``; no handle is bound twice and no claim gets two handles (checked on every watch event);
-binding resumes after the failover (the figure is printed, not asserted) and every claim ends bound.
+``engine/redis_client.py`` (the broker and beat through ``workers/broker.py``); no handle is bound twice and no claim
+gets two handles (checked on every watch event); binding resumes after the failover (the figure is printed, not
+asserted) and every claim ends bound.
 """
 
 from __future__ import annotations

@@ -13,10 +13,9 @@ from celery import Celery
 from cache.handle_index import RedisHandleIndex
 from cache.store import ObjectCache, scope
 from engine.enqueue import Enqueuer
-from engine.runtime import work_queue
 from poolboy.settings import Settings
 from tests.integration.engine_settings import LEASE
-from workers.messages import QueuedMessages
+from workers.messages import enqueuer as celery_enqueuer
 from workqueue import keyspace
 
 
@@ -34,7 +33,7 @@ def enqueuer(redis_server) -> Iterator[Enqueuer]:
     """The publishing side, as the watcher would use it, with the same lease as the workers."""
     app = Celery("test-publisher", broker=redis_server.url, set_as_current=False)
     settings = Settings.from_env(redis_url=redis_server.url, workqueue_lease_seconds=LEASE)
-    yield Enqueuer(work_queue(settings, QueuedMessages(app).encode), app)
+    yield celery_enqueuer(app, settings)
     app.close()
 
 

@@ -45,31 +45,32 @@ def test_importing_the_schema_module_builds_no_grammar() -> None:
 
 
 def test_the_engine_does_not_import_the_app_module() -> None:
-    """The runtime and the enqueuer are given the app (runtime.configure, Enqueuer(queue, app)): importing them
-    does not import ``workers.app``, so the app → runtime → enqueue → app circle is gone."""
+    """The runtime and the enqueuer are given the app's publisher (ProcessRuntime, Enqueuer(queue, publisher)) and
+    the tasks take the runtime from their own app: importing them does not import ``workers.app``."""
     assert printed("import sys, engine.runtime, engine.enqueue, workers.tasks, workers.beat; "
                    "print('workers.app' in sys.modules)") == "False"
 
 
 # --- the worker's runtime ----------------------------------------------------------------------------------------
 
-def test_a_runtime_nobody_configured_says_what_is_missing() -> None:
-    result = python("from engine import runtime; runtime.runtime()")
-    assert result.returncode != 0 and "runtime.configure(app, settings, encoder) was not called" in result.stderr
+def test_a_runtime_nobody_started_says_what_is_missing() -> None:
+    result = python("from workers.app import app; app.runtime")
+    assert result.returncode != 0 and "the app's runtime was not started" in result.stderr
 
 
-def test_the_worker_configures_the_runtime_with_its_app_when_it_starts() -> None:
-    assert printed("from engine import runtime; from workers import app; from poolboy import reconcilers; "
-                   "app._preload_reconcilers(None); a, s, _, r = runtime._configured; "
-                   "print(a is app.app, s is app.settings, r is reconcilers.RECONCILERS)") == "True True True"
+def test_the_worker_starts_the_runtime_on_its_app_when_it_starts() -> None:
+    assert printed("from workers import app; from poolboy import reconcilers; "
+                   "app._preload_reconcilers(None); rt = app.app.runtime; "
+                   "print(rt.publisher.app is app.app, rt.settings is app.settings, "
+                   "rt.reconcilers is reconcilers.RECONCILERS)") == "True True True"
 
 
 def test_the_reconcilers_given_to_the_worker_are_the_ones_its_runtime_runs() -> None:
     """``poolboy worker --reconcilers`` hands the mapping to ``app.Worker``, which keeps it in its options."""
-    assert printed("from types import SimpleNamespace; from engine import runtime; from workers import app; "
+    assert printed("from types import SimpleNamespace; from workers import app; "
                    "given = {'claim': len}; "
                    "app._preload_reconcilers(SimpleNamespace(options={'reconcilers': given}, pool_cls='threads')); "
-                   "print(runtime.reconcilers() is given)") == "True"
+                   "print(app.app.runtime.reconcilers is given)") == "True"
 
 
 # --- hostile templates -------------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from poolboy.settings import Settings
 from stack.testing import free_port
 from watcher import mapping
 from watcher.delivery import EventDelivery, Intake
+from workers.messages import CeleryPublisher
 from workqueue import keyspace
 from workqueue.queue import Publish, WorkQueue
 from workqueue.roundtrip import RoundTrip, send_all
@@ -206,7 +207,7 @@ class RecordingEnqueuer(Enqueuer):
     """The real enqueuer; only what it would publish is recorded instead of sent."""
 
     def __init__(self, queue: WorkQueue, app: Celery) -> None:
-        super().__init__(queue, app)
+        super().__init__(queue, CeleryPublisher(app))
         self.published: list[str] = []
 
     def publish_many(self, publishes: Sequence[Publish | None]) -> None:

@@ -38,7 +38,7 @@ def test_a_pushed_message_is_the_one_send_task_stores(r: redis.Redis, enqueuer: 
     assert enqueuer.add(KEY, "resync") == "published"
     (pushed,) = _queued(r)
     r.delete(*r.keys("claims*"))
-    enqueuer.app.send_task("poolboy.reconcile.claim", args=[KEY], task_id="sent-by-celery", queue="claims",
+    enqueuer.publisher.app.send_task("poolboy.reconcile.claim", args=[KEY], task_id="sent-by-celery", queue="claims",
                            priority=MESSAGE_PRIORITY[1])
     (sent,) = _queued(r)
     assert _without_per_message_fields(pushed) == _without_per_message_fields(sent)

@@ -33,6 +33,7 @@ from tests.integration.test_watcher import (
 )
 from tests.integration.watcher_keys import event_intake
 from tests.waiting import wait_for
+from workers.messages import CeleryPublisher
 from workqueue import keyspace
 from workqueue.roundtrip import send_all
 
@@ -372,7 +373,7 @@ def test_a_run_starts_and_reads_its_own_object_in_one_round_trip(rb: redis.Redis
     cache.heartbeat(30)
     cache.put(poolboy_obj("ResourcePool", "op", "a", {"minAvailable": 1}, resourceVersion="7"))
     app = Celery("test-begin", broker=redis_server.url, set_as_current=False)
-    rt = runtime.build(app, settings, None, rb)
+    rt = runtime.build(CeleryPublisher(app), settings, None, rb)
     rt.cache = cache
     reader = CachedKubeClient(None, cache, journal=RunJournal())  # type: ignore[arg-type]  # the API is never asked
 

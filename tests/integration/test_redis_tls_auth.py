@@ -12,14 +12,13 @@ import pytest
 import redis
 
 from engine import redis_client
-from engine.enqueue import Enqueuer
-from engine.runtime import work_queue
 from poolboy.settings import Settings
 from stack.testing import RedisServer, WorkerProcess, free_port
 from tests.integration import engine_reconcilers as er
 from tests.integration.engine_settings import ENV, RECONCILERS
 from tests.waiting import wait_for
-from workers.messages import QueuedMessages
+from workers import broker
+from workers.messages import enqueuer as celery_enqueuer
 
 pytestmark = pytest.mark.openssl
 
@@ -67,8 +66,8 @@ def test_a_worker_runs_reconciles_over_tls_with_a_password(tls_redis: tuple[str,
     settings = Settings.from_env(env)
     r = redis_client.client(settings, decode_responses=True)
     r.flushall()
-    app = redis_client.probe_app(settings)
-    enqueuer = Enqueuer(work_queue(settings, QueuedMessages(app).encode), app)
+    app = broker.probe_app(settings)
+    enqueuer = celery_enqueuer(app, settings)
     with WorkerProcess(url, ["claims"], 1, reconcilers=RECONCILERS, env={**ENV, **env}) as worker:
         assert enqueuer.add("claim/tls/a") == "published"
         wait_for(lambda: er.completed(r, "claim/tls/a") == 1, 20, message=f"run over TLS\n{worker.log()[-3000:]}")

@@ -13,6 +13,7 @@ from engine.outcome import Succeeded
 from poolboy.result import PermanentError
 from poolboy.settings import Settings
 from workers.app import app
+from workers.messages import CeleryPublisher
 
 KEY = "claim/demo/hello"
 
@@ -35,7 +36,7 @@ def test_a_permanent_error_is_announced_once_per_change(client: redis.Redis) -> 
 def test_a_success_forgets_the_announced_error(client: redis.Redis) -> None:
     error = PermanentError("ValidationFailed", "spec.x: bad")
     assert run_log.permanent_level(client, KEY, error, 300) == logging.WARNING
-    rt = runtime.build(app, Settings(read_cache=False), None, client)
+    rt = runtime.build(CeleryPublisher(app), Settings(read_cache=False), None, client)
     rt.queue.start(KEY, "t1")
     runner.finish(rt, "claim", KEY, "t1", Succeeded(), own_writes.Collector(), None)
     assert run_log.permanent_level(client, KEY, error, 300) == logging.WARNING, "broken again after a fix is news"

@@ -17,6 +17,7 @@ from engine.sweeps import dirty_keys
 from poolboy import keys
 from poolboy.settings import Settings
 from workers.app import app
+from workers.messages import CeleryPublisher
 from workqueue import keyspace
 
 SETTINGS = Settings()
@@ -27,7 +28,7 @@ API = SETTINGS.api_version
 def rt(redis_server) -> Iterator[runtime.Runtime]:
     client = redis.Redis.from_url(redis_server.url)
     client.flushall()
-    yield runtime.build(app, SETTINGS, None, client)
+    yield runtime.build(CeleryPublisher(app), SETTINGS, None, client)
     client.close()
 
 

@@ -13,6 +13,7 @@ import redis
 from redisscripts.combined import MAX_COMBINED
 from tests.waiting import wait_for
 from workqueue import keyspace, ratelimit
+from workqueue.clock import FakeClock
 from workqueue.delaying import DelayingQueue
 from workqueue.lease import LeaseKeeper, Renewer
 from workqueue.queue import WorkQueue
@@ -32,6 +33,17 @@ def r(bytes_client: redis.Redis) -> redis.Redis:
 @pytest.fixture()
 def work_queue(r) -> WorkQueue:
     return WorkQueue(r, lease_seconds=0.3, pending_ttl=60, stale_seconds=1)
+
+
+@pytest.fixture()
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture()
+def timed_queue(r, clock) -> WorkQueue:
+    """:func:`work_queue` keeping time by :func:`clock`, which only the test moves."""
+    return WorkQueue(r, lease_seconds=0.3, pending_ttl=60, stale_seconds=1, clock=clock)
 
 
 def test_burst_publishes_once(work_queue):
@@ -92,18 +104,17 @@ def _calls(r: redis.Redis) -> dict[str, int]:
     return {name: int(stats["calls"]) for name, stats in r.info("commandstats").items()}
 
 
-def test_add_and_start_keep_time_by_the_callers_clock_without_asking_redis(work_queue, r, monkeypatch):
+def test_add_and_start_keep_time_by_the_callers_clock_without_asking_redis(r):
     """A watch event's ADD and a run's START are the work queue's most frequent steps: they stamp marks and lease
     deadlines with the caller's clock instead of one more ``TIME`` command each."""
-    from workqueue import queue as queue_module
-
+    clock = FakeClock(now=1_000.0)
+    work_queue = WorkQueue(r, lease_seconds=0.3, pending_ttl=60, stale_seconds=1, clock=clock)
     work_queue.add("claim/ns/warm")
     work_queue.start("claim/ns/warm", "warm")  # the scripts are loaded from now on
-    clock = iter([1_000_000, 1_000_250])
-    monkeypatch.setattr(queue_module, "clock_ms", lambda: next(clock))
     before = _calls(r)
     work_queue.add(KEY)
     assert r.get(pending_key(KEY)).decode().split("|")[1] == "1000000"
+    clock.advance(0.25)
     started = work_queue.start(KEY, "t1")
     assert started is not None and started.waited == pytest.approx(0.25)
     assert r.zscore(keyspace.LEASES, KEY) == 1_000_250 + work_queue.lease_ms
@@ -211,36 +222,84 @@ def test_a_due_key_stays_until_its_add_is_made(work_queue, r, monkeypatch):
     assert [added.outcome for added in delaying.release_due()] == ["published"]
 
 
-def test_a_held_key_runs_once_when_its_window_ends(work_queue, r):
+def test_a_held_key_runs_once_when_its_window_ends(timed_queue, clock, r):
     """Adds during a window coalesce into the one run its end releases."""
-    delaying = DelayingQueue(work_queue)
+    delaying = DelayingQueue(timed_queue)
     trip = RoundTrip(r)
     held = trip.call(delaying.hold_call(KEY, 0.2))
     trip.send()
     assert held.value is True
-    assert [work_queue.add(KEY).outcome for _ in range(3)] == ["coalesced"] * 3, "adds join the window"
+    assert [timed_queue.add(KEY).outcome for _ in range(3)] == ["coalesced"] * 3, "adds join the window"
+    clock.advance(0.19)
     assert delaying.release_due() == [], "nothing is released before the window ends"
-    released = wait_for(lambda: delaying.release_due(), 3, message="the window to end")
-    assert [added.outcome for added in released] == ["published"]
-    assert work_queue.add(KEY).outcome == "coalesced", "the released run is queued"
+    clock.advance(0.01)
+    assert [added.outcome for added in delaying.release_due()] == ["published"]
+    assert timed_queue.add(KEY).outcome == "coalesced", "the released run is queued"
 
 
-def test_a_key_held_while_it_runs_is_released_by_the_window_not_by_done(work_queue, r):
-    delaying = DelayingQueue(work_queue)
-    assert work_queue.start(KEY, "t1") is not None
+def test_a_key_held_while_it_runs_is_released_by_the_window_not_by_done(timed_queue, clock, r):
+    delaying = DelayingQueue(timed_queue)
+    assert timed_queue.start(KEY, "t1") is not None
     trip = RoundTrip(r)
     trip.call(delaying.hold_call(KEY, 0.1))
     trip.send()
-    assert work_queue.done(KEY, "t1") is None, "the window's end publishes the run, not DONE"
-    released = wait_for(lambda: delaying.release_due(), 3, message="the window to end")
-    assert [added.outcome for added in released] == ["published"]
+    assert timed_queue.done(KEY, "t1") is None, "the window's end publishes the run, not DONE"
+    assert delaying.release_due() == []
+    clock.advance(0.1)
+    assert [added.outcome for added in delaying.release_due()] == ["published"]
+
+
+def test_a_deadline_is_released_when_the_clock_reaches_it_and_not_before(timed_queue, clock):
+    delaying = DelayingQueue(timed_queue)
+    delaying.add_after(KEY, clock.now() + 3600)
+    clock.advance(3599.9)
+    assert delaying.release_due() == [] and delaying.size() == 1
+    clock.advance(0.1)
+    assert [added.publish.key for added in delaying.release_due()] == [KEY]
+    assert delaying.size() == 0
+
+
+def test_a_run_past_its_time_limit_loses_its_lease_when_the_clock_says_so(r, clock):
+    """The limit is read on the queue's clock: an hour's limit passes when the test moves the clock an hour on (the
+    renewer still sleeps for real between its rounds: a second, a third of this lease)."""
+    queue = WorkQueue(r, lease_seconds=3, clock=clock)
+    assert queue.start(KEY, "t1") is not None
+    with LeaseKeeper(Renewer(queue), KEY, "t1", time_limit=3600) as keeper:
+        clock.advance(3599)
+        assert not keeper.lost.wait(1.5), "within the limit the lease is kept"
+        clock.advance(2)
+        assert keeper.lost.wait(3.0), "past the limit the keeper gives the lease up"
 
 
 def test_the_rate_limiter_counts_failures_until_forgotten(r):
     limiter = ratelimit.RateLimiter(r)
-    assert [limiter.failure(KEY) for _ in range(2)] == [1, 2]
-    r.execute_command(*limiter.forget_command(KEY))
-    assert limiter.failure(KEY) == 1, "after a success the next failure starts from the bottom"
+    for _ in range(2):
+        limiter.when(KEY)
+    assert limiter.num_requeues(KEY) == 2 and limiter.num_requeues("claim/ns/other") == 0
+    limiter.forget(KEY)
+    assert limiter.num_requeues(KEY) == 0
+    limiter.when(KEY)
+    assert limiter.num_requeues(KEY) == 1, "after a success the next failure starts from the bottom"
+    trip = RoundTrip(r)
+    limiter.forget(KEY, trip)
+    assert limiter.num_requeues(KEY) == 1, "forgotten when the round trip goes"
+    trip.send()
+    assert limiter.num_requeues(KEY) == 0
+
+
+def test_the_rate_limiters_backoff_grows_to_its_cap(r):
+    limiter = ratelimit.RateLimiter(r, max_delay=300.0, fault_max_delay=5.0)
+    delays = [limiter.when(KEY) for _ in range(30)]
+    assert all(ratelimit.FLOOR <= d <= min(300.0, 2.0 ** n) for n, d in enumerate(delays)), delays
+    assert max(delays[20:]) > 5.0, "jittered over the whole range up to the cap"
+
+
+def test_a_passing_fault_backs_off_within_its_own_cap_but_honours_retry_after(r):
+    limiter = ratelimit.RateLimiter(r, max_delay=300.0, fault_max_delay=5.0)
+    assert all(limiter.when(KEY, fault=True) <= 5.0 for _ in range(30))
+    assert limiter.when(KEY, fault=True, retry_after=60.0) == 60.0
+    assert limiter.when(KEY, fault=True, retry_after=900.0) == 300.0, "Retry-After up to the limiter's cap"
+    assert limiter.when(KEY, retry_after=900.0) == 300.0
 
 
 def test_add_many_sends_no_script_exists_and_survives_a_flushed_script_cache(work_queue, r):

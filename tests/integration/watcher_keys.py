@@ -19,16 +19,15 @@ import redis
 from celery import Celery
 
 from cache.writer import CacheWriter
-from engine.enqueue import Enqueuer, EventIntake
+from engine.enqueue import EventIntake
 from engine.own_writes import OwnWrites
-from engine.runtime import work_queue
 from poolboy import logs
 from poolboy.kube import KubeClient
 from poolboy.settings import Settings
 from tests.waiting import wait_for
 from watcher.delivery import Event, Intake
 from watcher.main import Watcher
-from workers.messages import QueuedMessages
+from workers.messages import enqueuer
 
 
 class KeyRecorder:
@@ -77,8 +76,8 @@ def event_intake(redis_url: str, client: redis.Redis, cache: CacheWriter | None 
     """``poolboy watcher``'s intake on ``client``, a client of ``redis_url`` (the broker whose message format the
     queue's scripts push the messages they decide are owed in)."""
     app = Celery("test-watcher", broker=redis_url, set_as_current=False)
-    queue = work_queue(Settings.from_env(), QueuedMessages(app).encode, client)
-    return EventIntake(Enqueuer(queue, app), OwnWrites(queue), cache)
+    publishing = enqueuer(app, Settings.from_env(), client)
+    return EventIntake(publishing, OwnWrites(publishing.queue), cache)
 
 
 def main(argv: list[str] | None = None) -> int:

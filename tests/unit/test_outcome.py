@@ -9,15 +9,17 @@ from engine import runner
 from engine.outcome import Refused, Succeeded
 from poolboy.result import PermanentError, Result
 from poolboy.settings import Settings
+from workqueue.clock import FakeClock
 
 
 def _runtime(**settings: Any) -> Any:
-    return cast(Any, SimpleNamespace(settings=Settings(**settings)))
+    return cast(Any, SimpleNamespace(settings=Settings(**settings), clock=FakeClock(now=1000.0)))
 
 
 def test_a_permanent_error_without_an_interval_of_its_own_is_rechecked_at_the_operators() -> None:
     refused = runner._refused(_runtime(permanent_error_recheck=10), "handle", PermanentError("InvalidDefinition", "x"))
     assert isinstance(refused, Refused) and refused.recheck_after == 10
+    assert refused.recheck_at == 1010.0, "on the runtime's clock"
 
 
 def test_a_permanent_errors_own_interval_wins() -> None:

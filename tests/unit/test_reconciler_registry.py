@@ -1,4 +1,4 @@
-"""The reconcilers a worker runs (poolboy.reconcilers, engine.runtime.configure, ``poolboy worker --reconcilers``):
+"""The reconcilers a worker runs (poolboy.reconcilers, engine.runtime.ProcessRuntime, ``poolboy worker --reconcilers``):
 the domain's by default, each kind's module imported on its first lookup (which shows only in a fresh interpreter:
 tests/integration/test_fresh_processes.py); any ``<module>:<attr>`` mapping instead (how the integration tests run
 instrumented reconcilers in real workers)."""

@@ -1,4 +1,5 @@
-"""The Redis client factory's translation of settings into redis-py, kombu and redbeat options (pure)."""
+"""The translation of the Redis settings into redis-py options (:mod:`engine.redis_client`) and kombu's and redbeat's
+(:mod:`workers.broker`) (pure)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from redis.sentinel import SentinelConnectionPool
 
 from engine import redis_client
 from poolboy.settings import Settings
+from workers import broker
 
 SENTINELS = "sentinel://10.0.0.1:26379;sentinel://10.0.0.2:26380;sentinel://10.0.0.3"
 
@@ -21,9 +23,9 @@ def test_plain_url_passes_through() -> None:
     s = settings("redis://127.0.0.1:6380/2")
     endpoint = redis_client.parse(s)
     assert not endpoint.is_sentinel and endpoint.db == 2
-    assert redis_client.celery_options(s)["broker_url"] == "redis://127.0.0.1:6380/2"
-    assert "broker_use_ssl" not in redis_client.celery_options(s)
-    assert redis_client.redbeat_options(s)["redbeat_redis_url"] == "redis://127.0.0.1:6380/2"
+    assert broker.celery_options(s)["broker_url"] == "redis://127.0.0.1:6380/2"
+    assert "broker_use_ssl" not in broker.celery_options(s)
+    assert broker.redbeat_options(s)["redbeat_redis_url"] == "redis://127.0.0.1:6380/2"
 
 
 def test_sentinel_url_lists_every_sentinel_with_the_default_port() -> None:
@@ -35,7 +37,7 @@ def test_sentinel_url_lists_every_sentinel_with_the_default_port() -> None:
 
 def test_sentinel_celery_options_name_the_master() -> None:
     s = settings(SENTINELS, redis_sentinel_master="pool", redis_sentinel_password="s3")
-    options = redis_client.celery_options(s)
+    options = broker.celery_options(s)
     assert options["broker_url"] == SENTINELS
     transport = options["broker_transport_options"]
     assert transport["master_name"] == "pool"
@@ -44,7 +46,7 @@ def test_sentinel_celery_options_name_the_master() -> None:
 
 def test_sentinel_redbeat_options() -> None:
     s = settings("sentinel://a:1/5;sentinel://b:2", redis_sentinel_master="pool", redis_password="pw")
-    options = redis_client.redbeat_options(s)
+    options = broker.redbeat_options(s)
     assert options["redbeat_redis_url"].startswith("redis-sentinel://")
     redis_options = options["redbeat_redis_options"]
     assert redis_options["sentinels"] == [("a", 1), ("b", 2)]
@@ -62,25 +64,25 @@ def test_sentinel_client_is_managed_by_the_sentinels() -> None:
 
 def test_password_setting_goes_into_every_broker_url_part() -> None:
     s = settings("sentinel://a:1;sentinel://b:2", redis_password="p@ss:word")
-    assert redis_client.celery_options(s)["broker_url"] == "sentinel://:p%40ss%3Aword@a:1;sentinel://:p%40ss%3Aword@b:2"
+    assert broker.celery_options(s)["broker_url"] == "sentinel://:p%40ss%3Aword@a:1;sentinel://:p%40ss%3Aword@b:2"
     plain = settings("redis://u:inurl@h:1/0", redis_password="ignored")
-    assert redis_client.celery_options(plain)["broker_url"] == "redis://u:inurl@h:1/0"
+    assert broker.celery_options(plain)["broker_url"] == "redis://u:inurl@h:1/0"
     assert redis_client.client(plain).connection_pool.connection_kwargs["password"] == "inurl"
 
 
 def test_tls_options_for_rediss_and_for_sentinel_when_asked() -> None:
     s = settings("rediss://h:6380/0", redis_tls_ca_file="/ca.pem", redis_tls_cert_file="/c.pem",
                  redis_tls_key_file="/k.pem")
-    assert redis_client.celery_options(s)["broker_use_ssl"] == {
+    assert broker.celery_options(s)["broker_use_ssl"] == {
         "ssl_cert_reqs": ssl.CERT_REQUIRED, "ssl_ca_certs": "/ca.pem", "ssl_certfile": "/c.pem",
         "ssl_keyfile": "/k.pem"}
     assert redis_client.client(s).connection_pool.connection_kwargs["ssl_ca_certs"] == "/ca.pem"
-    assert "broker_use_ssl" not in redis_client.celery_options(settings(SENTINELS))
+    assert "broker_use_ssl" not in broker.celery_options(settings(SENTINELS))
     tls_sentinel = settings(SENTINELS, redis_tls=True, redis_tls_ca_file="/ca.pem")
-    options = redis_client.celery_options(tls_sentinel)
+    options = broker.celery_options(tls_sentinel)
     assert options["broker_use_ssl"]["ssl_ca_certs"] == "/ca.pem"
     assert options["broker_transport_options"]["sentinel_kwargs"]["ssl"] is True
-    assert redis_client.redbeat_options(tls_sentinel)["redbeat_redis_use_ssl"]["ssl_ca_certs"] == "/ca.pem"
+    assert broker.redbeat_options(tls_sentinel)["redbeat_redis_use_ssl"]["ssl_ca_certs"] == "/ca.pem"
 
 
 @pytest.mark.parametrize("url, message", [
