@@ -52,17 +52,21 @@ decided by exactly one of them and costs no round trip of its own:
 from __future__ import annotations
 
 import contextvars
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import redis
 from prometheus_client import Counter
 
 from poolboy.observability import Write, on_write
 from redisscripts import Call, Script
 from workqueue import keyspace
 from workqueue.queue import Added, WorkQueue, new_id, read_added
+
+log = logging.getLogger(__name__)
 
 #: how long a finished run's write ids are remembered: the watch event of a write normally arrives in milliseconds
 RECORD_TTL_MS = 60_000
@@ -116,6 +120,26 @@ def collecting(collector: Collector | None = None) -> Iterator[Collector]:
         _current.reset(token)
 
 
+@dataclass
+class Promises:
+    """The keys a run promised to wake at its end (:meth:`poolboy.context.Context.will_wake`): each promised once, in
+    Redis, before the write it is made for."""
+
+    own_writes: OwnWrites
+    token: str
+    keys: set[str] = field(default_factory=set)
+
+    def __call__(self, key: str) -> None:
+        if key in self.keys:
+            return
+        try:
+            self.own_writes.promise(key, self.token)
+        except redis.RedisError as error:  # only an optimisation: the key's events then run it as usual
+            log.debug("promise to wake %s not recorded: %s", key, error)
+            return
+        self.keys.add(key)
+
+
 # --- the scripts (both sides) -------------------------------------------------------------------------------------
 
 # OBSERVE and WAKE compose the queue's ADD: ``pending``, ``active``, ``queue_list``, ``msg_id``, ``priority``,
@@ -123,13 +147,14 @@ def collecting(collector: Collector | None = None) -> Iterator[Collector]:
 # (:meth:`workqueue.queue.WorkQueue.add_values`)
 
 #: ``write_id``: '' when the event cannot be an own write
-OBSERVE = Script("engine/observe", keys=("pending", "active", "own_writes", "deferred", "queue_list"),
+OBSERVE = Script("engine/observe", keys=("pending", "active", "own_writes", "deferred", "promised", "held",
+                                         "queue_list"),
                  args=("msg_id", "priority", "pending_ttl", "stale_ms", "now_ms", "write_id", "deferred_ttl",
                        "message"))
-#: ``seen``: the run's write ids
-WAKE = Script("engine/wake", keys=("pending", "active", "own_writes", "deferred", "queue_list"),
+#: ``seen``: the run's write ids; ``token``: the run's lease token (its promise to wake the key ends)
+WAKE = Script("engine/wake", keys=("pending", "active", "own_writes", "deferred", "promised", "held", "queue_list"),
               args=("msg_id", "priority", "pending_ttl", "stale_ms", "now_ms", "record_ttl", "deferred_ttl",
-                    "message"), rest="seen")
+                    "message", "token"), rest="seen")
 NOTE = Script("engine/note", keys=("active", "own_writes", "deferred"), args=("record_ttl", "deferred_ttl"),
               rest="seen")
 SETTLE = Script("engine/settle", keys=("pending", "active", "own_writes", "deferred"),
@@ -160,20 +185,33 @@ class OwnWrites:
     def _keys(key: str) -> dict[str, str]:
         return {"own_writes": keyspace.own_writes(key), "deferred": keyspace.deferred_events(key)}
 
+    @staticmethod
+    def _promise_keys(key: str) -> dict[str, str]:
+        return {"promised": keyspace.promised(key), "held": keyspace.held_events(key)}
+
     def observe_call(self, key: str, write_id: str | None) -> Call[Added]:
         """The watcher's step per key an event wakes: ADD, unless ``write_id`` is the key's own write or a run of the
         key is going on (then that run judges it at its end)."""
         return self._observe.call(read_added(key), **self.queue.add_values(key), **self._keys(key),
-                                  write_id=write_id or "", deferred_ttl=DEFERRED_TTL_S)
+                                  **self._promise_keys(key), write_id=write_id or "", deferred_ttl=DEFERRED_TTL_S)
 
-    def wake_call(self, key: str, seen: list[str]) -> Call[Added]:
+    def wake_call(self, key: str, seen: list[str], token: str = "", promised: bool = False) -> Call[Added]:
         """ADD for a key a finishing run wakes, recording the run's write ids ``seen`` as the key's own first: their
         watch events wake the key too, but the run this ADD causes reads what they wrote. While a run of the key is
-        going on the ids are deferred to it instead (outcome "deferred"): it runs again only if it did not get them."""
-        if not seen:
+        going on the ids are deferred to it instead (outcome "deferred"): it runs again only if it did not get them.
+        A key the run ``promised`` to wake (:meth:`promise`) has its promise ended and its held events covered."""
+        if not seen and not promised:
             return self.queue.add_call(key)
         return self._wake.call(read_added(key), **self.queue.add_values(key), **self._keys(key),
-                               record_ttl=RECORD_TTL_MS, deferred_ttl=DEFERRED_TTL_S, seen=seen)
+                               **self._promise_keys(key), record_ttl=RECORD_TTL_MS, deferred_ttl=DEFERRED_TTL_S,
+                               token=token, seen=seen)
+
+    def promise(self, key: str, token: str) -> None:
+        """The run holding ``token`` will wake ``key`` at its end (:meth:`wake_call`): until then the key's watch events
+        are held for it (OBSERVE), so a write the run makes now does not run the key while the run is still writing.
+        The promise lapses with the run's lease, should the run die (held events then make the key dirty for the
+        sweeps, :func:`engine.sweeps.dirty_keys`)."""
+        self.queue.redis.set(keyspace.promised(key), token, px=self.queue.lease_ms)
 
     def note_call(self, key: str, seen: list[str]) -> Call[Any]:
         """:meth:`wake_call`'s recording without the ADD, for a key the run holds for a window instead."""

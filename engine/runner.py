@@ -72,25 +72,27 @@ def _failed(rt: Runtime, kind: str, key: str, error: BaseException) -> Failed:
     return Failed(delay, f"transient error, retry {rt.limiter.num_requeues(key)} in {delay:.1f}s: {error}")
 
 
-def run_context(rt: Runtime, kube: CachedKubeClient | None) -> Context:
-    """The domain's context for one run: the run's reader with the engine's read-ahead and handle index, and the
-    API client's Events, discovery and uncached reads; without a cluster, one whose first request says so."""
+def run_context(rt: Runtime, kube: CachedKubeClient | None, promises: own_writes.Promises | None = None) -> Context:
+    """The domain's context for one run: the run's reader with the engine's read-ahead and handle index, the API
+    client's Events, discovery and uncached reads, and the run's promises to wake keys; without a cluster, one whose
+    first request says so."""
     if kube is None:
         return Context.without_cluster(rt.settings, "no Kubernetes client could be built: see the worker's log")
     api: KubeClient = rt.kube
     index = rt.handle_index.for_run(kube.prime) if rt.handle_index is not None else None
     return Context(kube=kube, events=api.events, mapper=api.discovery, settings=rt.settings, index=index, api=api,
-                   prefetcher=kube.prefetch)
+                   prefetcher=kube.prefetch, promiser=promises)
 
 
-def reconcile_once(rt: Runtime, kind: str, key: str, kube: CachedKubeClient | None) -> Outcome:
+def reconcile_once(rt: Runtime, kind: str, key: str, kube: CachedKubeClient | None,
+                   promises: own_writes.Promises | None = None) -> Outcome:
     """Call the domain reconciler once and say what came of it; never raises for reconcile failures (only
     :class:`engine.shutdown.HandBack`, which is not one)."""
     _, namespace, name = parse(key)
     try:
         reconciler = rt.reconcilers[kind]
         with shutdown.interruptible(rt.settings.reconcile_soft_time_limit):
-            result = reconciler(run_context(rt, kube), namespace, name)
+            result = reconciler(run_context(rt, kube, promises), namespace, name)
     except PermanentError as error:
         return _refused(rt, kind, error)
     except Forbidden as error:  # a refusal the kind did not report on its object: still the installer's to fix
@@ -104,8 +106,13 @@ def reconcile_once(rt: Runtime, kind: str, key: str, kube: CachedKubeClient | No
 
 # --- the run's end: the one switch from outcome to queue ----------------------------------------------------------
 
-def _wake(rt: Runtime, trip: RoundTrip, keys: tuple[str, ...], seen: list[str]) -> list[Reply[Added]]:
-    return [trip.call(rt.own_writes.wake_call(key, seen)) for key in keys]
+def _wake(rt: Runtime, trip: RoundTrip, keys: tuple[str, ...], seen: list[str],
+          promises: own_writes.Promises | None) -> list[Reply[Added]]:
+    """WAKE each key, those the run promised to wake among them whatever the outcome (their events were held)."""
+    promised = promises.keys if promises is not None else set()
+    token = promises.token if promises is not None else ""
+    every = tuple(dict.fromkeys((*keys, *sorted(promised))))
+    return [trip.call(rt.own_writes.wake_call(key, seen, token, key in promised)) for key in every]
 
 
 def _hold(rt: Runtime, trip: RoundTrip, keys: tuple[str, ...], seen: list[str]) -> None:
@@ -117,7 +124,7 @@ def _hold(rt: Runtime, trip: RoundTrip, keys: tuple[str, ...], seen: list[str]) 
 
 
 def finish(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, writes: own_writes.Collector,
-           kube: CachedKubeClient | None) -> None:
+           kube: CachedKubeClient | None, promises: own_writes.Promises | None = None) -> None:
     """The run's last round trip: its deferred cache writes first (a run it wakes reads them), then what the outcome
     asks of the queue, then its own writes settled and the key released, atomically (:mod:`engine.own_writes`:
     an event that arrives between the two would otherwise be lost). Then the publishes no script made itself."""
@@ -128,8 +135,8 @@ def finish(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, write
     woken: list[Reply[Added]] = []
     match outcome:
         case Succeeded(requeue_at=requeue_at, wake=wake, hold=hold):
-            woken = _wake(rt, trip, wake, seen)
-            _hold(rt, trip, hold, seen)
+            woken = _wake(rt, trip, wake, seen, promises)
+            _hold(rt, trip, tuple(k for k in hold if promises is None or k not in promises.keys), seen)
             if requeue_at is not None:
                 trip.call(rt.delaying.add_after_call(key, requeue_at))
             rt.limiter.forget(key, trip)
@@ -137,12 +144,14 @@ def finish(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, write
             if rt.clean_marks is not None and kind in sweeps.FILTERED:
                 trip.call(rt.clean_marks.mark_call(key, token))  # the periodic sweeps pass it over until it changes
         case Failed(retry_in=retry_in):
+            woken = _wake(rt, trip, (), seen, promises)
             trip.call(rt.delaying.add_after_call(key, rt.clock.now() + retry_in))
         case Refused(recheck_at=recheck_at, wake=wake):
-            woken = _wake(rt, trip, wake, seen)
+            woken = _wake(rt, trip, wake, seen, promises)
             trip.call(rt.delaying.add_after_call(key, recheck_at))
             rt.limiter.forget(key, trip)
         case HandedBack():
+            woken = _wake(rt, trip, (), seen, promises)
             trip.call(rt.queue.add_call(key))  # marked owed while the lease is ours: DONE re-publishes it at once
     # the versions the run got count as its own: an event of one of them brings it nothing new
     acted_on = [*seen, *kube.journal.seen()] if kube is not None else seen
@@ -202,11 +211,12 @@ def execute(rt: Runtime, msg_id: str | None, kind: str, key: str) -> str:
     began = rt.clock.monotonic()
     outcome: Outcome = Failed(0.0, "error")
     writes = own_writes.Collector()
+    promises = own_writes.Promises(rt.own_writes, token)
     with run_log.running(key) as run, event_recorder.foreground():
         try:
             with LeaseKeeper(rt.renewer, key, token, rt.settings.reconcile_time_limit) as keeper, \
                     own_writes.collecting(writes):
-                outcome = reconcile_once(rt, kind, key, kube)
+                outcome = reconcile_once(rt, kind, key, kube, promises)
             if keeper.lost.is_set():
                 log.warning("%s: lease lost during the run; another run may have overlapped", key)
         except shutdown.HandBack:
@@ -218,16 +228,16 @@ def execute(rt: Runtime, msg_id: str | None, kind: str, key: str) -> str:
             labelled(metrics.RECONCILE_TOTAL, kind, outcome.result).inc()
             text, level = run_log.describe(outcome, rt.redis, key)
             run_log.report(run, text, elapsed, level)
-            finish_or_report(rt, kind, key, token, outcome, writes, kube)
+            finish_or_report(rt, kind, key, token, outcome, writes, kube, promises)
     return outcome.result
 
 
 def finish_or_report(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, writes: own_writes.Collector,
-                     kube: CachedKubeClient | None) -> None:
+                     kube: CachedKubeClient | None, promises: own_writes.Promises | None = None) -> None:
     """:func:`finish`, with Redis refusing the record for memory reported in one line instead of failing the task:
     the run's lease then lapses and the work queue runs the key again (:mod:`engine.redis_oom`)."""
     try:
-        finish(rt, kind, key, token, outcome, writes, kube)
+        finish(rt, kind, key, token, outcome, writes, kube, promises)
     except redis.RedisError as error:
         if not redis_oom.is_oom(error):
             raise

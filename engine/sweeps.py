@@ -10,7 +10,8 @@ and who else covers it:
   version its last successful run recorded (its ``clean`` mark, :class:`CleanMarks`), in case an add was lost. The
   60 s sweeps read the version from the shared cache, the resync from the API, so a cache that missed an event is
   caught too;
-* a run owed but never started (a worker killed holding its message): the object's pending mark is still there,
+* a run owed but never started (a worker killed holding its message, or one that promised to wake the object and
+  died holding its events): the object's pending mark or held events are still there,
   and the sweep adds it (the queue re-publishes a queued mark older than ``workqueue_stale_seconds``); a failed run's
   retry is in the delaying queue, and the object has no clean mark until a run succeeds;
 * time: lifespan starts and ends, unclaimed handles and re-checks of permanent errors are in the delaying queue; an
@@ -66,7 +67,7 @@ def dirty_keys(client: redis.Redis, settings: Settings, candidates: Iterable[str
         pipe = client.pipeline(transaction=False)
         for key in chunk:
             pipe.hmget(cached_object_key(settings, key), "rv", "clean", "refresh")
-            pipe.exists(keyspace.pending(key))
+            pipe.exists(keyspace.pending(key), keyspace.held_events(key))
         replies = pipe.execute()
         for index, key in enumerate(chunk):
             (cached, clean, refresh), pending = replies[2 * index], replies[2 * index + 1]

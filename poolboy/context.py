@@ -17,6 +17,8 @@ if TYPE_CHECKING:  # the wrapper imports the kubernetes client; the domain only 
 
 #: reads the objects named now, together, so that the run's gets of them are answered from that read
 Prefetcher = Callable[["Iterable[ObjectRef]"], None]
+#: the engine's side of :meth:`Context.will_wake`
+Promiser = Callable[[str], None]
 
 
 def utcnow() -> datetime:
@@ -48,6 +50,8 @@ class Context:
     api: Reader | None = None
     #: the engine's read-ahead (see :meth:`prefetch`); None: every get is read when it is made
     prefetcher: Prefetcher | None = None
+    #: the engine's promises of a wake at the run's end (see :meth:`will_wake`); None: nothing to promise
+    promiser: Promiser | None = None
 
     @classmethod
     def without_cluster(cls, settings: Settings, why: str) -> Context:
@@ -67,6 +71,14 @@ class Context:
         still goes through :attr:`kube`."""
         if self.prefetcher is not None:
             self.prefetcher(refs)
+
+    def will_wake(self, key: str) -> None:
+        """This run is about to write what ``key``'s reconciler reads (a claim binding or creating its handle, a
+        handle creating its claim's resource): the engine wakes ``key`` at the run's end, whatever its outcome, and
+        holds the key's watch events until then, so that the write's event does not run the key while this run is
+        still writing. Only an optimisation of how often the key runs: without an engine, nothing happens."""
+        if self.promiser is not None:
+            self.promiser(key)
 
     def label(self, suffix: str) -> str:
         return self.settings.label(suffix)

@@ -66,6 +66,16 @@ def deferred_events(key: str) -> str:
     return f"{OWN_WRITES}{tagged(key)}:deferred"
 
 
+def promised(key: str) -> str:
+    """The lease token of a run that promised to wake the key at its end (:mod:`engine.own_writes`)."""
+    return f"{OWN_WRITES}{tagged(key)}:promised"
+
+
+def held_events(key: str) -> str:
+    """The write ids of the key's watch events held for the run that promised to wake it (:mod:`engine.own_writes`)."""
+    return f"{OWN_WRITES}{tagged(key)}:held"
+
+
 def logged_error(key: str) -> str:
     """The permanent error last logged for the key (:mod:`engine.run_log`)."""
     return f"{RUN_LOG}{tagged(key)}:logged"

@@ -11,6 +11,10 @@ local function defer(deferred, ids, ttl)
   end
 end
 
+-- A held or deferred event that names no write (a deletion, an object being deleted): never anybody's own write, so
+-- whoever judges it runs the key again.
+local UNKNOWN_WRITE = '-'
+
 -- A space-separated string of write ids (own-write records, deferred events; false: none) as a list without repeats,
 -- in order, and as a set.
 local function ids_of(text)

@@ -15,7 +15,7 @@ from celery import Celery
 
 from cache.store import ObjectCache
 from cache.writer import CacheWriter
-from engine import own_writes
+from engine import own_writes, sweeps
 from engine.enqueue import Enqueuer, EventIntake, Wakes
 from engine.own_writes import OwnWrites
 from poolboy import observability
@@ -179,6 +179,62 @@ def test_a_wake_without_writes_is_a_plain_add(work_queue: OwnWritesQueue) -> Non
     assert wake(work_queue, KEY, []) == "published"
     assert observe(work_queue, KEY, "res/5") == "coalesced"
     assert not work_queue.redis.exists(keyspace.own_writes(KEY))
+
+
+# --- a run's promise to wake a key ------------------------------------------------------------------------------
+
+HANDLE = "handle/op/h"
+
+
+def promised_wake(work_queue: OwnWritesQueue, key: str, seen: list[str], token: str) -> str:
+    """The WAKE of a key the run holding ``token`` promised to wake."""
+    return send_all(work_queue.redis, [work_queue.own.wake_call(key, seen, token, promised=True)])[0].outcome
+
+
+def test_the_events_of_a_key_a_run_promised_to_wake_wait_for_its_wake(work_queue: OwnWritesQueue) -> None:
+    """A handle run about to create its claim's resource promises to wake the claim: the resource's ADDED event
+    does not run the claim while the handle run still writes; the handle run's WAKE runs it once, after."""
+    work_queue.start(HANDLE, "h1")
+    work_queue.own.promise(KEY, "h1")
+    assert observe(work_queue, KEY, "res/1") == "held"
+    assert observe(work_queue, KEY, None) == "held", "an event without a write id too"
+    assert not work_queue.redis.exists(keyspace.pending(KEY)), "no run of the claim yet"
+    assert promised_wake(work_queue, KEY, ["res/1"], "h1") == "published"
+    assert not work_queue.redis.exists(keyspace.promised(KEY), keyspace.held_events(KEY)), "the promise is kept"
+    assert observe(work_queue, KEY, "res/1") == "own-write", "a late duplicate of the event brings nothing"
+    assert observe(work_queue, KEY, "res/2") == "coalesced", "after the WAKE, events add as before"
+
+
+def test_a_wake_ends_only_its_own_runs_promise(work_queue: OwnWritesQueue) -> None:
+    work_queue.own.promise(KEY, "h2")  # another run promised the claim too
+    assert promised_wake(work_queue, KEY, [], "h1") == "published"
+    assert work_queue.redis.get(keyspace.promised(KEY)) == "h2"
+    assert observe(work_queue, KEY, "res/3") == "held", "held for the run that still promises"
+
+
+def test_events_held_while_the_woken_key_runs_are_judged_by_that_run(work_queue: OwnWritesQueue) -> None:
+    """The claim runs (its own event came before the promise): the held event and the WAKE's writes are deferred to
+    that run, which runs once more only for what it did not get."""
+    work_queue.start(KEY, "c1")
+    work_queue.own.promise(KEY, "h1")
+    assert observe(work_queue, KEY, "res/4") == "held"
+    assert promised_wake(work_queue, KEY, ["h/5"], "h1") == "deferred"
+    done = work_queue.done(KEY, "c1", writes=["h/5"])  # c1 got the handle's version, not the resource's
+    assert (done.deferred, done.foreign) == (2, 1) and done.rerun is not None
+
+
+def test_a_promise_lapses_with_the_lease_and_its_held_events_make_the_key_dirty(work_queue: OwnWritesQueue,
+                                                                               r: redis.Redis) -> None:
+    """A run that promised and died: its promise lapses within a lease, and the events it held make the key one a
+    sweep runs (engine/sweeps.py), whatever its version."""
+    work_queue.own.promise(KEY, "h1")
+    assert 0 < r.pttl(keyspace.promised(KEY)) <= work_queue.queue.lease_ms
+    assert observe(work_queue, KEY, "res/6") == "held"
+    settings = Settings()
+    r.hset(sweeps.cached_object_key(settings, KEY), mapping={"rv": "7", "clean": "7", "refresh": "9e12"})
+    assert sweeps.dirty_keys(r, settings, [KEY]) == [KEY]
+    r.delete(keyspace.held_events(KEY))
+    assert sweeps.dirty_keys(r, settings, [KEY]) == [], "control: clean at its version, nothing held"
 
 
 def test_records_expire(work_queue: OwnWritesQueue, r: redis.Redis) -> None:

@@ -35,7 +35,7 @@ import logging
 import time
 from typing import Any, Protocol
 
-from poolboy import kube
+from poolboy import keys, kube
 from poolboy.context import Context
 from poolboy.domain import binding, claim_lifespan, handle_factory, matching
 from poolboy.domain.binding import candidates as candidate_index
@@ -259,6 +259,8 @@ def bind_candidate(run: ClaimRun, mode: Mode, candidate: dict[str, Any],
     """Name the candidate on the claim (:meth:`ClaimRun.intend`), then bind it with the conditional patch; the
     handle, or None once it can no longer be this claim's (bound to another claim, deleting or gone)."""
     run.intend(candidate["metadata"]["name"])
+    # the bind's watch event would run the handle while this run still writes; recording the binding wakes it
+    run.ctx.will_wake(keys.make(keys.HANDLE, candidate["metadata"]["namespace"], candidate["metadata"]["name"]))
     for _ in range(BIND_ATTEMPTS):
         handle = try_bind(run.ctx, candidate, bind_patch(run, mode, candidate, claim_resources))
         if handle is not None:

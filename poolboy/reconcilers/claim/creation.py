@@ -14,6 +14,7 @@ import dataclasses
 from datetime import datetime
 from typing import Any
 
+from poolboy import keys
 from poolboy.domain import claim_lifespan, handle_factory
 from poolboy.domain import lifespan as lifespan_rules
 from poolboy.reconcilers.claim.claim_run import ClaimRun
@@ -32,7 +33,10 @@ def create_handle(run: ClaimRun, mode: Mode, claim_resources: list[dict[str, Any
     requested = claim_lifespan.parse_optional((run.spec.get("lifespan") or {}).get("end"))
     annotations = {run.ctx.label(claim_lifespan.LIFESPAN_REQUEST_ANNOTATION):
                    claim_lifespan.lifespan_request(requested, limits)} if requested is not None else None
-    run.intend(handle_factory.handle_name(run.meta["uid"]))
+    name = handle_factory.handle_name(run.meta["uid"])
+    run.intend(name)
+    # the create's ADDED event would run the handle while this run still writes; recording the binding wakes it
+    run.ctx.will_wake(keys.make(keys.HANDLE, run.ctx.settings.operator_namespace, name))
     handle, created = handle_factory.create_or_adopt(run.ctx, run.claim, provider_spec=mode.provider_spec(run),
                                                      resources=claim_resources,
                                                      lifespan=_spec_lifespan(run, limits, requested) or None,

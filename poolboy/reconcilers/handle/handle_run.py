@@ -12,7 +12,7 @@ from poolboy.domain import health, linked, managed_resources, ownership
 from poolboy.domain.provider import Provider
 from poolboy.domain.requester import Requester, get_requester
 from poolboy.kinds import RESOURCE_CLAIM
-from poolboy.reconcilers.handle.names import describe_reference
+from poolboy.reconcilers.handle.names import claim_key, describe_reference
 from poolboy.reconcilers.handle.status import status_resources, write_status
 from poolboy.result import PermanentError
 from poolboy.utils import templating
@@ -135,6 +135,9 @@ class HandleRun:
                 self.write_status()  # durable before create; Conflict here re-runs the reconcile
         self.status_resources[index].pop("waitingFor", None)
         before = self.states[index]
+        claim = claim_key(self.handle)
+        if before is None and claim is not None:  # its ADDED event would run the claim before this run's status
+            self.ctx.will_wake(claim)
         try:
             self.states[index] = managed_resources.create_or_update(self.ctx, definition, provider.update_filters,
                                                                     before, self.handle, on_created=self.created)
