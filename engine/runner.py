@@ -123,6 +123,13 @@ def _hold(rt: Runtime, trip: RoundTrip, keys: tuple[str, ...], seen: list[str]) 
             trip.call(rt.delaying.hold_call(key, rt.settings.hold_seconds))
 
 
+def _mark_clean(rt: Runtime, trip: RoundTrip, kind: str, key: str, token: str) -> None:
+    """The periodic sweeps pass the object over until it changes (:mod:`engine.sweeps`): its run ended in a state
+    only a change, or its own schedule, moves on from."""
+    if rt.clean_marks is not None and kind in sweeps.FILTERED:
+        trip.call(rt.clean_marks.mark_call(key, token))
+
+
 def finish(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, writes: own_writes.Collector,
            kube: CachedKubeClient | None, promises: own_writes.Promises | None = None) -> None:
     """The run's last round trip: its deferred cache writes first (a run it wakes reads them), then what the outcome
@@ -141,8 +148,7 @@ def finish(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, write
                 trip.call(rt.delaying.add_after_call(key, requeue_at))
             rt.limiter.forget(key, trip)
             trip.command("DEL", run_log.logged_key(key))
-            if rt.clean_marks is not None and kind in sweeps.FILTERED:
-                trip.call(rt.clean_marks.mark_call(key, token))  # the periodic sweeps pass it over until it changes
+            _mark_clean(rt, trip, kind, key, token)
         case Failed(retry_in=retry_in):
             woken = _wake(rt, trip, (), seen, promises)
             trip.call(rt.delaying.add_after_call(key, rt.clock.now() + retry_in))
@@ -150,6 +156,7 @@ def finish(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, write
             woken = _wake(rt, trip, wake, seen, promises)
             trip.call(rt.delaying.add_after_call(key, recheck_at))
             rt.limiter.forget(key, trip)
+            _mark_clean(rt, trip, kind, key, token)  # its re-check is due in the delaying queue, not at every sweep
         case HandedBack():
             woken = _wake(rt, trip, (), seen, promises)
             trip.call(rt.queue.add_call(key))  # marked owed while the lease is ours: DONE re-publishes it at once

@@ -13,7 +13,8 @@ and who else covers it:
 * a run owed but never started (a worker killed holding its message, or one that promised to wake the object and
   died holding its events): the object's pending mark or held events are still there,
   and the sweep adds it (the queue re-publishes a queued mark older than ``workqueue_stale_seconds``); a failed run's
-  retry is in the delaying queue, and the object has no clean mark until a run succeeds;
+  retry is in the delaying queue, and the object has no clean mark until a run succeeds or is refused (a permanent
+  error's slow re-check is in the delaying queue too, so the sweeps do not try it again meanwhile);
 * time: lifespan starts and ends, unclaimed handles and re-checks of permanent errors are in the delaying queue; an
   object whose provider's templates read the clock (``now()``, ``timestamp``, ``datetime``) re-runs itself every
   ``time_dependent_interval`` through the delaying queue

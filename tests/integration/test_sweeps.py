@@ -12,9 +12,10 @@ import redis
 
 from cache.store import ObjectCache
 from engine import own_writes, runner, runtime
-from engine.outcome import Failed, Outcome, Succeeded
+from engine.outcome import Failed, Outcome, Refused, Succeeded
 from engine.sweeps import dirty_keys
 from poolboy import keys
+from poolboy.result import PermanentError
 from poolboy.settings import Settings
 from workers.app import app
 from workers.messages import CeleryPublisher
@@ -62,6 +63,19 @@ def test_only_changed_or_owed_objects_are_swept(rt) -> None:
     rt.queue.add(owed)  # a run is owed (its message may sit on a dead worker)
 
     assert dirty_keys(rt.redis, SETTINGS, [converged, changed, failed, owed, never]) == [changed, failed, owed, never]
+
+
+def test_a_refused_object_waits_for_its_recheck_not_for_the_sweeps(rt) -> None:
+    """A permanent error is re-checked slowly (its re-check in the delaying queue): the sweeps pass the object over
+    until it changes, so a refused claim is not tried again at every sweep."""
+    assert rt.cache is not None
+    refused, changed = (keys.make(keys.CLAIM, "ns", n) for n in "rc")
+    for key in (refused, changed):
+        rt.cache.put(_claim(keys.parse(key)[2], "5"))
+        _run(rt, key, Refused(PermanentError("InvalidDefinition", "bad"), 300.0, time.time() + 300.0))
+    rt.cache.put(_claim("c", "6"))  # the user fixed it: its change runs it, and so would a sweep
+    assert dirty_keys(rt.redis, SETTINGS, [refused, changed]) == [changed]
+    assert rt.delaying.size() == 2, "each re-check is due in the delaying queue"
 
 
 def test_a_converged_object_runs_again_once_its_sync_period_is_over(rt) -> None:
