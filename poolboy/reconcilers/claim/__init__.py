@@ -11,10 +11,9 @@ The claim's status has one writer: this package. The handle's spec may be writte
 status never; cross-object effects are woken keys.
 
 The parts: :mod:`.claim_run` (the staged write and the events), :mod:`.modes` (provider mode and resources mode
-behind one interface), :mod:`.bind` (the bind decision, top to bottom: which handle the claim gets), :mod:`.creation`
-(a new handle), :mod:`.waiting` (no handle yet: the claim queue), :mod:`.recording` (what the claim records of its
-handle), :mod:`.propagation` (claim → handle), :mod:`.mirroring` (handle → claim), :mod:`.lifecycle`
-(deletion, detaching, autoDelete/autoDetach).
+behind one interface), :mod:`.bind` (the bind decision, top to bottom: which handle the claim gets, bound or created,
+and what the claim records of it), :mod:`.waiting` (no handle yet: the claim queue), :mod:`.propagation` (claim →
+handle), :mod:`.mirroring` (handle → claim), :mod:`.lifecycle` (deletion, detaching, autoDelete/autoDetach).
 """
 
 from __future__ import annotations
@@ -29,10 +28,9 @@ from poolboy.domain.provider import ProviderNotFound
 from poolboy.kinds import RESOURCE_CLAIM
 from poolboy.reconcilers import preamble
 from poolboy.reconcilers.claim import lifecycle, mirroring, propagation, waiting
-from poolboy.reconcilers.claim.bind import bind_or_create
+from poolboy.reconcilers.claim.bind import bind_or_create, record_binding
 from poolboy.reconcilers.claim.claim_run import ClaimRun
 from poolboy.reconcilers.claim.modes import Mode, check_providers, select_mode
-from poolboy.reconcilers.claim.recording import record_binding
 from poolboy.result import PermanentError, Result
 from poolboy.utils import timeutil
 

@@ -21,23 +21,26 @@
    two runs of the claim bind the same handle), then one conditional JSON patch on the handle (:func:`try_bind`,
    the patch from :func:`poolboy.domain.binding.bind_ops`): the API server decides which claim wins a handle; a loser
    reads the handle again, adopts it when a run of the same claim won it, and otherwise moves on.
-6. **Create** when nothing could be bound and creation is allowed
-   (:func:`poolboy.reconcilers.claim.creation.create_handle`), or time out of the queue (``maxWait``: give up or
-   create).
-7. **Recorded** (:mod:`.recording`): ``status.resourceHandle``, the lifespan from the bind, the handle and its pool
-   woken, the Events.
+6. **Create** when nothing could be bound and creation is allowed (:func:`create_handle`: the handle gets the
+   lifespan its providers allow, the claim's requested end clamped to them; idempotent by name, and named on the
+   claim first, as before a bind), or time out of the queue (``maxWait``: give up or create).
+7. **Recorded** (:func:`bound`, :func:`record_binding`): ``status.resourceHandle``, the lifespan from the bind, the
+   handle and its pool woken, the Events.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import time
+from datetime import datetime
 from typing import Any, Protocol
 
 from poolboy import keys, kube
 from poolboy.context import Context
 from poolboy.domain import binding, claim_lifespan, handle_factory, matching
+from poolboy.domain import lifespan as lifespan_rules
 from poolboy.domain.binding import candidates as candidate_index
 from poolboy.domain.binding import scopes
 from poolboy.domain.binding.queue_policy import OnTimeout
@@ -45,9 +48,8 @@ from poolboy.domain.provider import Provider
 from poolboy.kinds import RESOURCE_HANDLE
 from poolboy.reconcilers.claim import waiting
 from poolboy.reconcilers.claim.claim_run import ClaimRun
-from poolboy.reconcilers.claim.creation import create_handle
 from poolboy.reconcilers.claim.modes import Mode
-from poolboy.reconcilers.claim.recording import bound
+from poolboy.utils import timeutil
 
 log = logging.getLogger(__name__)
 
@@ -315,3 +317,71 @@ def providers_by_name(ctx: Context, handles: list[dict[str, Any]], known: list[P
                 if provider is not None:
                     result[name] = provider.obj
     return result
+
+
+# --- 6. create: the claim's own handle, when nothing could be bound ---------------------------------------------
+
+def create_handle(run: ClaimRun, mode: Mode, claim_resources: list[dict[str, Any]]) -> dict[str, Any]:
+    """Create (or adopt) the claim's own handle and record it in the claim's status."""
+    limits = lifespan_rules.combine_limits([
+        dataclasses.replace(p.lifespan_limits(run.ctx, resource_claim=run.claim),
+                            default_raw=p.lifespan.get("default"), maximum_raw=p.lifespan.get("maximum"),
+                            relative_maximum_raw=p.lifespan.get("relativeMaximum"))
+        for p in mode.providers])
+    requested = claim_lifespan.parse_optional((run.spec.get("lifespan") or {}).get("end"))
+    annotations = {run.ctx.label(claim_lifespan.LIFESPAN_REQUEST_ANNOTATION):
+                   claim_lifespan.lifespan_request(requested, limits)} if requested is not None else None
+    name = handle_factory.handle_name(run.meta["uid"])
+    run.intend(name)
+    # the create's ADDED event would run the handle while this run still writes; recording the binding wakes it
+    run.ctx.will_wake(keys.make(keys.HANDLE, run.ctx.settings.operator_namespace, name))
+    handle, created = handle_factory.create_or_adopt(run.ctx, run.claim, provider_spec=mode.provider_spec(run),
+                                                     resources=claim_resources,
+                                                     lifespan=_spec_lifespan(run, limits, requested) or None,
+                                                     annotations=annotations)
+    name = handle["metadata"]["name"]
+    if created:
+        record_binding(run, mode, handle, "HandleCreated", f"Created ResourceHandle {name}")
+    else:
+        record_binding(run, mode, handle, "Bound", f"Adopted ResourceHandle {name}")
+    return handle
+
+
+def _spec_lifespan(run: ClaimRun, limits: lifespan_rules.Limits, requested: datetime | None) -> dict[str, Any]:
+    """The new handle's ``spec.lifespan``: the combined limits and the end the claim gets."""
+    spec_lifespan: dict[str, Any] = {}
+    if limits.default is not None:
+        spec_lifespan["default"] = timeutil.format_interval(limits.default)
+    # maximum and relativeMaximum keep the provider's raw strings (templates are re-evaluated every reconcile)
+    if limits.maximum is not None:
+        spec_lifespan["maximum"] = limits.maximum_raw or timeutil.format_interval(limits.maximum)
+    if limits.relative_maximum is not None:
+        spec_lifespan["relativeMaximum"] = limits.relative_maximum_raw or \
+            timeutil.format_interval(limits.relative_maximum)
+    end = lifespan_rules.new_handle_end(requested, limits, run.ctx.now, run.ctx.now)
+    if end is not None:
+        spec_lifespan["end"] = timeutil.format_timestamp(end)
+    return spec_lifespan
+
+
+# --- 7. recorded: what the claim keeps of the handle it bound, adopted or created -----------------------------------
+
+def bound(run: ClaimRun, mode: Mode, handle: dict[str, Any], reason: str, message: str) -> None:
+    """Record a handle bound in this run; its pool replenishes."""
+    pool = (handle["metadata"].get("labels") or {}).get(run.ctx.label("resource-pool-name"))
+    if pool:
+        run.hold.append(keys.make(keys.POOL, run.ctx.settings.operator_namespace, pool))
+    record_binding(run, mode, handle, reason, message)
+
+
+def record_binding(run: ClaimRun, mode: Mode, handle: dict[str, Any], reason: str, message: str) -> None:
+    """``status.resourceHandle`` and a fresh ``status.lifespan`` whose start is the bind time."""
+    run.status["resourceHandle"] = {"apiVersion": run.ctx.settings.api_version, "kind": RESOURCE_HANDLE,
+                                    "name": handle["metadata"]["name"], "namespace": handle["metadata"]["namespace"]}
+    limits = claim_lifespan.handle_limits(handle, run.claim, mode.template_vars(handle))
+    run.status["lifespan"] = claim_lifespan.status_lifespan({}, handle, limits, start=run.ctx.now)
+    run.status.pop("queue", None)
+    run.wake.append(keys.make(keys.HANDLE, handle["metadata"]["namespace"], handle["metadata"]["name"]))
+    run.event(reason, message)
+    run.handle_events.append((handle, "Bound", f"Bound to ResourceClaim {run.meta['namespace']}/{run.meta['name']}"))
+    run.bound_now = True
