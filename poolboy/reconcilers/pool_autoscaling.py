@@ -71,6 +71,15 @@ def _learn(profile: demand_profile.Profile, now: datetime, binds: int, made_sinc
     return profile, demand_profile.forecast(profile, now, horizon), demand_profile.next_change(profile, now, horizon)
 
 
+def _reevaluate_at(ctx: Context, rate: float, profile: demand_profile.Profile | None) -> datetime | None:
+    """When a pool whose demand moves with time runs again on its own schedule: its measured rate falls as its binds
+    leave the window, and a learned period's expectation moves with the clock, while nothing about the pool changes
+    (its periodic sweep passes over a converged pool). None: no demand in the window and no period, nothing moves."""
+    if rate <= 0 and profile is None:
+        return None
+    return ctx.now + timedelta(seconds=ctx.settings.manage_pools_interval)
+
+
 def plan(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]]) -> Step | None:
     """This run's target, or None for a pool without autoscaling; ``InvalidAutoscaling`` when it is wrong."""
     spec, status = pool.get("spec") or {}, pool.get("status") or {}
@@ -106,7 +115,7 @@ def plan(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]]) -> S
         record["lowerSince"] = decision.lower_since
     if profile is not None:
         record["profile"] = demand_profile.dump(profile)
-    recheck = [t for t in (decision.recheck_at, forecast_changes) if t is not None]
+    recheck = [t for t in (decision.recheck_at, forecast_changes, _reevaluate_at(ctx, rate, profile)) if t is not None]
     return Step(chosen, decision, record, autoscaling.explain(rate, time_to_ready, decision, chosen, expected),
                 min(recheck) if recheck else None)
 

@@ -2,7 +2,7 @@
 
 At DEBUG every line is there, each with its level, so one stack shows: every line of every component is one JSON
 object; a reconcile's line names its object; Celery's per-task lines and beat's per-tick lines are DEBUG; a
-permanent error is announced once at WARNING while the periodic pool sweep keeps re-running it.
+permanent error is announced once at WARNING while the pool runs again for each change to it.
 """
 
 from __future__ import annotations
@@ -72,7 +72,10 @@ def test_json_logs_name_objects_and_keep_routine_lines_at_debug(json_stack: Loca
         return [r for r in about(records(stack, "worker-0"), "pool", "poolboy", "bad-greeting")
                 if r["logger"] == "workers.reconcile" and "permanent error ValidationFailed" in r["message"]]
 
-    # the pool sweep (every 3 s here) re-runs the bad pool: three runs, whatever their level
+    # each change to the bad pool runs it again (its error stays the same): three runs, whatever their level
+    for touch in range(1, 3):
+        wait_for(lambda n=touch: len(bad_pool_runs()) >= n, timeout=60, interval=0.5, message=f"run {touch}")
+        kubectl(stack, "annotate", "--overwrite", "-n", "poolboy", "resourcepool/bad-greeting", f"touched={touch}")
     wait_for(lambda: len(bad_pool_runs()) >= 3, timeout=60, interval=0.5, message="three runs of the bad pool")
     runs = bad_pool_runs()
     levels = [r["level"] for r in runs]
