@@ -126,8 +126,9 @@ def rechecked(user: User, work: dict[str, tuple[str, str | None]], opened: dict[
 
 
 def runs_allowed(window: float) -> int:
-    """How often one refused claim may be tried within ``window`` seconds: its re-check, and each sweep of claims
-    (whose run wakes the handle) and of handles that falls in the window."""
+    """How often one refused claim may be tried within ``window`` seconds at most: its re-check, and as a margin each
+    sweep of claims and of handles that falls in the window (a refused run marks its object clean, so the sweeps
+    pass it over unless it changed)."""
     return 1 + sum(1 + int(window // interval) for interval in SWEEP_INTERVALS)
 
 
@@ -226,8 +227,8 @@ def test_what_the_server_refuses_is_a_clear_error_without_a_hot_loop(stack: Loca
         claim = user.wait_synced_error(ns, name, reason)
         assert text in condition(claim, "Synced")["message"], (name, condition(claim, "Synced"))
         user.wait_event(ns, name, reason)
-    # no hot loop: a refusal is re-checked at the slow interval, and tried no more often than its re-check and the
-    # periodic sweeps run it. The window opens once every claim's re-check (its own or its handle's) is scheduled
+    # no hot loop: a refusal is re-checked at the slow interval, and tried no more often than that (with the sweeps
+    # as a margin). The window opens once every claim's re-check (its own or its handle's) is scheduled
     # and closes once each has run and scheduled the next
     work = user.work_keys(ns, bad)
     opened = wait_for(lambda: scheduled_rechecks(user, work), timeout=30, interval=0.2,

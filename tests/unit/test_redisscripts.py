@@ -4,19 +4,16 @@ reads, composed only from libraries its package may use, and loadable by Redis; 
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 import re
 from pathlib import Path
 
 import pytest
 
 from redisscripts import Script, source
+from tests.redis_scripts import declared_scripts
 from workqueue import keyspace
 
 ROOT = Path(__file__).resolve().parents[2]
-#: the packages whose Python may declare scripts
-CALLERS = ("workqueue", "cache", "engine", "workers", "watcher")
 #: the libraries a script of each folder may use, by folder: a package's scripts use its own libraries and those of
 #: the packages it depends on, never the other way round
 MAY_USE = {"workqueue": {"workqueue"}, "cache": {"cache", "workqueue"}, "engine": {"engine", "cache", "workqueue"}}
@@ -24,20 +21,7 @@ MAY_USE = {"workqueue": {"workqueue"}, "cache": {"cache", "workqueue"}, "engine"
 ENVELOPE = "combined"
 
 
-def _declared() -> dict[str, Script]:
-    found: dict[str, list[Script]] = {}
-    for top in CALLERS:
-        package = importlib.import_module(top)
-        for info in pkgutil.walk_packages(package.__path__, top + "."):
-            for value in vars(importlib.import_module(info.name)).values():
-                if isinstance(value, Script) and all(value is not seen for seen in found.get(value.name, [])):
-                    found.setdefault(value.name, []).append(value)
-    twice = {name: scripts for name, scripts in found.items() if len(scripts) > 1}
-    assert not twice, f"scripts declared more than once: {twice}"
-    return {name: scripts[0] for name, scripts in found.items()}
-
-
-DECLARED = _declared()
+DECLARED = declared_scripts()
 LIBRARIES = sorted({used for name in source.names() for used in source.uses(name)})
 
 
