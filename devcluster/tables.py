@@ -128,6 +128,16 @@ BUILTIN_COLUMNS: dict[tuple[str, str], list[Column]] = {
 }
 
 
+def typed_cell(kind: str, value: Any) -> Any:
+    """A non-string column's cell as the API server's table convertor makes it (``cellForJSONValue``): a value
+    not of the column's type is no value, so a ``boolean`` column over the string ``"False"`` shows nothing."""
+    if kind == "boolean":
+        return value if isinstance(value, bool) else None
+    if kind in ("integer", "number") and isinstance(value, int | float) and not isinstance(value, bool):
+        return int(value) if kind == "integer" else float(value)
+    return None
+
+
 def _custom_columns(rtype: ResourceType) -> list[Column]:
     if not rtype.printer_columns:
         return [NAME, AGE]
@@ -139,6 +149,8 @@ def _custom_columns(rtype: ResourceType) -> list[Column]:
                           spec.get("description", ""))
         if kind == "date":
             columns.append((definition, lambda o, p=path: age(jsonpath(o, p))))
+        elif kind in ("boolean", "integer", "number"):
+            columns.append((definition, lambda o, p=path, k=kind: typed_cell(k, jsonpath(o, p))))
         else:
             columns.append((definition, lambda o, p=path: jsonpath(o, p)))
     return columns

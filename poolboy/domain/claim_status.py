@@ -127,6 +127,16 @@ def _condition_from(field: str, handle_status: dict[str, Any]) -> tuple[bool | N
     return None, *unknown
 
 
+#: the claim's conditions in the order its printer columns read them: the MESSAGE and REASON columns show the first
+#: that is False, so a claim is explained by what it waits for first (its spec is refused, it has no handle, a
+#: resource is unhealthy, its resources are not ready yet)
+CONDITION_ORDER = ("Synced", "Bound", "Healthy", "Ready")
+
+#: the reason of Ready (False) and Healthy (Unknown) while a claim has no live bound handle: what is known, so the
+#: READY and HEALTHY columns say it rather than stay blank
+NOT_BOUND = "NotBound"
+
+
 def ready_condition(handle_status: dict[str, Any]) -> tuple[bool | None, str, str]:
     return _condition_from("ready", handle_status)
 

@@ -65,6 +65,15 @@ def observe(conditions: list[dict[str, Any]] | None, types: set[str] | frozenset
     return result
 
 
+def ordered(conditions: list[dict[str, Any]] | None, order: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The conditions with the types of ``order`` first, in that order, then the others as they were.
+
+    Why: a printer column's JSONPath filter (``[?(@.status=="False")]``) shows its first match, so the order of
+    the list decides which condition a column explains the object by."""
+    rank = {type_: index for index, type_ in enumerate(order)}
+    return sorted(conditions or [], key=lambda c: rank.get(c.get("type") or "", len(order)))
+
+
 def get_condition(conditions: list[dict[str, Any]] | None, type_: str) -> dict[str, Any] | None:
     return next((c for c in (conditions or []) if c.get("type") == type_), None)
 

@@ -11,6 +11,7 @@ goes to the API every time, because a reconcile must see the provider as it is n
 from __future__ import annotations
 
 import copy
+import difflib
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -33,11 +34,24 @@ def _templating() -> Any:
 
 
 class ProviderNotFound(PermanentError):
-    """A claim, handle, pool or link names a provider that does not exist in the operator namespace."""
+    """A claim, handle, pool or link names a provider that does not exist in the operator namespace; the message
+    offers the nearest existing names, since the usual cause is a typo."""
 
-    def __init__(self, name: str) -> None:
-        super().__init__("ProviderNotFound", f"ResourceProvider {name} not found")
+    def __init__(self, name: str, near: Iterable[str] = ()) -> None:
+        near = list(near)
+        hint = f"; did you mean {' or '.join(near)}?" if near else ""
+        super().__init__("ProviderNotFound", f"ResourceProvider {name} not found{hint}")
         self.name = name
+        self.near = near
+
+
+#: how many near names a ProviderNotFound offers, and how close (difflib's ratio) a name must be to be offered
+NEAR_NAMES, NEAR_CUTOFF = 3, 0.6
+
+
+def near_names(name: str, existing: Iterable[str]) -> list[str]:
+    """The existing provider names closest to ``name``, closest first (a typo's likely intent)."""
+    return difflib.get_close_matches(name, list(existing), n=NEAR_NAMES, cutoff=NEAR_CUTOFF)
 
 
 class ProviderInvalid(PermanentError):
@@ -73,18 +87,18 @@ class Provider(ProviderSpec):
 
     @classmethod
     def get(cls, ctx: Context, name: str) -> Provider:
-        """Fresh read from the operator namespace; ``ProviderNotFound`` (permanent) when absent."""
-        obj = ctx.kube.get_or_none(ctx.settings.api_version, RESOURCE_PROVIDER, name, ctx.settings.operator_namespace)
-        if obj is None:
-            raise ProviderNotFound(name)
-        return cls(obj)
+        """Fresh read from the operator namespace; ``ProviderNotFound`` (permanent) when absent, naming the nearest
+        providers the run can see (one list, only on that failure)."""
+        found = cls.get_or_none(ctx, name)
+        if found is None:
+            existing = ctx.kube.list(ctx.settings.api_version, RESOURCE_PROVIDER, ctx.settings.operator_namespace)
+            raise ProviderNotFound(name, near_names(name, (p["metadata"]["name"] for p in existing)))
+        return found
 
     @classmethod
     def get_or_none(cls, ctx: Context, name: str) -> Provider | None:
-        try:
-            return cls.get(ctx, name)
-        except ProviderNotFound:
-            return None
+        obj = ctx.kube.get_or_none(ctx.settings.api_version, RESOURCE_PROVIDER, name, ctx.settings.operator_namespace)
+        return cls(obj) if obj is not None else None
 
     @classmethod
     def list_all(cls, ctx: Context) -> list[Provider]:

@@ -238,8 +238,8 @@ def test_resources_claim_is_initialised_from_defaults_and_gets_its_own_handle(st
     table = kubectl(stack, "get", "rclaim", "-n", ns)
     assert table.returncode == 0, table.stderr
     header, row = table.stdout.splitlines()[:2]
-    assert header.split() == ["NAME", "HANDLE", "PROVIDER", "HEALTHY", "READY", "SYNCED", "AGE"]
-    assert row.split()[:5] == ["c", handle_name, "true", "true", "Synced"]  # no spec.provider in resources mode
+    assert header.split() == ["NAME", "HANDLE", "PROVIDER", "HEALTHY", "READY", "SYNCED", "AGE", "MESSAGE"]
+    assert row.split()[:5] == ["c", handle_name, "True", "True", "Synced"]  # no spec.provider in resources mode
     described = kubectl(stack, "describe", "rclaim", "-n", ns, "c")
     assert "HandleCreated" in described.stdout and f"Created ResourceHandle {handle_name}" in described.stdout
 

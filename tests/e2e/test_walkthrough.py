@@ -50,8 +50,9 @@ def test_the_readme_walk_through_on_poolboy_dev(tmp_path: Path, cluster: str) ->
         assert "Warning" not in applied.stderr, applied.stderr
         kubectl("wait", "--for=condition=Ready", "-n", "demo", "rclaim/hello", "--timeout=60s")
         claims = kubectl("get", "rclaim", "-n", "demo").stdout.splitlines()
-        assert claims[0].split()[:7] == ["NAME", "HANDLE", "PROVIDER", "HEALTHY", "READY", "SYNCED", "AGE"]
-        assert claims[1].split()[2:6] == ["hello", "true", "true", "Synced"], claims
+        assert claims[0].split() == ["NAME", "HANDLE", "PROVIDER", "HEALTHY", "READY", "SYNCED", "AGE", "MESSAGE"]
+        assert claims[1].split()[2:6] == ["hello", "True", "True", "Synced"], claims
+        assert claims[1].split()[-1] == "<none>", f"nothing holds the Ready claim back: {claims}"
         data = kubectl("get", "rclaim", "-n", "demo", "hello", "-o", "jsonpath={.status.resources[0].state.data}")
         assert '"greeting":"hello"' in data.stdout
 

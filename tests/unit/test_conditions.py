@@ -21,3 +21,12 @@ def test_observe_adds_the_field_to_a_condition_without_one() -> None:
     current = conditions.set_condition(None, "Ready", False, "Provisioning", "", NOW)
     assert "observedGeneration" not in current[0]
     assert conditions.observe(current, {"Ready"}, 1)[0]["observedGeneration"] == 1
+
+
+def test_ordered_puts_the_named_types_first_and_keeps_the_rest_as_they_were() -> None:
+    current: list = []
+    for type_ in ("LifespanEnding", "Ready", "Bound", "Other", "Synced"):
+        current = conditions.set_condition(current, type_, False, "R", "", NOW)
+    ordered = conditions.ordered(current, ("Synced", "Bound", "Healthy", "Ready"))
+    assert [c["type"] for c in ordered] == ["Synced", "Bound", "Ready", "LifespanEnding", "Other"]
+    assert conditions.ordered(ordered, ("Synced", "Bound", "Healthy", "Ready")) == ordered

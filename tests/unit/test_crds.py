@@ -16,7 +16,7 @@ import jsonschema
 import pytest
 import yaml
 
-from devcluster.tables import jsonpath
+from devcluster.tables import jsonpath, typed_cell
 from poolboy import DEFAULT_DOMAIN
 from stack.crds import SOURCE_CRDS_DIR, load_crds, write_crds
 
@@ -96,8 +96,11 @@ FIELDS: dict[str, list[str]] = {
 #: kind -> the spec's printer columns (name, jsonPath) in order; each CRD must start with exactly these
 COLUMNS: dict[str, list[tuple[str, str]]] = {
     "ResourceProvider": [("Api Version", ".spec.override.apiVersion"), ("Kind", ".spec.override.kind")],
+    # a claim's Healthy and Ready read its conditions, not status.healthy/ready: those are absent while unknown
+    # (no handle yet, a refused spec), where the conditions say Unknown and False
     "ResourceClaim": [("Handle", ".status.resourceHandle.name"), ("Provider", ".spec.provider.name"),
-                      ("Healthy", ".status.healthy"), ("Ready", ".status.ready")],
+                      ("Healthy", '.status.conditions[?(@.type=="Healthy")].status'),
+                      ("Ready", '.status.conditions[?(@.type=="Ready")].status')],
     "ResourceHandle": [("Provider", ".spec.provider.name"), ("Pool", ".spec.resourcePool.name"),
                        ("Healthy", ".status.healthy"), ("Ready", ".status.ready"),
                        ("Claim Namespace", ".spec.resourceClaim.namespace"),
@@ -116,6 +119,10 @@ SYNCED_COLUMN = ("Synced", '.status.conditions[?(@.type=="Synced")].reason', "st
 EXTRA_DEFAULT_COLUMNS: dict[str, list[tuple[str, str, str]]] = {
     "ResourceClaim": [SYNCED_COLUMN], "ResourceHandle": [SYNCED_COLUMN], "ResourcePool": [SYNCED_COLUMN],
     "ResourceProvider": [("Valid", '.status.conditions[?(@.type=="Valid")].status', "string")],
+}
+#: kind -> default columns after Age: a long text ends the line
+TRAILING_DEFAULT_COLUMNS: dict[str, list[tuple[str, str, str]]] = {
+    "ResourceClaim": [("Message", '.status.conditions[?(@.status=="False")].message', "string")],
 }
 
 API_VERSION = f"{DEFAULT_DOMAIN}/v1"
@@ -435,7 +442,8 @@ def test_printer_columns_follow_the_spec(crds: dict[str, dict[str, Any]], kind: 
     assert [(c["name"], c["jsonPath"]) for c in columns[: len(expected)]] == expected
     default_columns = [c for c in columns if not c.get("priority")]
     assert [(c["name"], c["jsonPath"], c["type"]) for c in default_columns[len(expected):]] == \
-        [*EXTRA_DEFAULT_COLUMNS.get(kind, []), ("Age", ".metadata.creationTimestamp", "date")]
+        [*EXTRA_DEFAULT_COLUMNS.get(kind, []), ("Age", ".metadata.creationTimestamp", "date"),
+         *TRAILING_DEFAULT_COLUMNS.get(kind, [])]
     for column in columns:
         assert column["type"] in {"string", "integer", "number", "boolean", "date"}
 
@@ -450,6 +458,31 @@ def test_provider_columns_read_the_override_as_a_real_api_server_does(crds: dict
     assert (jsonpath(provider, columns["Api Version"]), jsonpath(provider, columns["Kind"])) == ("v1", "ConfigMap")
     assert jsonpath(provider, ".spec['override.kind']") is None
     assert jsonpath({"a": {"x.y": 1, "b": 2}}, ".a['x.y','b']") == 1
+
+
+def test_a_typed_column_shows_only_values_of_its_type_as_the_api_server_does() -> None:
+    """devcluster prints as kube-apiserver's table convertor: a ``boolean`` column over a condition's ``"False"``
+    is blank there, so the claim's condition columns are ``string``."""
+    assert [typed_cell("boolean", v) for v in (True, "False", None)] == [True, None, None]
+    assert [typed_cell("integer", v) for v in (2, 2.0, "2", True)] == [2, 2, None, None]
+    assert typed_cell("number", 1) == 1.0
+
+
+def test_the_claim_is_explained_by_its_first_false_condition(crds: dict[str, dict[str, Any]]) -> None:
+    """REASON and MESSAGE read the first False condition; the claim keeps them in the order Synced, Bound,
+    Healthy, Ready, so a refused spec explains the claim before the readiness it keeps from changing."""
+    columns = {c["name"]: c["jsonPath"] for c in version_of(crds["ResourceClaim"])["additionalPrinterColumns"]}
+    refused = {"status": {"conditions": [
+        {"type": "Synced", "status": "False", "reason": "ProviderNotFound", "message": "ResourceProvider helo not "
+         "found; did you mean hello?"},
+        {"type": "Healthy", "status": "Unknown", "reason": "NotBound", "message": "No ResourceHandle is bound."},
+        {"type": "Ready", "status": "False", "reason": "NotBound", "message": "No ResourceHandle is bound."}]}}
+    assert [jsonpath(refused, columns[name]) for name in ("Healthy", "Ready", "Synced", "Reason", "Message")] == \
+        ["Unknown", "False", "ProviderNotFound", "ProviderNotFound", "ResourceProvider helo not found; did you mean "
+         "hello?"]
+    ready = {"status": {"conditions": [{"type": t, "status": "True", "reason": t, "message": ""}
+                                       for t in ("Synced", "Bound", "Healthy", "Ready")]}}
+    assert (jsonpath(ready, columns["Ready"]), jsonpath(ready, columns["Message"])) == ("True", None)
 
 
 def schema_properties(schema: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:

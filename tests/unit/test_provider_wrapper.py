@@ -26,12 +26,28 @@ class _Kube:
     def get_or_none(self, api_version, kind, name, namespace=None):
         return self.objects.get(name)
 
+    def list(self, api_version, kind, namespace=None):
+        return list(self.objects.values())
+
 
 def test_get_missing_provider_raises_provider_not_found() -> None:
     ctx = SimpleNamespace(kube=_Kube({}), settings=Settings())
     with pytest.raises(ProviderNotFound) as caught:
         Provider.get(ctx, "nope")
     assert isinstance(caught.value, PermanentError) and caught.value.reason == "ProviderNotFound"
+    assert caught.value.message == "ResourceProvider nope not found"
+
+
+def test_a_missing_provider_names_the_nearest_existing_ones() -> None:
+    existing = {name: {"metadata": {"name": name}} for name in ("hello", "help", "world", "hello-large")}
+    ctx = SimpleNamespace(kube=_Kube(existing), settings=Settings())
+    with pytest.raises(ProviderNotFound) as caught:
+        Provider.get(ctx, "helo")
+    assert caught.value.near == ["hello", "help"]
+    assert caught.value.message == "ResourceProvider helo not found; did you mean hello or help?"
+    with pytest.raises(ProviderNotFound) as unlike:
+        Provider.get(ctx, "database")
+    assert unlike.value.message == "ResourceProvider database not found"
 
 
 def test_ref_is_a_full_reference() -> None:

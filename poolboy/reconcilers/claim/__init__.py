@@ -76,21 +76,24 @@ def process(run: ClaimRun) -> Result:
     mode = select_mode(run)
     check_providers(run, mode)
     initialise(run, mode)
-    if not mode.admit(run):
+    if not mode.admit(run):  # approval pending or rejected: only an unbound claim waits for it
+        run.not_bound()
         run.write_status()
         return run.result(mode.providers)
 
     handle = binding.find_bound_handle(run.ctx, run.claim, recorded=run.known_handle(), fresh=run.may_have_bound)
-    recorded = (run.status.get("resourceHandle") or {}).get("name")
+    recorded = recorded_handle(run)
     if handle is None and recorded:
         # The bound handle is gone or deleting: its deletion cascades to this claim; never rebind.
         run.condition("Bound", False, "HandleDeleted", f"ResourceHandle {recorded} was deleted.")
         run.condition("Synced", True, "Synced", "")
+        run.not_bound(f"ResourceHandle {recorded} was deleted.")
         run.write_status()
         return run.result(mode.providers)
     if handle is None:
         handle = bind_or_create(run, mode)
         if handle is None:
+            run.not_bound()
             run.write_status()
             return run.result(mode.providers)
     elif is_ignored(run.ctx, handle):
@@ -113,6 +116,12 @@ def process(run: ClaimRun) -> Result:
     mirroring.conclude(run, handle, limits)
     run.write_status()
     return run.result(mode.providers)
+
+
+def recorded_handle(run: ClaimRun) -> str | None:
+    """The name of the handle the claim's status records as bound, if any."""
+    name: str | None = (run.status.get("resourceHandle") or {}).get("name")
+    return name
 
 
 def initialise(run: ClaimRun, mode: Mode) -> None:

@@ -16,7 +16,7 @@ import orjson
 
 from poolboy import kube
 from poolboy.context import Context
-from poolboy.domain import binding
+from poolboy.domain import binding, claim_status
 from poolboy.domain import conditions as cond
 from poolboy.domain.provider import Provider, clock_rerun
 from poolboy.kinds import RESOURCE_CLAIM, RESOURCE_HANDLE
@@ -75,9 +75,17 @@ class ClaimRun:
         return {**self.claim, "status": self.status}
 
     def condition(self, type_: str, status: bool | None, reason: str, message: str) -> None:
-        self.status["conditions"] = cond.set_condition(self.status.get("conditions"), type_, status, reason, message,
-                                                       self.ctx.now, self.meta.get("generation"))
+        """Set one condition; the list stays in the claim's order
+        (:data:`~poolboy.domain.claim_status.CONDITION_ORDER`), which its printer columns rely on."""
+        conditions = cond.set_condition(self.status.get("conditions"), type_, status, reason, message, self.ctx.now,
+                                        self.meta.get("generation"))
+        self.status["conditions"] = cond.ordered(conditions, claim_status.CONDITION_ORDER)
         self.decided.add(type_)
+
+    def not_bound(self, message: str = "No ResourceHandle is bound to the claim.") -> None:
+        """Ready False and Healthy Unknown, reason ``NotBound``: what a claim without a live handle is."""
+        self.condition("Ready", False, claim_status.NOT_BOUND, message)
+        self.condition("Healthy", None, claim_status.NOT_BOUND, message)
 
     def event(self, reason: str, message: str, type_: str = "Normal", action: str | None = None) -> None:
         self.events.append((reason, message, type_, action))
@@ -178,8 +186,11 @@ class ClaimRun:
             self.status["conditions"] = cond.observe(self.status.get("conditions"), {"Synced"}, generation)
 
     def fail(self, error: PermanentError) -> None:
-        """Record a user-fixable error: Synced=False condition, status fields, an Event when the message changed."""
+        """Record a user-fixable error: Synced=False condition, status fields, an Event when the message changed;
+        a claim it keeps from binding is not ready."""
         self.synced_error(error.reason, error.message)
+        if not self.status.get("resourceHandle"):
+            self.not_bound()
         self.write_status()
         error.recheck_after = self.ctx.settings.permanent_error_recheck
 
