@@ -55,7 +55,7 @@ def _api_fault(error: BaseException) -> bool:
 def _succeeded(result: Any) -> Succeeded:
     if not isinstance(result, Result):
         result = Result()
-    return Succeeded(result.requeue_at, tuple(result.wake), tuple(result.hold))
+    return Succeeded(result.requeue_at, tuple(result.wake), tuple(result.hold), tuple(result.soon))
 
 
 def _refused(rt: Runtime, kind: str, error: PermanentError) -> Refused:
@@ -115,12 +115,12 @@ def _wake(rt: Runtime, trip: RoundTrip, keys: tuple[str, ...], seen: list[str],
     return [trip.call(rt.own_writes.wake_call(key, seen, token, key in promised)) for key in every]
 
 
-def _hold(rt: Runtime, trip: RoundTrip, keys: tuple[str, ...], seen: list[str]) -> None:
+def _hold(rt: Runtime, trip: RoundTrip, keys: tuple[str, ...], seen: list[str], window: float) -> None:
     for key in keys:
         if seen:
-            trip.atomic(rt.own_writes.note_call(key, seen), rt.delaying.hold_call(key, rt.settings.hold_seconds))
+            trip.atomic(rt.own_writes.note_call(key, seen), rt.delaying.hold_call(key, window))
         else:
-            trip.call(rt.delaying.hold_call(key, rt.settings.hold_seconds))
+            trip.call(rt.delaying.hold_call(key, window))
 
 
 def _mark_clean(rt: Runtime, trip: RoundTrip, kind: str, key: str, token: str) -> None:
@@ -141,9 +141,11 @@ def finish(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, write
     seen = writes.idents
     woken: list[Reply[Added]] = []
     match outcome:
-        case Succeeded(requeue_at=requeue_at, wake=wake, hold=hold):
+        case Succeeded(requeue_at=requeue_at, wake=wake, hold=hold, soon=soon):
             woken = _wake(rt, trip, wake, seen, promises)
-            _hold(rt, trip, tuple(k for k in hold if promises is None or k not in promises.keys), seen)
+            promised = promises.keys if promises is not None else set()
+            _hold(rt, trip, tuple(k for k in hold if k not in promised), seen, rt.settings.hold_seconds)
+            _hold(rt, trip, tuple(k for k in soon if k not in promised), seen, 0.0)  # the next tick
             if requeue_at is not None:
                 trip.call(rt.delaying.add_after_call(key, requeue_at))
             rt.limiter.forget(key, trip)

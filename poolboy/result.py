@@ -29,6 +29,10 @@ class Result:
     #: keys that must run soon but not necessarily at once (a pool after a bind): the engine starts them up to
     #: ``Settings.hold_seconds`` later so that a burst of binds costs the pool one run, not one per bind
     hold: tuple[str, ...] = field(default_factory=tuple)
+    #: keys whose status shows this object (a pool counts its handles' readiness): the engine starts them at the
+    #: delaying queue's next tick, so the shown counts follow within a fraction of a second while every change
+    #: within one tick costs one run
+    soon: tuple[str, ...] = field(default_factory=tuple)
 
     @staticmethod
     def done(*wake: str) -> Result:
@@ -39,7 +43,8 @@ class Result:
         times = [t for t in (self.requeue_at, other.requeue_at) if t is not None]
         keys = tuple(dict.fromkeys(self.wake + other.wake))
         hold = tuple(dict.fromkeys(self.hold + other.hold))
-        return Result(requeue_at=min(times) if times else None, wake=keys, hold=hold)
+        soon = tuple(dict.fromkeys(self.soon + other.soon))
+        return Result(requeue_at=min(times) if times else None, wake=keys, hold=hold, soon=soon)
 
 
 class PermanentError(Exception):

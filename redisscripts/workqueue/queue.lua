@@ -33,6 +33,10 @@ local function workqueue_add(pending, active_key, msg_id, cls, pending_ttl, stal
   if cur then
     local id, ts, pcls, q = parse(cur)
     if active then
+      if release and q == '2' then  -- the window ended during a run: that run's DONE publishes the held run
+        redis.call('SET', pending, mark(id, ts, math.min(cls, pcls), '0'), 'KEEPTTL')
+        return {1}
+      end
       if cls < pcls then  -- remember the higher class so the holder's re-publish uses it
         redis.call('SET', pending, mark(id, ts, cls, q), 'KEEPTTL')
       end

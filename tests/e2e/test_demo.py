@@ -122,7 +122,7 @@ def test_the_examples_claim_binds_a_pool_handle_and_the_pool_refills_with_curren
         def refilled() -> bool:
             count = ((user.custom.get_namespaced_custom_object(D, "v1", NS, "resourcepools", "hello")
                       .get("status") or {}).get("resourceHandleCount") or {})
-            return count == {"available": 2, "ready": 2}
+            return (count.get("available"), count.get("ready")) == (2, 2)
 
         wait_for(refilled, timeout=60, interval=0.1, message="pool hello refilled to 2 available, 2 ready")
         full = Counts(2, 2)

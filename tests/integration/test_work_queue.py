@@ -249,6 +249,22 @@ def test_a_key_held_while_it_runs_is_released_by_the_window_not_by_done(timed_qu
     assert [added.outcome for added in delaying.release_due()] == ["published"]
 
 
+def test_a_window_that_ends_while_the_key_runs_is_owed_by_that_run(timed_queue, clock, r):
+    """A run longer than the window: its end finds the key running, so that run's DONE publishes the held run (the
+    window is over; nothing else would release it, and later adds would coalesce into the orphaned mark)."""
+    delaying = DelayingQueue(timed_queue)
+    assert timed_queue.start(KEY, "t1") is not None
+    trip = RoundTrip(r)
+    trip.call(delaying.hold_call(KEY, 0.1))
+    trip.send()
+    clock.advance(0.1)
+    assert [added.outcome for added in delaying.release_due()] == ["pending-while-running"]
+    assert delaying.size() == 0
+    rerun = timed_queue.done(KEY, "t1")
+    assert rerun is not None, "the run the window held is published when the run that outlived it ends"
+    assert timed_queue.add(KEY).outcome == "coalesced", "the published run is queued"
+
+
 def test_a_deadline_is_released_when_the_clock_reaches_it_and_not_before(timed_queue, clock):
     delaying = DelayingQueue(timed_queue)
     delaying.add_after(KEY, clock.now() + 3600)

@@ -93,8 +93,17 @@ def _live(ctx: Context, handle: dict[str, Any]) -> Result:
     handle_changed = changed or resource_version(run.handle) != read_version
     wake = unique_keys(claim_key(run.handle) if handle_changed else None, *waiting, again)
     next_runs = [t for t in (requeue_at(run.handle), clock_rerun(ctx, providers.cache.values())) if t]
+    # What the pool shows of an unbound handle (its counts, its list) follows at the next tick; other changes of it
+    # only matter to the pool's next decision, which the batching window serves.
+    pool = pool_key(ctx, run.handle) if changed and unbound else None
+    shown_changed = pool is not None and _shown_in_pool(run.status) != _shown_in_pool(old_status)
     return Result(requeue_at=min(next_runs) if next_runs else None, wake=wake,
-                  hold=unique_keys(pool_key(ctx, run.handle) if changed and unbound else None))
+                  hold=unique_keys(None if shown_changed else pool), soon=unique_keys(pool if shown_changed else None))
+
+
+def _shown_in_pool(status: dict[str, Any]) -> tuple[Any, Any]:
+    """What a pool's status shows of one of its unbound handles: its readiness and health."""
+    return status.get("ready"), status.get("healthy")
 
 
 #: converge one handle (see the module docstring); conflicts re-run from fresh reads
