@@ -4,6 +4,7 @@ deletion (docs/behaviour.md#deletion)."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 from poolboy.result import PermanentError, Result
@@ -57,6 +58,28 @@ def test_provider_mode_records_status_provider_name(env: ClaimEnv) -> None:
     env.claim("c", {"provider": {"name": "p"}})
     env.converge("c")
     assert env.get_claim("c")["status"]["provider"]["name"] == "p"
+
+
+def test_a_mistyped_provider_names_the_nearest_and_the_claims_columns_say_so(env: ClaimEnv, devcluster) -> None:
+    """The API server's own Table (what ``kubectl get rclaim -o wide`` prints): READY False and HEALTHY Unknown
+    rather than blank, SYNCED and REASON the error, MESSAGE the error's message naming the provider meant."""
+    env.configmap_provider("hello")
+    env.configmap_provider("world")
+    env.claim("c", {"provider": {"name": "helo"}})
+    outcome = env.claim_outcome(env.converge("c"), "c")
+    message = "ResourceProvider helo not found; did you mean hello?"
+    assert isinstance(outcome, PermanentError) and outcome.message == message
+    assert [e["message"] for e in env.events("c") if e["reason"] == "ProviderNotFound"] == [message]
+    api = devcluster.api_client()
+    response = api.call_api("GET", f"{api.configuration.host}/apis/{env.api}/namespaces/{env.ns}/resourceclaims",
+                            header_params={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"})
+    response.read()
+    table = json.loads(response.data)
+    names = [column["name"] for column in table["columnDefinitions"]]
+    row = dict(zip(names, table["rows"][0]["cells"], strict=True))
+    assert {name: row[name] for name in ("Healthy", "Ready", "Synced", "Bound", "Reason", "Message")} == {
+        "Healthy": "Unknown", "Ready": "False", "Synced": "ProviderNotFound", "Bound": None,
+        "Reason": "ProviderNotFound", "Message": message}
 
 
 def test_spec_provider_name_is_immutable(env: ClaimEnv) -> None:
