@@ -58,6 +58,17 @@ if $all; then
   apt_install openssl openssl                 # certificates for the Redis TLS test
 fi
 
+# kubectl at the control plane's release, built once per machine from its Go module (kubetools/build.sh: about two
+# minutes the first time) and linked into .venv/bin, which ./run puts first on PATH: the machine's own kubectl may be
+# several releases away from that API server. Without Go the machine's kubectl is what there is. The build runs
+# while the dependencies below download (it uses the CPU, they mostly the network); it prints its own lines.
+kubectl_build="" kubectl_path="$(mktemp)"
+trap 'rm -f "$kubectl_path"' EXIT
+if command -v go >/dev/null 2>&1; then
+  kubetools/build.sh kubectl > "$kubectl_path" &
+  kubectl_build=$!
+fi
+
 pip_progress() {
   # pip's output on stdin reduced to a line a phase (collecting, installing, installed), with a count of the packages
   # collected every 10 s while that takes long; its errors, and what follows them, as they are
@@ -111,13 +122,13 @@ link() {  # link <target> <link>: point <link> at <target> unless it already doe
   [ "$(readlink "$2" 2>/dev/null)" = "$1" ] || ln -sfn "$1" "$2"
 }
 
-# kubectl at the control plane's release, built once per machine from its Go module (kubetools/build.sh: a few
-# minutes the first time) and linked into .venv/bin, which ./run puts first on PATH: the machine's own kubectl may be
-# several releases away from that API server. Without Go the machine's kubectl is what there is.
-if command -v go >/dev/null 2>&1; then
-  kubectl="$(kubetools/build.sh kubectl)" || die "building kubectl failed (kubetools/build.sh kubectl)"
+# kubectl's build (started above) is waited for here
+if [ -n "$kubectl_build" ]; then
+  if kill -0 "$kubectl_build" 2>/dev/null; then say "waiting for kubectl's build"; fi
+  wait "$kubectl_build" || die "building kubectl failed (kubetools/build.sh kubectl; its output is above)"
+  kubectl="$(tail -n 1 "$kubectl_path")"
 else
-  kubectl="$(kubetools/build.sh kubectl 2>/dev/null)" || kubectl=""  # only an earlier build can be found
+  kubectl="$(kubetools/build.sh kubectl 2>/dev/null)" || kubectl=""  # without Go only an earlier build can be found
 fi
 if [ -n "$kubectl" ]; then
   link "$kubectl" .venv/bin/kubectl
