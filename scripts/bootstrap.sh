@@ -100,6 +100,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv || die "python venv failed; on Debian install python3-venv"
   say "created the virtualenv .venv ($((SECONDS - step)) s)"
 fi
+installed_dependencies=false
 stamp=".venv/.requirements.sha256"
 want="$(cat requirements.txt requirements-dev.txt pyproject.toml | sha256sum | cut -d' ' -f1)"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
@@ -115,6 +116,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/python -c 'import celery, kubernetes, jinja2, aiohttp, redis' \
     || die "dependency installation failed; see the pip output above"
   echo "$want" > "$stamp"
+  installed_dependencies=true
   say "the pinned dependencies are installed ($((SECONDS - step)) s)"
 fi
 
@@ -124,7 +126,8 @@ link() {  # link <target> <link>: point <link> at <target> unless it already doe
 
 # kubectl's build (started above) is waited for here
 if [ -n "$kubectl_build" ]; then
-  if kill -0 "$kubectl_build" 2>/dev/null; then say "waiting for kubectl's build"; fi
+  # after the dependencies' install, a build still running is a first one (a built kubectl is found in milliseconds)
+  if $installed_dependencies && kill -0 "$kubectl_build" 2>/dev/null; then say "waiting for kubectl's build"; fi
   wait "$kubectl_build" || die "building kubectl failed (kubetools/build.sh kubectl; its output is above)"
   kubectl="$(tail -n 1 "$kubectl_path")"
 else
