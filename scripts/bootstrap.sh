@@ -70,10 +70,22 @@ if command -v go >/dev/null 2>&1; then
 fi
 
 pip_progress() {
-  # pip's output on stdin reduced to a line a phase (collecting, installing, installed), with a count of the packages
-  # collected every 10 s while that takes long; its errors, and what follows them, as they are
-  local begun=$SECONDS last=$SECONDS collected=0 line failed=false installed
-  while IFS= read -r line; do
+  # pip's output on stdin reduced to a line a phase (collecting, installing, installed) and a line every 10 s while a
+  # phase lasts (pip says nothing while it installs); its errors, and what follows them, as they are
+  local begun=$SECONDS last=$SECONDS collected=0 phase=collecting line="" pending="" failed=false installed status
+  while true; do
+    status=0; IFS= read -r -t 1 line || status=$?
+    if [ "$status" -gt 128 ]; then  # a second without a whole line: keep what came of it
+      pending="$pending$line"
+      if ! $failed && [ $((SECONDS - last)) -ge 10 ]; then
+        if [ $phase = collecting ]; then say "  $collected packages collected so far ($((SECONDS - begun)) s)"
+        else say "  still installing ($((SECONDS - begun)) s)"; fi
+        last=$SECONDS
+      fi
+      continue
+    fi
+    [ "$status" -eq 0 ] || break  # the end of pip's output
+    line="$pending$line"; pending=""
     if $failed; then printf '%s\n' "$line" >&2; continue; fi
     case "$line" in
       Collecting\ *)
@@ -82,7 +94,8 @@ pip_progress() {
           say "  $collected packages collected so far ($((SECONDS - begun)) s)"; last=$SECONDS
         fi ;;
       "Installing collected packages: "*)
-        say "  $collected packages collected in $((SECONDS - begun)) s; installing them into .venv"; begun=$SECONDS ;;
+        say "  $collected packages collected in $((SECONDS - begun)) s; installing them into .venv"
+        phase=installing begun=$SECONDS last=$SECONDS ;;
       "Successfully installed "*)
         read -ra installed <<< "${line#Successfully installed }"
         say "  ${#installed[@]} packages installed in $((SECONDS - begun)) s" ;;
