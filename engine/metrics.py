@@ -114,7 +114,7 @@ class RedisStateCollector(Collector):
 
 
 #: families renamed, each one's old name: served under both for one release, so dashboards and alerts written for
-#: the old names keep working while they move (README.md, "Metrics")
+#: the old names keep working while they move (docs/operations.md, the renamed names)
 DEPRECATED_NAMES = {
     "poolboy_workqueue_adds": "poolboy_gate_adds",
     "poolboy_workqueue_starts": "poolboy_gate_starts",
