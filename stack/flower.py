@@ -18,6 +18,10 @@ import os
 
 from stack import log_options
 
+#: the Tasks page's columns: the task's name (``poolboy.reconcile.<kind>``) and its argument, the work key
+#: (``claim/demo/hello``, :mod:`workers.messages`), first; the uuid, which opens the task, last
+TASK_COLUMNS = "name,args,state,received,runtime,worker,uuid"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=5555, help="HTTP port (default 5555)")
@@ -39,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
         _monitor_only(app)
     argv = [*log_options.celery_flags(args), "flower", f"--port={args.port}", f"--address={args.address}",
             "--max_tasks=20000",
+            f"--tasks_columns={TASK_COLUMNS}",
             "--purge_offline_workers=300",
             f"--logging={args.log_level.lower()}"]
     if args.basic_auth:
