@@ -19,8 +19,9 @@ import os
 from stack import log_options
 
 #: the Tasks page's columns: the task's name (``poolboy.reconcile.<kind>``) and its argument, the work key
-#: (``claim/demo/hello``, :mod:`workers.messages`), first; the uuid, which opens the task, last
-TASK_COLUMNS = "name,args,state,received,runtime,worker,uuid"
+#: (``claim/demo/hello``, :mod:`workers.messages`), first; its result is what the run came to (``'success'``,
+#: ``'error'``, ``'permanent_error'``, ..., :mod:`engine.outcome`); the uuid, which opens the task, last
+TASK_COLUMNS = "name,args,state,result,received,runtime,worker,uuid"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
