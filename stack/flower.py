@@ -40,6 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from workers.app import app
 
+    _transport_by_url(app)
     if args.remote_control == "off":
         _monitor_only(app)
     argv = [*log_options.celery_flags(args), "flower", f"--port={args.port}", f"--address={args.address}",
@@ -55,6 +56,15 @@ def run(args: argparse.Namespace) -> int:
         argv.append("--enable_events=False")  # Flower's periodic enable_events broadcast
     app.start(argv)
     return 0
+
+
+def _transport_by_url(app: object) -> None:
+    """Flower connects with kombu's Redis transport the URL's scheme names (``redis``, ``rediss``, ``sentinel``),
+    not the workers' guarded one (:mod:`workers.compat`): its Broker page reads the queue lengths through a Redis
+    client of its own, made from the connection's URL, and a connection on a transport named by its class has the
+    class's name for a scheme (the page answered 404). The guards are the workers': Flower's event thread reconnects
+    by itself."""
+    app.conf.broker_transport = None  # type: ignore[attr-defined]
 
 
 def _monitor_only(app: object) -> None:
