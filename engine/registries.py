@@ -3,9 +3,9 @@
 Every Poolboy metric is declared into the registry of the component that records it (``registry=WORKER``), or into
 both with :func:`shared`; none goes into prometheus_client's global registry. That one is what Flower's ``/metrics``
 serves, and Flower's process imports the engine with the Celery app's tasks: every family declared there would show
-on Flower's page (at zero, or as its HELP and TYPE lines alone). Likewise a worker's prefork children write every
-family their imports declared into the files a worker's endpoint sums, so an endpoint serves only the families its
-component declares (:class:`Own`).
+on Flower's page (at zero, or as its HELP and TYPE lines alone). And a worker's processes write every family their
+imports declared (the watcher's own-write check counter comes with the engine) into the files its endpoint sums, so
+an endpoint serves only the families its component declares (:class:`Own`).
 """
 
 from __future__ import annotations
