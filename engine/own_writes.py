@@ -70,6 +70,7 @@ from typing import Any
 import redis
 from prometheus_client import Counter
 
+from engine.registries import WORKER
 from poolboy.observability import Write, on_write
 from redisscripts import Call, Script
 from workqueue import keyspace
@@ -84,7 +85,7 @@ DEFERRED_TTL_S = 86_400
 
 DEFERRED_EVENTS = Counter("poolboy_deferred_watch_events_total",
                           "Watch events that arrived during a run of their key, as that run judged them: its own "
-                          "write (dropped) or someone else's change (the key runs again)", ["outcome"])
+                          "write (dropped) or someone else's change (the key runs again)", ["outcome"], registry=WORKER)
 
 
 # --- collecting one run's writes (worker side) -------------------------------------------------------------------

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent set-up for a fresh Debian/Ubuntu machine with Python 3.11+:
 #   - a virtualenv in .venv with the pinned dependencies (re-installed only when the pins change),
-#   - redis-server, redis-sentinel and kubectl from the distribution's packages when they are missing,
+#   - redis-server, redis-sentinel, chromium and kubectl from the distribution's packages when they are missing,
 #   - the tools that build and run the container image (mmdebstrap, buildah, umoci, skopeo, bubblewrap), likewise.
 # Prints a clear message and exits non-zero when something cannot be installed.
 set -euo pipefail
@@ -43,6 +43,8 @@ apt_install() {
 apt_install redis-server redis-server
 apt_install redis-sentinel redis-sentinel   # the Sentinel failover test (tests/e2e/test_sentinel_failover.py)
 apt_install openssl openssl                 # certificates for the Redis TLS test
+# headless Chromium: the Flower pages test (tests/e2e/test_flower.py) and benchmarks/flower_screenshots.py
+(apt_install chromium chromium) || say "without chromium ./run tests skips the test of Flower's pages"
 
 if [ ! -x .venv/bin/python ]; then
   say "creating virtualenv .venv"

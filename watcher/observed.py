@@ -29,15 +29,16 @@ from prometheus_client import Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from engine.registries import WATCHER
 from poolboy import keys
 from poolboy.domain import conditions
 from poolboy.domain.binding.candidates import is_unbound
 
 LATENCY_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 CLAIM_BIND = Histogram("poolboy_claim_bind_seconds", "Time from a claim's creation to its Bound condition",
-                       buckets=LATENCY_BUCKETS)
+                       buckets=LATENCY_BUCKETS, registry=WATCHER)
 CLAIM_READY = Histogram("poolboy_claim_ready_seconds", "Time from a claim's creation to its Ready condition",
-                        buckets=LATENCY_BUCKETS)
+                        buckets=LATENCY_BUCKETS, registry=WATCHER)
 
 #: claims whose Ready was not seen yet; beyond this many the oldest are forgotten (bounded memory)
 MAX_TRACKED_CLAIMS = 100_000
