@@ -2,7 +2,7 @@
 
 Counters and histograms are objects of their own (``prometheus_client``); a gauge family built on scrape exists only
 while it is collected. Declaring it as a :class:`GaugeSpec` at module level gives the collector its family and the
-metrics reference (``engine/metrics_reference.py``) its help and labels from the same line.
+metrics reference (``stack/metrics_reference.py``) its help and labels from the same line.
 """
 
 from __future__ import annotations

@@ -120,6 +120,7 @@ class LocalStack(InTemporaryDirectory):
         rotate_logs(self.log_dir)
         forked.warm_up()  # the fork server imports the components' libraries meanwhile too (stack/forked.py)
         try:
+            self._launch_prometheus()
             self._start_api()
             self._start_redis()
             self.env = self._component_env()
@@ -128,7 +129,8 @@ class LocalStack(InTemporaryDirectory):
             self._start_components()
             forked.release()  # every component is forked: an idle fork server only holds memory
             self._wait_ready()
-            self._start_prometheus()
+            if self.prometheus is not None:
+                self.prometheus.wait_ready()
         except BaseException:
             self.stop()
             raise
@@ -309,7 +311,8 @@ class LocalStack(InTemporaryDirectory):
             targets["flower"] = f"http://{ports.LOOPBACK}:{self.options.flower_port}/metrics"
         return targets
 
-    def _start_prometheus(self) -> None:
+    def _launch_prometheus(self) -> None:
+        """Start Prometheus first: its targets are known once the ports are planned, and it loads meanwhile."""
         if not self.options.prometheus_port:
             return
         from stack.prometheus import Prometheus
@@ -317,7 +320,7 @@ class LocalStack(InTemporaryDirectory):
         self.prometheus = Prometheus(self.options.prometheus_port,
                                      self.options.prometheus_dir or Path(self._tmp.name) / "prometheus",
                                      self.log_dir / "prometheus.log", self.scrape_targets(), self.options.namespace,
-                                     scrape_interval=self.options.prometheus_interval).start()
+                                     scrape_interval=self.options.prometheus_interval).launch()
 
     def _ensure_namespace(self) -> None:
         namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.options.namespace}}

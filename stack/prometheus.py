@@ -70,6 +70,10 @@ class Prometheus(ChildProcess):
         super().__init__([], log_path)
 
     def start(self) -> Prometheus:
+        return self.launch().wait_ready()
+
+    def launch(self) -> Prometheus:
+        """Start the process without waiting for it (it loads while the stack starts)."""
         data = self.directory / "data"
         if self.process is None:  # each run starts with no series of the last one's ports; a restart keeps them
             shutil.rmtree(data, ignore_errors=True)
@@ -79,6 +83,9 @@ class Prometheus(ChildProcess):
         self.cmdline = [binary(), f"--config.file={self.config_path}", f"--storage.tsdb.path={data}",
                         f"--web.listen-address={ports.LOOPBACK}:{self.port}", "--storage.tsdb.retention.time=1d"]
         super().start()
+        return self
+
+    def wait_ready(self) -> Prometheus:
         try:
             self.wait_until(self.is_ready, self.startup_timeout, f"prometheus on port {self.port}", interval=0.1)
         except RuntimeError as error:

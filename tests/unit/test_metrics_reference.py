@@ -1,4 +1,4 @@
-"""``docs/metrics.md`` is what the code defines (``engine/metrics_reference.py``), and every metric the shipped
+"""``docs/metrics.md`` is what the code defines (``stack/metrics_reference.py``), and every metric the shipped
 dashboard and rules query is one the code serves."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from engine import metrics_reference
+from stack import metrics_reference
 
 ROOT = Path(__file__).resolve().parents[2]
 #: series suffixes a histogram is served with
@@ -38,7 +38,7 @@ def queried_metrics(expr: str) -> set[str]:
 
 def test_the_committed_reference_is_what_the_code_defines() -> None:
     assert (ROOT / "docs" / "metrics.md").read_text() == metrics_reference.render(), \
-        "docs/metrics.md is out of date: run python -m engine.metrics_reference"
+        "docs/metrics.md is out of date: run python -m stack.metrics_reference"
 
 
 def test_the_reference_has_the_claim_latency_histograms_with_their_meaning() -> None:

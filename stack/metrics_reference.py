@@ -1,6 +1,6 @@
 """The metrics reference, ``docs/metrics.md``, written from the metric definitions themselves.
 
-``python -m engine.metrics_reference`` imports every module of the adapters that defines metrics (those that use
+``python -m stack.metrics_reference`` imports every module of the adapters that defines metrics (those that use
 ``prometheus_client``) and lists each counter, gauge and histogram it defines, and each :class:`GaugeSpec` a collector
 computes on scrape, with its type, labels and help; ``--check`` exits 1 when the file differs from what the code says
 (``tests/unit/test_metrics_reference.py`` compares them too), so the reference cannot drift from the code.
@@ -90,7 +90,7 @@ def render() -> str:
         "# Metrics reference",
         "",
         "Every metric Poolboy's components serve on their `/metrics` (`POOLBOY_METRICS_PORT`), by the module that "
-        "defines it. Generated from the code by `python -m engine.metrics_reference`; do not edit by hand (a test "
+        "defines it. Generated from the code by `python -m stack.metrics_reference`; do not edit by hand (a test "
         "compares this file with the code). How to watch them, the rules and the alerts: "
         "[monitoring.md](monitoring.md).",
         "",
@@ -121,13 +121,13 @@ def _summary(module: ModuleType) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m engine.metrics_reference", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m stack.metrics_reference", description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help=f"exit 1 if {TARGET.relative_to(ROOT)} is out of date")
     args = parser.parse_args(argv)
     text = render()
     if args.check:
         if TARGET.read_text() != text:
-            print(f"{TARGET.relative_to(ROOT)} is out of date: run python -m engine.metrics_reference",
+            print(f"{TARGET.relative_to(ROOT)} is out of date: run python -m stack.metrics_reference",
                   file=sys.stderr)
             return 1
         return 0
