@@ -94,7 +94,9 @@ def render() -> str:
         "compares this file with the code). How to watch them, the rules and the alerts: "
         "[monitoring.md](monitoring.md).",
         "",
-        "A histogram `X` is served as `X_bucket{le=…}`, `X_sum` and `X_count`.",
+        "A histogram `X` is served as `X_bucket{le=…}`, `X_sum` and `X_count`. What the claim latency histograms "
+        "`poolboy_claim_bind_seconds` and `poolboy_claim_ready_seconds` measure, and what they leave out: "
+        "[monitoring.md](monitoring.md#claim-latency-poolboy_claim_bind_seconds-and-poolboy_claim_ready_seconds).",
     ]
     seen: set[str] = set()
     for module in metric_modules():
