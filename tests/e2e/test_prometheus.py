@@ -4,9 +4,11 @@ claims every panel query of the shipped Grafana dashboard (``helm/dashboards/poo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -84,24 +86,34 @@ def test_prometheus_scrapes_every_component_and_each_dashboard_query_has_data_af
         queries = [q for q in panel_queries() if not any(name in q for name in NEEDS_MORE_THAN_A_BURST)]
         assert len(queries) >= 25, queries  # the dashboard's panels were found
 
-        def empty() -> list[str]:
-            return [query for query in queries if not api.query(query)]
-
-        wait_for(lambda: not empty(), timeout=20, interval=0.5,
-                 message=f"every dashboard query answering with data; these do not: {empty()}")
+        settle(lambda: [query for query in queries if not api.query(query)], timeout=20,
+               what="dashboard queries without data after the burst")
         for name in NEEDS_MORE_THAN_A_BURST:
             assert api.get("/api/v1/metadata", metric=name), f"{name} unknown to Prometheus"
 
         groups = api.get("/api/v1/rules")["groups"]
         assert {group["name"] for group in groups} >= {"poolboy-recording", "poolboy-alerts", "poolboy-redis"}
-        wait_for(lambda: all(rule.get("lastEvaluation", "").startswith("2") and rule["health"] == "ok"
-                             for group in api.get("/api/v1/rules")["groups"] for rule in group["rules"]),
-                 timeout=10, message=f"every rule evaluated without error: {api.get('/api/v1/rules')}")
+        settle(lambda: [rule for group in api.get("/api/v1/rules")["groups"] for rule in group["rules"]
+                        if rule["health"] != "ok" or not rule.get("lastEvaluation", "").startswith("2")],
+               timeout=10, what="rules not evaluated, or evaluated with an error")
         # healthy after the burst (the pools refilled, every provider in sync): no alert pending, none firing
-        wait_for(lambda: api.get("/api/v1/alerts")["alerts"] == [], timeout=15,
-                 message=f"no alert on a healthy system: {api.get('/api/v1/alerts')}")
+        settle(lambda: api.get("/api/v1/alerts")["alerts"], timeout=15, what="alerts on a healthy system")
     finally:
         assert dev.stop() == 0
+
+
+def settle(wrong: Callable[[], list[Any]], timeout: float, what: str) -> None:
+    """Poll ``wrong`` (what is still not as it should be) until it returns nothing; fail with its last answer."""
+    last: list[Any] = []
+
+    def fine() -> bool:
+        last[:] = ["no answer: the check raised"]  # stays so when wrong() raises
+        last[:] = wrong()
+        return not last
+
+    with contextlib.suppress(AssertionError):
+        wait_for(fine, timeout=timeout, interval=0.5)
+    assert not last, f"{what}: {last}"
 
 
 def burst(user: User) -> int:
