@@ -38,9 +38,11 @@ def parser() -> argparse.ArgumentParser:
                       "tree, each with its conditions and what it waits for", ("table", "wide", "json")),
             ("why", "why the claim is not Ready, in words (exit status 0 when it is Ready, 1 when not)",
              ("text", "json"))):
-        command = commands.add_parser(name, help=summary, description=summary)
-        command.add_argument("target", nargs="+", metavar="claim NAME | rclaim/NAME",
-                             help="the claim: 'claim NAME', 'rclaim NAME' or 'rclaim/NAME'")
+        command = commands.add_parser(name, help=summary, description=summary, epilog=(
+            f"examples: kubectl poolboy {name} claim hello -n demo; kubectl poolboy {name} rclaim/hello -n demo"))
+        command.add_argument("kind", metavar="claim[/NAME]",
+                             help="claim, rclaim or resourceclaim (kubectl's names of the kind), or KIND/NAME")
+        command.add_argument("name", nargs="?", metavar="NAME", help="the claim's name")
         command.add_argument("-n", "--namespace", help="the claim's namespace (default: the context's)")
         command.add_argument("-o", "--output", choices=formats, default=formats[0], help="output format")
         command.add_argument("--kubeconfig", help="the kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
@@ -67,7 +69,7 @@ def claim_name(target: Sequence[str], domain: str = DEFAULT_DOMAIN) -> str:
 
 
 def run(arguments: argparse.Namespace) -> int:
-    name = claim_name(arguments.target, arguments.domain)
+    name = claim_name([arguments.kind, *filter(None, [arguments.name])], arguments.domain)
     connection = connect(arguments.kubeconfig, arguments.context)
     namespace = arguments.namespace or connection.namespace
     observed = observe(Reader(connection.api_client, arguments.domain), namespace, name, arguments.operator_namespace)
