@@ -14,6 +14,9 @@ from typing import Any
 
 Object = dict[str, Any]
 
+#: why a read failed, in the words the trace shows (other failures: the API server's status and reason)
+FORBIDDEN, NOT_FOUND = "forbidden", "not found"
+
 #: a claim's conditions in the order they are met: processed, then bound, then ready, then healthy
 CLAIM_CONDITIONS = ("Synced", "Bound", "Ready", "Healthy")
 

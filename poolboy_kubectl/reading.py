@@ -23,7 +23,16 @@ from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
 from poolboy import API_VERSION, DEFAULT_DOMAIN
 from poolboy.kinds import RESOURCE_CLAIM, RESOURCE_HANDLE, RESOURCE_POOL, RESOURCE_PROVIDER
-from poolboy_kubectl.observed import ManagedResource, Object, Observed, Read, Unreadable, status
+from poolboy_kubectl.observed import (
+    FORBIDDEN,
+    NOT_FOUND,
+    ManagedResource,
+    Object,
+    Observed,
+    Read,
+    Unreadable,
+    status,
+)
 
 #: seconds one request may take before the object is reported unreadable (kubectl's --request-timeout is unset)
 REQUEST_TIMEOUT = 15.0
@@ -63,9 +72,9 @@ def refusal(error: Exception) -> str:
     """A failed read in a few words, as the trace shows it."""
     if isinstance(error, ApiException):
         if error.status == 403:
-            return "forbidden"
+            return FORBIDDEN
         if error.status == 404:
-            return "not found"
+            return NOT_FOUND
         if error.status == 401:
             return "unauthorized"
         return f"{error.status} {error.reason or ''}".strip()
@@ -135,8 +144,9 @@ def observe(reader: Reader, namespace: str, name: str, operator_namespace: str =
     pool = reader.poolboy(RESOURCE_POOL, pool_namespace, pool_name) if pool_name else None
     providers = [reader.poolboy(RESOURCE_PROVIDER, provider_namespace, provider)
                  for provider_namespace, provider in providers_of(claim, known_handle, operator_namespace)]
+    # an unbound claim's resources are not made yet: only its handle's are traced
     resources = [ManagedResource(entry, reader.resource(entry["reference"]) if entry.get("reference") else None)
-                 for entry in resource_entries(claim, known_handle)]
+                 for entry in (resource_entries(claim, known_handle) if handle is not None else [])]
     return Observed(claim, handle, pool, providers, resources)
 
 

@@ -85,9 +85,7 @@ def claim_phrase(claim: Object) -> str:
 
 def condition_phrase(unmet: Object, queue: Object | None = None) -> str:
     """``Reason: message`` of an unmet condition; a waiting claim's ``Bound`` in the words of its ``status.queue``."""
-    if unmet.get("type") == "Bound" and queue:
-        return claim_queue.message(queue)
-    message = unmet.get("message") or ""
+    message = claim_queue.message(queue) if unmet.get("type") == "Bound" and queue else unmet.get("message") or ""
     return f"{unmet.get('reason') or unmet.get('type')}: {message}" if message else str(unmet.get("reason") or "")
 
 

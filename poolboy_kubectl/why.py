@@ -12,7 +12,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from poolboy.utils import timeutil
-from poolboy_kubectl.observed import Object, Observed, Unreadable, condition, conditions, first_unmet, status
+from poolboy_kubectl.observed import (
+    NOT_FOUND,
+    Object,
+    Observed,
+    Unreadable,
+    condition,
+    conditions,
+    first_unmet,
+    status,
+)
 from poolboy_kubectl.trace import (
     claim_phrase,
     condition_phrase,
@@ -106,9 +115,9 @@ def _behind(observed: Observed) -> list[str]:
 
 
 def _unreadable(unreadable: list[Unreadable]) -> list[str]:
-    if not unreadable:
-        return []
-    return [*map(str, unreadable), FROM_CLAIM]
+    """A line for each failed read; then, where an object exists but was not shown, that the claim stood in."""
+    hidden = any(item.reason != NOT_FOUND for item in unreadable)
+    return [*map(str, unreadable), *([FROM_CLAIM] if hidden else [])]
 
 
 def _condition(unmet: Object, claim: Object) -> str:

@@ -68,7 +68,8 @@ def test_a_ready_claim_traces_to_its_handle_and_below_it_the_pool_provider_and_r
     (handle_node,) = root.children
     assert [(n.ready, n.status) for n in (root, handle_node, handle_node.children[-1])] == [
         (True, "Ready"), (True, "Ready"), (True, "Ready")]
-    assert {c["type"]: c["status"] for c in root.conditions} >= {"Synced": "True", "Bound": "True", "Ready": "True"}
+    assert {c["type"]: c["status"] for c in root.conditions} == {
+        "Synced": "True", "Bound": "True", "Ready": "True", "Healthy": "True"}
     assert handle_node.children[0].status.startswith("1 available"), "the pool refilled after the bind"
 
 
@@ -126,8 +127,8 @@ def test_why_a_waiting_claim_gives_its_place_in_the_queue_and_no_promised_wait()
     explained = why.explain(Observed(claim, None, forbidden("ResourcePool", pool)), NOW)
     assert not explained.ready
     first, *rest = explained.reasons
-    assert first.startswith(f"Bound=False Waiting for a ResourceHandle of ResourcePool {pool['metadata']['name']}: "
-                            "position 1 of 1"), first
+    assert first.startswith(f"Bound=False NoMatchingHandle: Waiting for a ResourceHandle of ResourcePool "
+                            f"{pool['metadata']['name']}: position 1 of 1"), first
     assert any(r.startswith("No expected wait yet") for r in rest), rest
     assert f"cannot read ResourcePool poolboy/{pool['metadata']['name']}: forbidden" in rest
 
