@@ -33,7 +33,7 @@ from poolboy_kubectl.trace import (
 
 READY = "Ready"
 #: said once after the reads that failed: the explanation rests on what the claim records of those objects
-FROM_CLAIM = "(what these hold is taken from the claim's status)"
+FROM_CLAIM = "(of these, this says what the claim's status records)"
 
 
 @dataclass(frozen=True)
@@ -56,9 +56,8 @@ def explain(observed: Observed, now: datetime) -> Explanation:
     unmet = first_unmet(claim)
     if ready and unmet is not None:
         reasons.append(f"but {_condition(unmet, claim)}")
-    if not ready:
-        reasons += _behind(observed)
-    reasons += _unreadable(observed.unreadable)
+    if not ready:  # what stands behind it, and what could not be looked at; a Ready claim needs neither
+        reasons += _behind(observed) + _unreadable(observed.unreadable)
     verdict = READY if ready else f"ResourceClaim {metadata.get('namespace')}/{metadata.get('name')} is not Ready."
     return Explanation(ready, verdict, reasons)
 
