@@ -22,7 +22,8 @@ from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
 from poolboy import API_VERSION, DEFAULT_DOMAIN
-from poolboy.kinds import RESOURCE_CLAIM, RESOURCE_HANDLE, RESOURCE_POOL, RESOURCE_PROVIDER
+from poolboy.kinds import BY_NAME, RESOURCE_CLAIM, RESOURCE_HANDLE, RESOURCE_POOL, RESOURCE_PROVIDER
+from poolboy.utils.text import shorten
 from poolboy_kubectl.observed import (
     FORBIDDEN,
     NOT_FOUND,
@@ -36,6 +37,8 @@ from poolboy_kubectl.observed import (
 
 #: seconds one request may take before the object is reported unreadable (kubectl's --request-timeout is unset)
 REQUEST_TIMEOUT = 15.0
+#: the longest a failure other than an API answer is said (a connection error names every retry)
+ERROR_LENGTH = 200
 #: the operator's namespace where nothing the claim records names it (the chart's default)
 OPERATOR_NAMESPACE = os.environ.get("POOLBOY_NAMESPACE", "poolboy")
 #: where discovery (which kinds the API server serves, for managed resources of any kind) is kept between runs
@@ -80,7 +83,7 @@ def refusal(error: Exception) -> str:
         return f"{error.status} {error.reason or ''}".strip()
     if isinstance(error, ResourceNotFoundError):
         return "the API server does not serve this kind"
-    return f"{type(error).__name__}: {error}"
+    return shorten(f"{type(error).__name__}: {error}", ERROR_LENGTH)
 
 
 class Reader:
@@ -95,7 +98,7 @@ class Reader:
     def poolboy(self, kind: str, namespace: str, name: str) -> Read:
         """One of Poolboy's own objects (``kind`` is its Kubernetes kind, e.g. ``ResourceHandle``)."""
         return self._read(kind, namespace, name, lambda: self.custom.get_namespaced_custom_object(
-            self.domain, API_VERSION, namespace, kind.lower() + "s", name, _request_timeout=REQUEST_TIMEOUT))
+            self.domain, API_VERSION, namespace, BY_NAME[kind].plural, name, _request_timeout=REQUEST_TIMEOUT))
 
     def resource(self, reference: Object) -> Read:
         """A managed resource by its ``reference`` (``apiVersion``, ``kind``, ``namespace``, ``name``), through
