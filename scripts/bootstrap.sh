@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Idempotent set-up for a fresh Debian/Ubuntu machine with Python 3.11+, silent and quick when all is in place:
 #   scripts/bootstrap.sh         what `./run dev` needs: redis-server, a virtualenv in .venv with the pinned
-#                                dependencies (re-installed only when the pins change) and the pinned kubectl
-#   scripts/bootstrap.sh --all   also what `./run tests` and `./run dev --cluster node` need: the test tools, helm and
-#                                the compose-spec schema, the container image's tools, the real control plane and a
-#                                node beside it (each built once per machine)
+#                                dependencies (re-installed only when the pins change), the pinned kubectl, and
+#                                Prometheus (`./run dev --prometheus-port`)
+#   scripts/bootstrap.sh --all   also what `./run tests` and `./run dev --cluster node` need: the test tools
+#                                (Chromium among them), helm and the compose-spec schema, the container image's tools,
+#                                the real control plane and a node beside it (each built once per machine)
 # Each step that does something says what it does and, once done, how long it took. Prints a clear message and exits
 # non-zero when something cannot be installed.
 set -euo pipefail
@@ -44,7 +45,8 @@ apt_install() {
   fi
   for pkg in "$@"; do
     say "installing $pkg (for $binary)"
-    if DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$pkg" >/dev/null 2>&1 \
+    # shellcheck disable=SC2086  # APT_FLAGS: extra options, word-split on purpose
+    if DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq ${APT_FLAGS:-} "$pkg" >/dev/null 2>&1 \
        && present "$binary"; then
       return 0
     fi
@@ -56,6 +58,8 @@ apt_install redis-server redis-server
 if $all; then
   apt_install redis-sentinel redis-sentinel   # the Sentinel failover test (tests/e2e/test_sentinel_failover.py)
   apt_install openssl openssl                 # certificates for the Redis TLS test
+  # headless Chromium: the Flower pages test (tests/e2e/test_flower.py) and benchmarks/flower_screenshots.py
+  (apt_install chromium chromium) || say "without chromium ./run tests skips the test of Flower's pages"
 fi
 
 # kubectl at the control plane's release, built once per machine from its Go module (kubetools/build.sh: about two
@@ -150,6 +154,20 @@ if [ -n "$kubectl" ]; then
   link "$kubectl" .venv/bin/kubectl
 elif ! command -v kubectl >/dev/null 2>&1; then
   say "kubectl is missing: install Go 1.26 or newer (https://go.dev/doc/install) to build it, or kubectl itself"
+fi
+
+# Prometheus and promtool (`poolboy dev --prometheus-port`, the rules' tests) from Debian's package, without the node
+# exporter it recommends. poolboy dev runs the binary itself on 127.0.0.1: the package's own service, which would
+# listen on every interface, is stopped and disabled when it has just been installed.
+if ! present promtool; then
+  if (APT_FLAGS=--no-install-recommends apt_install promtool prometheus); then
+    if [ -d /run/systemd/system ]; then
+      SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+      $SUDO systemctl disable --now prometheus >/dev/null 2>&1 || true
+    fi
+  else
+    say "without prometheus \`poolboy dev --prometheus-port\` cannot run and ./run tests skips the Prometheus tests"
+  fi
 fi
 
 finish() {  # the closing line, when set-up said anything

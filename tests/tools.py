@@ -54,4 +54,6 @@ UNAVAILABLE: dict[str, Callable[[], str | None]] = {
     "redis_sentinel": _redis_sentinel,
     "hadolint": _hadolint,
     "compose_spec": _compose_spec,
+    "promtool": _on_path("promtool", "scripts/bootstrap.sh installs Debian's prometheus package, which ships it"),
+    "prometheus": _on_path("prometheus", "scripts/bootstrap.sh installs Debian's prometheus package"),
 }
