@@ -32,6 +32,7 @@ COPY watcher ./watcher
 COPY devcluster ./devcluster
 COPY stack ./stack
 COPY procutil ./procutil
+COPY poolboy_kubectl ./poolboy_kubectl
 COPY helm/crds ./helm/crds
 RUN pip install --no-deps --no-build-isolation . \
  && useradd --uid 1000 --user-group --no-create-home --home-dir /tmp --shell /usr/sbin/nologin poolboy

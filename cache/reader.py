@@ -27,6 +27,7 @@ from prometheus_client import Counter
 from cache import model as cache_model
 from cache.journal import RunJournal
 from cache.store import UPDATED, WRITTEN, ObjectCache
+from engine.registries import WORKER
 from poolboy import kube
 from poolboy.observability import labelled
 
@@ -36,7 +37,7 @@ if TYPE_CHECKING:  # the interfaces' types are enough here
 log = logging.getLogger(__name__)
 
 CACHE_READS = Counter("poolboy_cache_reads_total", "Reads through the shared cache, by verb and outcome",
-                      ["verb", "outcome"])
+                      ["verb", "outcome"], registry=WORKER)
 
 _STALE = (kube.Conflict, kube.Invalid)
 

@@ -33,6 +33,7 @@ from prometheus_client import Counter
 from cache import model as cache_model
 from cache.store import ObjectCache, ScriptCall
 from engine import redis_oom
+from engine.registries import WATCHER
 from poolboy.observability import labelled
 from poolboy.utils.backoff import doubling
 from workqueue import keyspace
@@ -41,11 +42,13 @@ log = logging.getLogger(__name__)
 
 EPOCH = keyspace.EPOCH
 
-CACHE_WRITES = Counter("poolboy_cache_writes_total", "Writes of the watcher into the shared cache", ["op"])
-CACHE_ERRORS = Counter("poolboy_cache_write_errors_total", "Failed writes of the watcher into the shared cache")
+CACHE_WRITES = Counter("poolboy_cache_writes_total", "Writes of the watcher into the shared cache", ["op"],
+                       registry=WATCHER)
+CACHE_ERRORS = Counter("poolboy_cache_write_errors_total", "Failed writes of the watcher into the shared cache",
+                       registry=WATCHER)
 REDIS_LOSSES = Counter("poolboy_redis_state_lost_total",
                        "Times the watcher re-listed everything because Redis lost its epoch key (restarted empty or "
-                       "flushed) or answered again after an outage")
+                       "flushed) or answered again after an outage", registry=WATCHER)
 #: the quiet period after a refusal for memory: doubling from the first to the last, per refusal in a row
 OOM_QUIET_S = (5.0, 300.0)
 

@@ -46,12 +46,12 @@ def _build() -> Path:
                                    "a directory with kube-apiserver and etcd")
 
 
-def run_build(script: Path, without_go: str) -> Path:
-    """Run a pinned build script (a no-op once built) and return the directory it printed last; ``without_go`` is
-    the complaint when the machine has no Go and nothing was built before."""
+def run_build(script: Path, without_go: str, *args: str) -> Path:
+    """Run a pinned build script with ``args`` (a no-op once built) and return the path it printed last;
+    ``without_go`` is the complaint when the machine has no Go and nothing was built before."""
     # without Go the script can only find an earlier build; its own complaint would repeat the one raised below
     quiet = shutil.which("go") is None
-    result = subprocess.run([str(script)], stdout=subprocess.PIPE, text=True, check=False,
+    result = subprocess.run([str(script), *args], stdout=subprocess.PIPE, text=True, check=False,
                             stderr=subprocess.DEVNULL if quiet else None)
     if result.returncode == NO_GO:
         raise ControlPlaneUnavailable(without_go)

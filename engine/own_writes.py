@@ -27,9 +27,9 @@ if it did not get those versions itself (so a claim run started by its resource'
 that created the resource is still writing the handle's status, does not run a third time to find nothing to do).
 
 A run can also settle the events of a write before it makes it: a claim about to bind or create its handle, a handle
-about to create its bound claim's resource, will wake that key at its end anyway, and the write's watch event often
-comes first (a run of the key while the run is still writing, then one more for the WAKE). The domain says so
-(:meth:`poolboy.context.Context.will_wake`); :class:`Promises` records the promise
+about to create or update its bound claim's resource, will wake that key at its end anyway, and the write's watch
+event often comes first (a run of the key while the run is still writing, then one more for the WAKE).
+The domain says so (:meth:`poolboy.context.Context.will_wake`); :class:`Promises` records the promise
 (:func:`workqueue.keyspace.promised`, lapsing with the run's lease), OBSERVE holds the key's events meanwhile
 (:func:`workqueue.keyspace.held_events`), and the run's WAKE, whatever its outcome, ends the promise and adds the key
 once, or defers the held events to the key's run going on. Held events left by a run that died make the key dirty for
@@ -70,6 +70,7 @@ from typing import Any
 import redis
 from prometheus_client import Counter
 
+from engine.registries import WORKER
 from poolboy.observability import Write, on_write
 from redisscripts import Call, Script
 from workqueue import keyspace
@@ -84,7 +85,7 @@ DEFERRED_TTL_S = 86_400
 
 DEFERRED_EVENTS = Counter("poolboy_deferred_watch_events_total",
                           "Watch events that arrived during a run of their key, as that run judged them: its own "
-                          "write (dropped) or someone else's change (the key runs again)", ["outcome"])
+                          "write (dropped) or someone else's change (the key runs again)", ["outcome"], registry=WORKER)
 
 
 # --- collecting one run's writes (worker side) -------------------------------------------------------------------

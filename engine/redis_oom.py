@@ -18,8 +18,11 @@ import time
 import redis
 from prometheus_client import Counter
 
-OOM_ERRORS = Counter("poolboy_redis_oom_errors_total",
-                     "Redis commands refused because Redis reached maxmemory (OOM command not allowed)")
+from engine.registries import WATCHER, WORKER, shared
+
+OOM_ERRORS = shared(Counter("poolboy_redis_oom_errors_total",
+                            "Redis commands refused because Redis reached maxmemory (OOM command not allowed)",
+                            registry=None), WORKER, WATCHER)
 #: at most one line per this many seconds per process
 LOG_EVERY_S = 30.0
 #: what Redis's refusal says, whichever exception class the client chose for it (a script's is a ResponseError)

@@ -1,5 +1,5 @@
 """Where a node's binaries come from: the project's own pinned build (``node/build.sh``), made once per machine into
-a cache directory keyed by their versions, and Debian's CNI plugins (``scripts/bootstrap.sh``)."""
+a cache directory keyed by their versions, and Debian's CNI plugins (``scripts/bootstrap.sh --all``)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def find_node_binaries() -> NodeBinaries:
         missing.append("containernetworking-plugins")
     if missing:
         raise NodeUnavailable(f"a node needs {', '.join(sorted(set(missing)))}: apt-get install them "
-                              "(scripts/bootstrap.sh does)")
+                              "(scripts/bootstrap.sh --all does)")
     directory = run_build(BUILD_SCRIPT, "a node needs Go 1.26 or newer to build kubelet, containerd and CoreDNS "
                                         "(https://go.dev/doc/install)")
     return NodeBinaries(directory)

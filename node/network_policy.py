@@ -41,7 +41,7 @@ class NetworkPolicies:
 
     def start(self, node: Node) -> None:
         if shutil.which("ipset") is None:
-            raise NodeUnavailable("kube-router needs ipset: apt-get install ipset (scripts/bootstrap.sh does)")
+            raise NodeUnavailable("kube-router needs ipset: apt-get install ipset (scripts/bootstrap.sh --all does)")
         self.binary = find_addon_binaries() / "kube-router"
         directory = node.layout.path("kube-router")
         directory.mkdir(parents=True, exist_ok=True)

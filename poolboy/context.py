@@ -74,9 +74,10 @@ class Context:
 
     def will_wake(self, key: str) -> None:
         """This run is about to write what ``key``'s reconciler reads (a claim binding or creating its handle, a
-        handle creating its claim's resource): the engine wakes ``key`` at the run's end, whatever its outcome, and
-        holds the key's watch events until then, so that the write's event does not run the key while this run is
-        still writing. Only an optimisation of how often the key runs: without an engine, nothing happens."""
+        handle creating or updating its claim's resource): the engine wakes ``key`` at the run's end, whatever its
+        outcome, and holds the key's watch events until then, so that the write's event does not run the key while
+        this run is still writing. Only an optimisation of how often the key runs: without an engine, nothing
+        happens."""
         if self.promiser is not None:
             self.promiser(key)
 

@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import timedelta
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any
 
 from poolboy import DEFAULT_DOMAIN
@@ -27,6 +27,12 @@ DEPRECATED_ENV = {
     "workqueue_stale_seconds": "POOLBOY_GATE_STALE_SECONDS",
     "hold_seconds": "POOLBOY_BATCH_SECONDS",
 }
+
+
+@cache
+def warn_deprecated(old_name: str, new_name: str) -> None:
+    """Once per process and name: every component builds its settings several times (app, runtime, probes)."""
+    log.warning("%s is deprecated and will be removed in the next release: set %s", old_name, new_name)
 
 
 def _env(environ: Mapping[str, str], name: str, default: Any, cast: type) -> Any:
@@ -158,7 +164,7 @@ class Settings:
             names[f.name] = env_name
             old_name = DEPRECATED_ENV.get(f.name)
             if old_name and environ.get(old_name) and not environ.get(env_name):
-                log.warning("%s is deprecated and will be removed in the next release: set %s", old_name, env_name)
+                warn_deprecated(old_name, env_name)
                 env_name = old_name
             values[f.name] = _env(environ, env_name, f.default, type(f.default))
         if "POOLBOY_REDIS_URL" not in environ and environ.get("REDIS_URL"):

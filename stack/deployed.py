@@ -62,6 +62,7 @@ class DeployedStack(InTemporaryDirectory):
         from node.launcher import CONTROL_PLANE_OPTIONS, Node
 
         crds = Path(CHART) / "crds"
+        helm_binary()  # built first where this machine has none: a failure shows before a cluster starts
         try:
             started = time.monotonic()
             self.cluster = ControlPlane(crds=[crds], kubeconfig=self.kubeconfig,

@@ -3,7 +3,9 @@
 Starts devcluster (or, with ``--cluster real``, etcd, kube-apiserver and kube-controller-manager built from their Go
 modules; or uses the current kubeconfig context), its own ``redis-server`` (or ``--redis-url``), the
 watcher, ``--workers`` worker processes, beat and Flower (with ``--service-accounts``, each as its chart
-ServiceAccount: :mod:`stack.service_accounts`); installs the CRDs; creates the operator namespace;
+ServiceAccount: :mod:`stack.service_accounts`), each serving metrics on a loopback port of its own, and with
+``--prometheus-port`` a Prometheus scraping them with Poolboy's rules (:mod:`stack.prometheus`); installs the CRDs;
+creates the operator namespace;
 writes ``--kubeconfig``; prints one line containing ``ready`` when every component is up; stops every child
 cleanly on SIGINT/SIGTERM; restarts a component that exits, with backoff (:mod:`stack.supervisor`).
 ``--demo`` applies ``examples/`` and shows the claim become Ready.
@@ -50,9 +52,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--use-current-context", action="store_true",
                         help="use the cluster of the current kubeconfig context instead of starting devcluster")
     parser.add_argument("--flower-port", type=int, default=5555, help="Flower port on 127.0.0.1 (0 disables)")
-    parser.add_argument("--metrics-port", type=int, default=int(os.environ.get("POOLBOY_METRICS_PORT") or 0),
+    metrics = os.environ.get("POOLBOY_METRICS_PORT")
+    parser.add_argument("--metrics-port", type=int, default=int(metrics) if metrics else None,
                         help="Prometheus metrics on 127.0.0.1: the watcher on this port, worker i on port + 1 + i "
-                             "(default $POOLBOY_METRICS_PORT; 0 = off)")
+                             "(default $POOLBOY_METRICS_PORT, else a free port each; 0 = off)")
+    parser.add_argument("--prometheus-port", type=int, default=int(os.environ.get("POOLBOY_PROMETHEUS_PORT") or 0),
+                        help="start Prometheus on this port of 127.0.0.1, scraping every component and Flower with "
+                             "Poolboy's alerting rules (needs the prometheus binary; default "
+                             "$POOLBOY_PROMETHEUS_PORT; 0 = none)")
+    parser.add_argument("--prometheus-interval", type=float, default=5.0,
+                        help="how often that Prometheus scrapes and evaluates its rules, seconds (default 5)")
     parser.add_argument("--cluster", choices=("devcluster", "real", "node"),
                         default=os.environ.get("POOLBOY_DEV_CLUSTER", "devcluster"),
                         help="the API server to start: devcluster (in memory, starts in under a second), real "
@@ -84,9 +93,11 @@ def managed_entry(grant: str) -> dict[str, list[str]]:
 
 def run(args: argparse.Namespace) -> int:
     from controlplane import ControlPlaneUnavailable
+    from stack import ports
     from stack.local import CONFIGMAPS, LocalStack, StackOptions
     from stack.ports import PortTaken
     from stack.processes import ComponentExited
+    from stack.prometheus import PrometheusUnavailable
     from stack.supervisor import Supervisor
 
     if args.cluster == "node" and not args.use_current_context:
@@ -99,7 +110,10 @@ def run(args: argparse.Namespace) -> int:
         workers=args.workers, concurrency=args.concurrency, pool=args.pool, namespace=args.namespace,
         kubeconfig=None if args.use_current_context else Path(args.kubeconfig).resolve(),
         redis_url=args.redis_url, use_current_context=args.use_current_context,
-        flower_port=args.flower_port or None, metrics_port=args.metrics_port, api_port=args.api_port,
+        flower_port=args.flower_port or None, api_port=args.api_port,
+        metrics_port=ports.ANY if args.metrics_port is None else args.metrics_port,
+        prometheus_port=args.prometheus_port or None, prometheus_interval=args.prometheus_interval,
+        prometheus_dir=Path(args.log_dir).resolve().parent / "prometheus",
         cluster=args.cluster, service_accounts=args.service_accounts,
         managed_resources=[dict(CONFIGMAPS), *(managed_entry(grant) for grant in args.grant)],
         log_dir=Path(args.log_dir).resolve(),
@@ -120,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
             supervisor = Supervisor.for_stack(stack)  # a component that exits is reported and restarted
             while not stop.wait(1.0):
                 supervisor.check()
-    except (PortTaken, ComponentExited, ControlPlaneUnavailable) as error:
+    except (PortTaken, ComponentExited, ControlPlaneUnavailable, PrometheusUnavailable) as error:
         print(f"poolboy dev: {error}", file=sys.stderr, flush=True)
         return 1
     return 0
@@ -178,3 +192,8 @@ def _announce(stack: LocalStack, args: argparse.Namespace) -> None:
               f"FLOWER_BASIC_AUTH=user:password is set)", flush=True)
     for name, url in stack.metrics_urls.items():
         print(f"  metrics of {name}: {url}", flush=True)
+    if stack.prometheus is not None:
+        print(f"  Prometheus: {stack.prometheus.url}/ scraping {', '.join(stack.scrape_targets())}; alerts at "
+              f"{stack.prometheus.url}/alerts (docs/monitoring.md)", flush=True)
+    elif stack.metrics_urls:
+        print("  Prometheus: add --prometheus-port 9090 to graph these with Poolboy's rules and alerts", flush=True)

@@ -18,6 +18,11 @@ import os
 
 from stack import log_options
 
+#: the Tasks page's columns: the task's name (``poolboy.reconcile.<kind>``) and its argument, the work key
+#: (``claim/demo/hello``, :mod:`workers.messages`), first; its result is what the run came to (``'success'``,
+#: ``'error'``, ``'permanent_error'``, ..., :mod:`engine.outcome`); the uuid, which opens the task, last
+TASK_COLUMNS = "name,args,state,result,received,runtime,worker,uuid"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=5555, help="HTTP port (default 5555)")
@@ -35,10 +40,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from workers.app import app
 
+    _transport_by_url(app)
     if args.remote_control == "off":
         _monitor_only(app)
     argv = [*log_options.celery_flags(args), "flower", f"--port={args.port}", f"--address={args.address}",
             "--max_tasks=20000",
+            f"--tasks_columns={TASK_COLUMNS}",
             "--purge_offline_workers=300",
             f"--logging={args.log_level.lower()}"]
     if args.basic_auth:
@@ -49,6 +56,15 @@ def run(args: argparse.Namespace) -> int:
         argv.append("--enable_events=False")  # Flower's periodic enable_events broadcast
     app.start(argv)
     return 0
+
+
+def _transport_by_url(app: object) -> None:
+    """Flower connects with kombu's Redis transport the URL's scheme names (``redis``, ``rediss``, ``sentinel``),
+    not the workers' guarded one (:mod:`workers.compat`): its Broker page reads the queue lengths through a Redis
+    client of its own, made from the connection's URL, and a connection on a transport named by its class has the
+    class's name for a scheme (the page answered 404). The guards are the workers': Flower's event thread reconnects
+    by itself."""
+    app.conf.broker_transport = None  # type: ignore[attr-defined]
 
 
 def _monitor_only(app: object) -> None:

@@ -25,6 +25,7 @@ from stack.worker import DEFAULT_POOL, local_concurrency
 from workers.names import DEFAULT_QUEUES
 
 if TYPE_CHECKING:
+    from stack.prometheus import Prometheus
     from stack.service_accounts import ServiceAccountIdentities
 
 #: what the examples' providers create
@@ -47,8 +48,16 @@ class StackOptions:
     use_current_context: bool = False
     flower_port: int | None = None
     #: Prometheus metrics: the watcher on this port, worker i on port + 1 + i, all on 127.0.0.1 (None: from
-    #: $POOLBOY_METRICS_PORT, 0 = off); likewise $POOLBOY_HEALTH_PORT for /healthz of watcher, workers and beat
+    #: $POOLBOY_METRICS_PORT, 0 = off; :data:`stack.ports.ANY`: a free port each); likewise $POOLBOY_HEALTH_PORT for
+    #: /healthz of watcher, workers and beat
     metrics_port: int | None = None
+    #: a Prometheus on this port of 127.0.0.1 scraping every component and Flower, with Poolboy's rules
+    #: (:mod:`stack.prometheus`; None or 0: none)
+    prometheus_port: int | None = None
+    #: its configuration and data (None: a temporary directory of the stack)
+    prometheus_dir: Path | None = None
+    #: how often it scrapes and evaluates its rules, seconds
+    prometheus_interval: float = 5.0
     #: devcluster's port on 127.0.0.1 (0: a free one)
     api_port: int = 0
     #: the API server started for the stack: ``devcluster`` (in memory, starts in under a second) or ``real``
@@ -82,6 +91,7 @@ class LocalStack(InTemporaryDirectory):
         self.cluster = None
         self.identities: ServiceAccountIdentities | None = None
         self.redis = None
+        self.prometheus: Prometheus | None = None
         self.children: list[Child] = []
         self.kubeconfig: Path = Path(self.options.kubeconfig or Path(self._tmp.name) / "kubeconfig")
         self.redis_url: str = ""
@@ -99,12 +109,18 @@ class LocalStack(InTemporaryDirectory):
     # --- lifecycle -----------------------------------------------------------------------------------------
 
     def start(self) -> LocalStack:
-        """Start every part; raise :class:`ports.PortTaken` before starting anything if a port is in use, and
+        """Start every part; raise :class:`ports.PortTaken` before starting anything if a port is in use (and
+        :class:`stack.prometheus.PrometheusUnavailable` if Prometheus is asked for and missing), and
         :class:`ComponentExited` (naming the component and its last log lines) if one dies while starting."""
+        if self.options.prometheus_port:
+            from stack import prometheus
+
+            prometheus.binary()  # a missing binary is said before anything starts
         self._plan_ports()
         rotate_logs(self.log_dir)
         forked.warm_up()  # the fork server imports the components' libraries meanwhile too (stack/forked.py)
         try:
+            self._launch_prometheus()
             self._start_api()
             self._start_redis()
             self.env = self._component_env()
@@ -113,6 +129,8 @@ class LocalStack(InTemporaryDirectory):
             self._start_components()
             forked.release()  # every component is forked: an idle fork server only holds memory
             self._wait_ready()
+            if self.prometheus is not None:
+                self.prometheus.wait_ready()
         except BaseException:
             self.stop()
             raise
@@ -120,6 +138,9 @@ class LocalStack(InTemporaryDirectory):
 
     def stop(self) -> None:
         forked.release()  # a start that failed while forking leaves it running
+        if self.prometheus is not None:
+            self.prometheus.stop()
+            self.prometheus = None
         for child in reversed(self.children):
             child.stop()
         self.children.clear()
@@ -253,7 +274,11 @@ class LocalStack(InTemporaryDirectory):
             metrics_base = int(environ.get("POOLBOY_METRICS_PORT") or 0)
         health_base = int(environ.get("POOLBOY_HEALTH_PORT") or 0)
         names = self._component_names()
-        metrics = ports.consecutive(metrics_base, names[:-1]) if metrics_base else {}  # beat serves no metrics
+        served = names[:-1]  # beat serves no metrics
+        if metrics_base == ports.ANY:
+            metrics = {name: ports.free() for name in served}
+        else:
+            metrics = ports.consecutive(metrics_base, served) if metrics_base else {}
         health = ports.consecutive(health_base, names) if health_base else {}
         wanted = [ports.PortRequest(port, f"{name} metrics", "--metrics-port") for name, port in metrics.items()]
         wanted += [ports.PortRequest(port, f"{name} health", "POOLBOY_HEALTH_PORT") for name, port in health.items()]
@@ -261,6 +286,9 @@ class LocalStack(InTemporaryDirectory):
             health.setdefault(name, ports.free())
         if self.options.flower_port:
             wanted.append(ports.PortRequest(self.options.flower_port, "Flower", "--flower-port (0 disables Flower)"))
+        if self.options.prometheus_port:
+            wanted.append(ports.PortRequest(self.options.prometheus_port, "Prometheus",
+                                            "--prometheus-port (0: no Prometheus)"))
         if self.options.api_port and not self.options.use_current_context:
             wanted.append(ports.PortRequest(self.options.api_port, "the API server", "--api-port (0 picks a free one)"))
         ports.check(wanted)
@@ -275,6 +303,24 @@ class LocalStack(InTemporaryDirectory):
         # Flower listens on loopback only, its pages (with their control buttons) are open there anyway: open its
         # /api/* too unless the user chose basic auth or set the variable
         self.component_env["flower"] = {"FLOWER_UNAUTHENTICATED_API": environ.get("FLOWER_UNAUTHENTICATED_API", "true")}
+
+    def scrape_targets(self) -> dict[str, str]:
+        """Every metrics URL of the stack: each component's, and Flower's."""
+        targets = dict(self.metrics_urls)
+        if self.options.flower_port:
+            targets["flower"] = f"http://{ports.LOOPBACK}:{self.options.flower_port}/metrics"
+        return targets
+
+    def _launch_prometheus(self) -> None:
+        """Start Prometheus first: its targets are known once the ports are planned, and it loads meanwhile."""
+        if not self.options.prometheus_port:
+            return
+        from stack.prometheus import Prometheus
+
+        self.prometheus = Prometheus(self.options.prometheus_port,
+                                     self.options.prometheus_dir or Path(self._tmp.name) / "prometheus",
+                                     self.log_dir / "prometheus.log", self.scrape_targets(), self.options.namespace,
+                                     scrape_interval=self.options.prometheus_interval).launch()
 
     def _ensure_namespace(self) -> None:
         namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.options.namespace}}

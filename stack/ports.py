@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import procutil
 
 LOOPBACK = "127.0.0.1"
+#: a base port that asks for a free port per component instead of consecutive ones
+ANY = -1
 
 
 class PortTaken(RuntimeError):

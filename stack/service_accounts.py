@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import subprocess
 import threading
 import time
@@ -24,6 +23,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import yaml
+
+from stack import kubetools
 
 log = logging.getLogger(__name__)
 
@@ -43,12 +44,8 @@ RENEW_TICK = 5.0
 
 
 def helm_binary() -> str:
-    """The ``helm`` that scripts/deploy-tools.sh installs into .venv/bin, or one on PATH."""
-    local = ROOT / ".venv" / "bin" / "helm"
-    found = str(local) if local.exists() else shutil.which("helm")
-    if not found:
-        raise FileNotFoundError("helm is missing: scripts/bootstrap.sh installs it (scripts/deploy-tools.sh)")
-    return found
+    """The pinned ``helm`` (:mod:`stack.kubetools`), built first where this machine has none."""
+    return kubetools.binary("helm")
 
 
 def render_chart(namespace: str, values: dict[str, Any]) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ component that cannot start (a bad setting, a port in use) does not restart in a
 for ``stable`` seconds starts again from 1 s. Redis, when ``poolboy dev`` started it, is supervised too: it comes
 back on the same port (empty: it runs without persistence, as in the tests). So are the processes of the real control
 plane (``--cluster real``): etcd, kube-apiserver and kube-controller-manager come back on their ports, etcd with its
-data.
+data; and Prometheus, with its series.
 """
 
 from __future__ import annotations
@@ -90,6 +90,9 @@ class Supervisor:
         components = [_child(stack, child.name) for child in stack.children]
         if stack.redis is not None:
             components.insert(0, _redis(stack))
+        if stack.prometheus is not None:
+            prometheus = stack.prometheus
+            components.append(_process("prometheus", lambda: prometheus, prometheus.start))
         processes = getattr(stack.cluster, "processes", None)  # the real control plane's (devcluster has none)
         if processes is not None:
             components[:0] = [_process(name, now, start) for name, now, start in processes()]

@@ -155,7 +155,7 @@ class SentinelCluster:
             return [binary, str(config)]
         server = shutil.which("redis-server")
         if not server:
-            raise RuntimeError("redis-sentinel is not installed; run scripts/bootstrap.sh")
+            raise RuntimeError("redis-sentinel is not installed; run scripts/bootstrap.sh --all")
         return [server, str(config), "--sentinel"]
 
     def start(self) -> SentinelCluster:

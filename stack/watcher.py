@@ -61,6 +61,7 @@ def _intake(settings: Settings) -> tuple[EventIntake, CacheWriter | None]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from engine.registries import WATCHER, Own, endpoint
     from poolboy.kube import KubeClient
     from poolboy.settings import Settings
     from watcher.main import Watcher
@@ -70,15 +71,13 @@ def run(args: argparse.Namespace) -> int:
     if port:
         from prometheus_client import start_http_server
 
-        start_http_server(port, addr=settings.metrics_address)
+        start_http_server(port, addr=settings.metrics_address, registry=endpoint(Own(WATCHER)))
     kube = KubeClient.from_settings(settings, kubeconfig=args.kubeconfig)
     intake, cache = _intake(settings)
     watcher = Watcher(settings, kube, intake, cache=cache, identity=args.identity,
                       leader_election=not args.no_leader_election, watch_timeout=args.watch_timeout)
     _serve_health(settings, watcher, kube)
-    from prometheus_client import REGISTRY
-
-    REGISTRY.register(watcher.pool_stats)
+    WATCHER.register(watcher.pool_stats)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: watcher.stop())
     watcher.run()

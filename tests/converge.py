@@ -37,10 +37,13 @@ class Converger:
         self.settings = settings
         self.clock = clock
         self.log: list[tuple[str, Result | PermanentError]] = []
+        #: (the running key, the key it promised to wake) for every ``Context.will_wake``, in order
+        self.promises: list[tuple[str, str]] = []
 
     def reconcile(self, key: str) -> Result | PermanentError:
         kind, namespace, name = keys.parse(key)
-        ctx = api_context(self.kube, self.settings, now=self.clock())
+        ctx = api_context(self.kube, self.settings, now=self.clock(),
+                          promiser=lambda promised: self.promises.append((key, promised)))
         try:
             outcome: Result | PermanentError = RECONCILERS[kind](ctx, namespace, name)
         except PermanentError as error:

@@ -72,6 +72,7 @@ class Informer:
     # --- lifecycle -------------------------------------------------------------------------------------------
 
     def start(self) -> Informer:
+        metrics.expose_restarts(self.kind)
         self._thread = threading.Thread(target=self.run, name=f"informer {self.name}", daemon=True)
         self._thread.start()
         return self

@@ -22,14 +22,15 @@ from collections import OrderedDict
 
 from prometheus_client import Counter, Histogram
 
+from engine.registries import WATCHER
 from poolboy.domain.binding.scopes import first_provider
 
 POOL_BINDS = Counter("poolboy_pool_binds_total", "Pool handles bound to a claim, by whether they were ready (warm hit)",
-                     ["pool", "handle"])
+                     ["pool", "handle"], registry=WATCHER)
 COLD_CREATIONS = Counter("poolboy_claim_handles_created_total", "Handles created for one claim (no pool handle: a "
-                         "cold creation), by provider", ["provider"])
+                         "cold creation), by provider", ["provider"], registry=WATCHER)
 HANDLE_READY = Histogram("poolboy_pool_handle_ready_seconds", "Time from a pool handle's creation to ready", ["pool"],
-                         buckets=(1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200))
+                         buckets=(1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200), registry=WATCHER)
 
 #: handles whose readiness was not seen yet; beyond this many the oldest are forgotten (bounded memory)
 MAX_TRACKED = 100_000

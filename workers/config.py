@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kombu import Queue
+from kombu import Exchange, Queue
 
 from poolboy import kinds
 from poolboy.settings import Settings
@@ -40,6 +40,14 @@ def beat_schedule(settings: Settings) -> dict[str, dict]:
     sweeps = {f"manage-{kind.queue}": _entry(manage_task(kind), getattr(settings, str(kind.sweep_interval)))
               for kind in kinds.DECLARED if kind.sweep_interval}
     return {**sweeps, "resync": _entry(PERIODIC_PREFIX + "resync", settings.resync_interval)}
+
+
+def declared_queue(name: str) -> Queue:
+    """Queue ``name`` bound to a direct exchange of its own name by its own name: what Celery's documentation
+    declares and what the worker's banner lists. Every message reaches it through the anonymous exchange, routing
+    key ``name`` (``send_task`` and :mod:`workers.messages` alike); a bare ``Queue(name)`` would be given the default
+    queue's exchange and key instead, so the banner would name ``periodic`` for every queue."""
+    return Queue(name, Exchange(name, type="direct"), routing_key=name)
 
 
 def build(settings: Settings) -> dict[str, Any]:
@@ -69,7 +77,7 @@ def build(settings: Settings) -> dict[str, Any]:
         "worker_max_tasks_per_child": 2000,
         "task_soft_time_limit": settings.reconcile_soft_time_limit,
         "task_time_limit": settings.reconcile_time_limit,
-        "task_queues": [Queue(name) for name in QUEUES],
+        "task_queues": [declared_queue(name) for name in QUEUES],
         "task_default_queue": PERIODIC_QUEUE,
         "task_routes": routes,
         "task_default_priority": 0,

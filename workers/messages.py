@@ -18,6 +18,9 @@ delivery info wrap it, and the channel names the priority list (the last two thr
 :mod:`workers.compat`). Per message only what Celery sets per task is
 replaced: the task id (``id``, ``root_id``, ``correlation_id``), the arguments (``argsrepr`` and the body) and
 kombu's ``delivery_tag``. :mod:`tests.integration.test_queued_messages` holds the result against ``send_task``'s.
+
+``argsrepr`` (what a worker's task events carry as the task's arguments, so what Flower lists and searches) is the
+work key itself, ``claim/demo/hello``, rather than Celery's ``repr`` of the argument list.
 """
 
 from __future__ import annotations
@@ -69,7 +72,7 @@ class QueuedMessages:
         (the template's nested parts are shared, never changed), and the body cached per key."""
         task, queue = route(key)
         list_key, template = self._template(task, queue, priority)
-        headers = {**template["headers"], "id": msg_id, "root_id": msg_id, "argsrepr": repr([key])}
+        headers = {**template["headers"], "id": msg_id, "root_id": msg_id, "argsrepr": key}
         properties = {**template["properties"], "correlation_id": msg_id, "delivery_tag": str(uuid.uuid4())}
         message = {**template, "headers": headers, "properties": properties, "body": _body(key, self._serializer)}
         return list_key, orjson.dumps(message)
@@ -123,7 +126,7 @@ class CeleryPublisher:
     def _send(self, publish: Publish, producer: object = None) -> None:
         """One reconcile message exactly as the queue asked (task id = the queue's message id)."""
         task, queue = route(publish.key)
-        self.app.send_task(task, args=[publish.key], task_id=publish.msg_id, queue=queue,
+        self.app.send_task(task, args=[publish.key], argsrepr=publish.key, task_id=publish.msg_id, queue=queue,
                            priority=publish.priority, producer=producer)
 
 

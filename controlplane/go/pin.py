@@ -11,6 +11,7 @@ integration tests run), so the pair is one the Kubernetes project tested togethe
 
     python3 pin.py v1.37.2            # this module: kube-apiserver, kube-controller-manager, etcd
     python3 pin.py v1.37.2 node       # node/go: kubelet, kube-scheduler, kube-proxy
+    python3 pin.py v1.37.2 kubetools  # kubetools/go: kubectl, at the control plane's release
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ MODULES = {  # a Go module of the project's own per set of binaries: its path, i
         "k8s.io/kubernetes/cmd/kubelet",
         "k8s.io/kubernetes/cmd/kube-scheduler",
         "k8s.io/kubernetes/cmd/kube-proxy",
+    )),
+    "kubetools": (HERE.parent.parent / "kubetools" / "go", (
+        "k8s.io/kubernetes/cmd/kubectl",
     )),
 }
 STAGING = re.compile(r"^\s*(k8s\.io/[\w.-]+)\s+=>\s+\./staging/", re.M)
@@ -94,6 +98,6 @@ def main(kubernetes: str, name: str) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) not in (2, 3) or sys.argv[2:3] not in ([], ["controlplane"], ["node"]):
+    if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and sys.argv[2] not in MODULES):
         raise SystemExit(__doc__)
     main(sys.argv[1], sys.argv[2] if len(sys.argv) == 3 else "controlplane")

@@ -153,19 +153,22 @@ def update_ops(live: Mapping[str, Any], desired: Mapping[str, Any], update_filte
 
 def create_or_update(ctx: Context, desired: dict[str, Any], update_filters: list[dict[str, Any]],
                      live: dict[str, Any] | None, handle: Mapping[str, Any],
-                     on_created: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+                     on_created: Callable[[dict[str, Any]], None] | None = None,
+                     before_write: Callable[[], None] | None = None) -> dict[str, Any]:
     """Create the resource if absent (409 = exists → update), else patch what the filters allow; returns live.
 
     An existing object is patched only when ``handle`` may manage it (:mod:`poolboy.domain.ownership`); any other is
     a ``ResourceConflict`` and stays untouched. ``on_created`` is called with the new object only when this call
     really created it (not on a 409 adoption), so the caller can emit a ``ResourceCreated`` Event exactly once, on
-    the transition.
+    the transition. ``before_write`` is called before each create or patch is sent, never when nothing is written.
     """
     metadata = desired["metadata"]
     for _ in range(5):
         if live is not None and not ownership.may_manage(ctx.settings.domain, handle, live):
             raise PermanentError(ownership.CONFLICT, ownership.conflict_message(handle, live))
         if live is None:
+            if before_write is not None:
+                before_write()
             try:
                 created = ctx.kube.create(desired, strict=True)  # a field the server does not know is an error
             except kube.AlreadyExists:
@@ -184,6 +187,8 @@ def create_or_update(ctx: Context, desired: dict[str, Any], update_filters: list
             return live
         precondition = {"op": "test", "path": "/metadata/resourceVersion",
                         "value": live["metadata"]["resourceVersion"]}
+        if before_write is not None:
+            before_write()
         try:
             return ctx.kube.patch_json(desired["apiVersion"], desired["kind"], metadata["name"],
                                        metadata.get("namespace"), [precondition, *ops], strict=True)

@@ -1,5 +1,5 @@
-"""Fixtures of the deployment checks: the real ``helm`` (scripts/deploy-tools.sh puts it in .venv/bin) and a cached
-``helm template`` of the chart for a set of values."""
+"""Fixtures of the deployment checks: the real ``helm`` (pinned; scripts/deploy-tools.sh builds it into .venv/bin)
+and a cached ``helm template`` of the chart for a set of values."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ securityContext asks for: uid and gid 1000 (``setpriv`` takes root there first, 
 pod), the root filesystem read-only, a fresh tmpfs on /tmp (the chart's emptyDir), no capabilities, no new
 privileges, and no network, pid, ipc or uts namespace of the host.
 
-The tools come from Debian's packages (``scripts/bootstrap.sh`` installs them). Where they are missing the tests
+The tools come from Debian's packages (``scripts/bootstrap.sh --all`` installs them). Where they are missing the tests
 marked ``image`` are skipped with one line; with ``POOLBOY_REQUIRE_IMAGE=1`` (set by ``.ci/run``) the run fails.
 """
 
@@ -34,7 +34,7 @@ def unavailable() -> str | None:
     """Why the image cannot be built and run here, or None when it can."""
     missing = sorted({package for binary, package in TOOLS.items() if shutil.which(binary) is None})
     if missing:
-        return f"missing {', '.join(missing)} (apt-get install {' '.join(missing)}; scripts/bootstrap.sh does)"
+        return f"missing {', '.join(missing)} (apt-get install {' '.join(missing)}; scripts/bootstrap.sh --all does)"
     if os.geteuid() != 0:
         return "building the image needs root (scripts/build-image.sh)"
     return None

@@ -169,9 +169,17 @@ def test_images_are_pinned_by_digest() -> None:
 
 def test_an_alert_fires_on_writes_redis_refuses_for_memory() -> None:
     rule = by_kind(render({"metrics.prometheusRule.enabled": True}), "PrometheusRule")["pb-poolboy"]
-    alerts = {r["alert"]: r for group in rule["spec"]["groups"] for r in group["rules"]}
+    alerts = {r["alert"]: r for group in rule["spec"]["groups"] for r in group["rules"] if "alert" in r}
     refused = alerts["PoolboyRedisRefusesWrites"]
     assert "increase(poolboy_redis_oom_errors_total" in refused["expr"] and refused["labels"]["severity"] == "critical"
     assert "{{ $value | humanize }}" in refused["annotations"]["description"]  # for Prometheus, not for helm
     assert "redis_memory_used_bytes" in alerts["PoolboyRedisMemoryHigh"]["expr"]
     assert alerts["PoolboyRedisMemoryHigh"]["expr"].endswith("> 0.9")
+
+
+def test_the_redis_memory_threshold_comes_from_the_values() -> None:
+    rule = by_kind(render({"metrics.prometheusRule.enabled": True, "metrics.prometheusRule.redisMemoryThreshold": 0.8}),
+                   "PrometheusRule")["pb-poolboy"]
+    high = next(r for group in rule["spec"]["groups"] for r in group["rules"]
+                if r.get("alert") == "PoolboyRedisMemoryHigh")
+    assert high["expr"].endswith("> 0.8")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 
 import pytest
 
+from procutil import free_port
 from stack.local import LocalStack
 from tests.clusters import e2e_options
 
@@ -20,6 +22,19 @@ FAST_INTERVALS = {
     # a worker SIGKILLed with a prefetched message leaves its key marked queued; re-publish it soon
     "POOLBOY_WORKQUEUE_STALE_SECONDS": "10",
 }
+
+
+def free_port_pair() -> int:
+    """A free port whose successor is free too: the watcher serves metrics on it, worker 0 on the next one."""
+    for _ in range(50):
+        port = free_port()
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no two consecutive free ports")
 
 
 @pytest.fixture(scope="module")

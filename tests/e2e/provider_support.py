@@ -10,13 +10,16 @@ from __future__ import annotations
 import subprocess
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
 from stack.local import LocalStack
 from tests.waiting import wait_for
+
+if TYPE_CHECKING:
+    from controlplane.testing import User as ClusterUser
 
 D = "poolboy.gpte.redhat.com"
 V1 = f"{D}/v1"
@@ -27,6 +30,23 @@ def kubectl(stack: LocalStack, *args: str, timeout: float = 60) -> subprocess.Co
     """Real ``kubectl`` against the stack's API server (the caller checks ``returncode``)."""
     return subprocess.run(["kubectl", "--kubeconfig", str(stack.kubeconfig), *args],
                           capture_output=True, text=True, timeout=timeout)
+
+
+def user_with_role(stack: LocalStack, role: str, namespace: str) -> ClusterUser:
+    """A new user of the real control plane (a client certificate and a kubeconfig of its own) whose only grant is
+    the built-in ``role`` (``edit``, ``view``; the chart aggregates claims into them) in ``namespace``, once the API
+    server lets it list claims there."""
+    cluster = stack.cluster
+    assert cluster is not None, "needs the real control plane"
+    user = cluster.add_user(f"{role}-{uuid.uuid4().hex[:6]}", ["developers"])
+    client.RbacAuthorizationV1Api(cluster.api_client()).create_namespaced_role_binding(namespace, {
+        "metadata": {"name": f"{user.name}-{role}"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user.name}]})
+    claims = client.CustomObjectsApi(user.api_client())
+    wait_for(lambda: claims.list_namespaced_custom_object(D, "v1", namespace, "resourceclaims"),
+             timeout=15, interval=0.2, message=f"the user's {role} grant in {namespace}")
+    return user
 
 
 def timestamp(delta: timedelta = timedelta()) -> str:

@@ -1,8 +1,8 @@
 """Conditions on handles, pools and scalings, as an administrator's ``kubectl wait`` sees them on the running stack.
 
-README: "Handles carry ``Ready``, ``Healthy`` and ``Synced``; pools carry ``Ready`` (minAvailable met)", each with
-``observedGeneration``, so ``kubectl wait --for=condition=Ready resourcehandle/<n>`` (and ``resourcepool/<n>``,
-``resourcepoolscaling/<n>``) returns once the object is there.
+docs/users.md: "Handles carry ``Ready``, ``Healthy`` and ``Synced``; pools carry ``Ready`` (minAvailable met)",
+each with ``observedGeneration``, so ``kubectl wait --for=condition=Ready resourcehandle/<n>`` (and
+``resourcepool/<n>``, ``resourcepoolscaling/<n>``) returns once the object is there.
 """
 
 from __future__ import annotations

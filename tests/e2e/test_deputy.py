@@ -25,7 +25,7 @@ from kubernetes.client.rest import ApiException
 from stack.local import LocalStack
 from tests.clusters import E2E_CLUSTER, e2e_options
 from tests.e2e.conftest import FAST_INTERVALS
-from tests.e2e.provider_support import User, condition
+from tests.e2e.provider_support import User, condition, user_with_role
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.skipif(E2E_CLUSTER != "real", reason="needs the real API server's users and RBAC")]
@@ -49,17 +49,7 @@ class People:
 
 
 def _bind(stack: LocalStack, role: str, namespace: str) -> client.ApiClient:
-    cluster = stack.cluster
-    assert cluster is not None
-    user = cluster.add_user(f"{role}-{uuid.uuid4().hex[:6]}", ["developers"])
-    client.RbacAuthorizationV1Api(cluster.api_client()).create_namespaced_role_binding(namespace, {
-        "metadata": {"name": f"{user.name}-{role}"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user.name}]})
-    api = user.api_client()
-    wait_for(lambda: client.CustomObjectsApi(api).list_namespaced_custom_object(D, "v1", namespace, "resourceclaims"),
-             timeout=15, interval=0.2, message=f"the user's {role} grant in {namespace}")
-    return api
+    return user_with_role(stack, role, namespace).api_client()
 
 
 @pytest.fixture(scope="module")

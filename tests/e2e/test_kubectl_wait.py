@@ -7,7 +7,7 @@ runs the object again. This stack keeps the sweeps at their production intervals
 permanent errors re-checked after 300 s) so a stale ``observedGeneration`` shows as a ``kubectl wait`` timeout
 (15 s, kubectl's own bound) instead of being repaired behind the test's back.
 
-Also README "ResourceClaim conditions and Events": a requested end beyond the provider's maximum is clamped and
+Also docs/users.md "ResourceClaim conditions and Events": a requested end beyond the provider's maximum is clamped and
 explained by ``Synced`` (reason ``LifespanClamped``) and one Warning Event per change.
 """
 

@@ -4,7 +4,6 @@ outdated handles of a pool whose spec changed under ``updateStrategy: Keep``."""
 
 from __future__ import annotations
 
-import socket
 import urllib.request
 from collections.abc import Iterator
 
@@ -12,25 +11,11 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from procutil import free_port
 from stack.local import LocalStack
 from tests.clusters import e2e_options
-from tests.e2e.conftest import FAST_INTERVALS
+from tests.e2e.conftest import FAST_INTERVALS, free_port_pair
 from tests.e2e.provider_support import NS, D, User, config_map_provider, status
 from tests.waiting import wait_for
-
-
-def free_port_pair() -> int:
-    """A free port whose successor is free too: the watcher serves metrics on it, worker 0 on the next one."""
-    for _ in range(50):
-        port = free_port()
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
-        return port
-    raise RuntimeError("no two consecutive free ports")
 
 
 @pytest.fixture(scope="module")

@@ -173,10 +173,15 @@ def test_initialisation_renders_default_when_template_enabled(env: ClaimEnv) -> 
 
 
 def test_initialisation_runs_once(env: ClaimEnv) -> None:
+    """A claim whose init annotation says it was initialised is not filled from the provider's default again."""
     env.configmap_provider("p", default={"data": {"x": "1"}})
     env.claim("c", {"resources": [{"provider": {"name": "p"}, "template": {}}]},
               annotations={"poolboy.gpte.redhat.com/resource-claim-init-timestamp": "2020-01-01T00:00:00Z"})
+    env.claim("control", {"resources": [{"provider": {"name": "p"}, "template": {}}]})
     env.converge("c")
+    env.converge("control")
+    assert env.get_claim("control")["spec"]["resources"][0]["template"] == {"data": {"x": "1"}}, \
+        "control: a new claim is initialised from the default"
     assert env.get_claim("c")["spec"]["resources"][0]["template"] == {}
 
 

@@ -9,13 +9,13 @@ import signal
 import pytest
 import redis
 from celery import Celery
-from prometheus_client import REGISTRY
 
 from cache.journal import RunJournal
 from cache.reader import CachedKubeClient
 from cache.store import UPDATED, WRITTEN, ObjectCache
 from cache.writer import EPOCH, CacheWriter
 from engine import runtime
+from engine.registries import WATCHER
 from engine.runner import begin
 from poolboy import kube as kube_errors
 from poolboy.domain.binding import candidates
@@ -245,7 +245,7 @@ def test_flushed_redis_is_noticed_and_every_key_re_added(stack, kube: KubeClient
 
 def _redis_losses() -> float:
     """Times this process's watchers re-listed everything because Redis lost their epoch."""
-    return REGISTRY.get_sample_value("poolboy_redis_state_lost_total") or 0.0
+    return WATCHER.get_sample_value("poolboy_redis_state_lost_total") or 0.0
 
 
 def test_stale_cache_costs_one_conflict_and_a_fresh_read(stack, kube: KubeClient,  # noqa: F811

@@ -21,8 +21,10 @@ from procutil import free_port
 from stack import redis_acl
 from stack.local import LocalStack, StackOptions
 from stack.redis_server import RedisServer
+from tests.flower_pages import queue_depths
 from tests.integration.example_claims import apply_examples, claim_ready, create_claim
 from tests.waiting import wait_for
+from workers.names import QUEUES
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -65,9 +67,13 @@ def stack(acl_redis: RedisServer) -> Iterator[LocalStack]:
         yield running
 
 
-def flower_json(stack: LocalStack, path: str) -> dict:
+def flower_page(stack: LocalStack, path: str) -> str:
     with urllib.request.urlopen(f"http://127.0.0.1:{stack.options.flower_port}{path}", timeout=10) as page:
-        return json.loads(page.read())
+        return page.read().decode()
+
+
+def flower_json(stack: LocalStack, path: str) -> dict:
+    return json.loads(flower_page(stack, path))
 
 
 def refused(action: object) -> str:
@@ -89,7 +95,9 @@ def test_a_claim_binds_with_every_component_as_its_own_user_and_nothing_refused(
     wait_for(lambda: any(flower_json(stack, "/api/workers?status=1").values()), timeout=20,
              message="Flower to see the worker online")
     tasks = flower_json(stack, "/api/tasks?taskname=poolboy.reconcile.claim")
-    assert any(task["args"] == "['claim/demo/acl']" for task in tasks.values()), tasks
+    assert any(task["args"] == "claim/demo/acl" for task in tasks.values()), tasks
+    # its Broker page shows every queue's depth: lengths its user may read (and not change)
+    assert set(queue_depths(flower_page(stack, "/broker"))) == set(QUEUES)
     # beat's sweeps ran meanwhile (from the cache) and the worker's periodic tasks: every user did its part
     users = {entry["user"] for entry in root.client_list()}
     assert {"watcher", "worker", "beat", "flower"} <= users, users
@@ -135,6 +143,7 @@ def test_flower_and_keda_write_nothing_poolboy_or_celery_owns(acl_redis: RedisSe
         refused(lambda r=r: r.hset("poolboy:cache:o:x", "doc", "{}"))
         refused(lambda r=r: r.hget("unacked", "tag"))
         refused(lambda r=r: r.publish("/0.celeryev/task.multi", "forged event"))
+    assert client(acl_redis, "flower").llen("claims\x06\x163") == 0  # its Broker page's question
     keda = client(acl_redis, "keda")
     assert keda.llen("claims\x06\x163") == 0  # what its scaler asks, and all it may
     assert "lpush" in refused(lambda: keda.lpush("claims\x06\x163", "x"))

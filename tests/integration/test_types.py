@@ -1,6 +1,6 @@
 """The type annotations are checked: ``mypy`` over ``poolboy/``, ``redisscripts/``, ``cache/``,
-``workqueue/``, ``engine/``, ``workers/``, ``watcher/``, ``procutil/``, ``controlplane/`` and ``node/``
-(the ``[tool.mypy]``
+``workqueue/``, ``engine/``, ``workers/``, ``watcher/``, ``procutil/``, ``controlplane/``, ``node/`` and
+``poolboy_kubectl/`` (the ``[tool.mypy]``
 section of pyproject.toml: stricter for ``poolboy/``), so
 ``./run tests`` — and so CI — fails on a type error."""
 

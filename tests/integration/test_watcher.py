@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from prometheus_client import REGISTRY
 
+from engine.registries import WATCHER
 from poolboy.kube import AlreadyExists, ApiError, KubeClient
 from poolboy.settings import Settings
 from tests.integration.manifests import crd
@@ -251,7 +251,7 @@ def test_fault_injection_still_delivers_every_change(fresh_devcluster) -> None:
 def watch_errors() -> float:
     """Watch restarts after errors in this process, over all kinds (the informers' metric)."""
     total = 0.0
-    for metric in REGISTRY.collect():
+    for metric in WATCHER.collect():
         if metric.name == "poolboy_watcher_watch_restarts":
             total += sum(sample.value for sample in metric.samples
                          if sample.name.endswith("_total") and sample.labels.get("reason") == "error")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from celery import Celery
 
 from engine import sweeps
 from poolboy import kinds
@@ -59,6 +60,16 @@ def test_a_declared_kind_has_its_queue_and_task(kind: kinds.Kind) -> None:
     assert kind.queue in names.QUEUES
     assert routes[names.reconcile_task(kind.token)] == {"queue": kind.queue}
     assert names.route(f"{kind.token}/ns/x") == (names.reconcile_task(kind.token), kind.queue)
+
+
+def test_the_worker_banner_names_each_queue_with_its_own_exchange_and_routing_key() -> None:
+    """Celery's routing table, as a worker's start-up banner prints it: each queue's own route, not the default
+    queue's for every one."""
+    app = Celery(set_as_current=False)
+    app.config_from_object(config.build(Settings()))
+    banner = app.amqp.queues.format(indent_first=False).splitlines()
+    assert sorted(line.split() for line in banner) == sorted(
+        [".>", name, f"exchange={name}(direct)", f"key={name}"] for name in names.QUEUES)
 
 
 def test_beat_sweeps_exactly_the_kinds_declared_with_an_interval() -> None:

@@ -17,6 +17,9 @@ FORBIDDEN: dict[str, set[str]] = {
     "cache": {"celery", "kombu", "workers", "watcher", "stack"},
     "engine": {"celery", "kombu", "redbeat", "workers", "watcher", "stack"},
     "watcher": {"celery", "kombu", "workers", "stack"},
+    # the kubectl plugin is a client of the API: the user's machine runs it without Redis or the operator's adapters
+    "poolboy_kubectl": {"celery", "kombu", "redbeat", "redis", "workqueue", "cache", "engine", "workers", "watcher",
+                        "stack", "devcluster", "controlplane", "node"},
 }
 
 

@@ -1,6 +1,6 @@
 """``tests/unit`` is pure: no test here starts a process, forks, opens a socket or starts a server (a real Redis, a
-devcluster, a worker). Such tests belong in ``tests/integration``, which the README describes as the place for them;
-this reads the unit tests' source for the ways in."""
+devcluster, a worker). Such tests belong in ``tests/integration``, which docs/architecture.md (Layout) describes as
+the place for them; this reads the unit tests' source for the ways in."""
 
 from __future__ import annotations
 

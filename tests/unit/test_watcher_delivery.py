@@ -9,8 +9,8 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 
 import pytest
-from prometheus_client import REGISTRY
 
+from engine.registries import WATCHER
 from poolboy.settings import Settings
 from tests.waiting import blocked_in, wait_for
 from watcher import mapping
@@ -171,7 +171,7 @@ def drained(queue: DeliveryBuffer[Event], timeout: float = 10) -> bool:
 
 
 def sample(name: str, **labels: str) -> float:
-    return REGISTRY.get_sample_value(name, labels) or 0.0
+    return WATCHER.get_sample_value(name, labels) or 0.0
 
 
 def test_a_failed_delivery_is_retried_whole_until_it_lands() -> None:

@@ -140,6 +140,45 @@ def test_an_autoscaling_pools_decision_is_exported_per_pool() -> None:
     assert not any(name.startswith("poolboy_pool_autoscaling") for name, _ in samples(stats))
 
 
+def test_each_pools_minimum_is_exported_so_an_empty_pool_meant_to_be_empty_is_told_apart() -> None:
+    stats = PoolStats(WAITING)
+
+    def pool(name: str, spec: dict) -> dict:
+        return {"kind": "ResourcePool", "metadata": {"namespace": "poolboy", "name": name}, "spec": spec}
+
+    stats.on_event("ADDED", pool("labs", {"minAvailable": 3}))
+    stats.on_event("ADDED", pool("on-demand", {}))
+    assert gauge(stats, "poolboy_pool_min_available", "labs") == 3
+    assert samples(stats)[("poolboy_pool_min_available", "on-demand")] == 0
+    stats.on_event("MODIFIED", pool("labs", {"minAvailable": 5}))  # kubectl scale
+    assert gauge(stats, "poolboy_pool_min_available", "labs") == 5
+    stats.on_event("DELETED", pool("labs", {"minAvailable": 5}))
+    assert ("poolboy_pool_min_available", "labs") not in samples(stats)
+
+
+def test_handles_out_of_sync_are_counted_per_provider_with_zero_for_a_healthy_one() -> None:
+    stats = PoolStats(WAITING)
+
+    def provided(name: str, provider: str, synced: str | None, pool: str | None = "pool-a") -> dict:
+        obj = handle(name, pool=pool)
+        obj["spec"]["provider"] = {"name": provider}
+        if synced is not None:
+            obj["status"]["conditions"] = [{"type": "Synced", "status": synced, "reason": "ResourceRejected"}]
+        return obj
+
+    stats.on_event("ADDED", provided("h1", "broken", "False"))
+    stats.on_event("ADDED", provided("h2", "broken", "False", pool=None))  # a claim's own handle counts too
+    stats.on_event("ADDED", provided("h3", "labs", "True"))
+    stats.on_event("ADDED", provided("h4", "labs", None))  # not reconciled yet: not out of sync
+    got = samples(stats)
+    assert got[("poolboy_provider_handles_unsynced", "broken")] == 2
+    assert got[("poolboy_provider_handles_unsynced", "labs")] == 0
+    assert got[("poolboy_pool_handles_available", "pool-a")] == 3  # h2 belongs to no pool
+    stats.on_event("MODIFIED", provided("h1", "broken", "True"))
+    stats.on_event("DELETED", provided("h2", "broken", "False", pool=None))
+    assert samples(stats)[("poolboy_provider_handles_unsynced", "broken")] == 0
+
+
 def gauge(stats: PoolStats, name: str, pool: str) -> float:
     registry = CollectorRegistry()
     registry.register(stats)

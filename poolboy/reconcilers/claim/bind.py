@@ -341,9 +341,9 @@ def create_handle(run: ClaimRun, mode: Mode, claim_resources: list[dict[str, Any
                                                      annotations=annotations)
     name = handle["metadata"]["name"]
     if created:
-        record_binding(run, mode, handle, "HandleCreated", f"Created ResourceHandle {name}")
+        record_binding(run, mode, handle, "HandleCreated", f"Created ResourceHandle {name}", on_handle=False)
     else:
-        record_binding(run, mode, handle, "Bound", f"Adopted ResourceHandle {name}")
+        record_binding(run, mode, handle, "Bound", f"Adopted ResourceHandle {name}", on_handle=False)
     return handle
 
 
@@ -374,8 +374,11 @@ def bound(run: ClaimRun, mode: Mode, handle: dict[str, Any], reason: str, messag
     record_binding(run, mode, handle, reason, message)
 
 
-def record_binding(run: ClaimRun, mode: Mode, handle: dict[str, Any], reason: str, message: str) -> None:
-    """``status.resourceHandle`` and a fresh ``status.lifespan`` whose start is the bind time."""
+def record_binding(run: ClaimRun, mode: Mode, handle: dict[str, Any], reason: str, message: str,
+                   on_handle: bool = True) -> None:
+    """``status.resourceHandle`` and a fresh ``status.lifespan`` whose start is the bind time; ``reason`` as an Event
+    on the claim and, ``on_handle``, a ``Bound`` Event on the handle (a handle created for the claim is born bound:
+    its Events start with what it creates)."""
     run.status["resourceHandle"] = {"apiVersion": run.ctx.settings.api_version, "kind": RESOURCE_HANDLE,
                                     "name": handle["metadata"]["name"], "namespace": handle["metadata"]["namespace"]}
     limits = claim_lifespan.handle_limits(handle, run.claim, mode.template_vars(handle))
@@ -383,5 +386,7 @@ def record_binding(run: ClaimRun, mode: Mode, handle: dict[str, Any], reason: st
     run.status.pop("queue", None)
     run.wake.append(keys.make(keys.HANDLE, handle["metadata"]["namespace"], handle["metadata"]["name"]))
     run.event(reason, message)
-    run.handle_events.append((handle, "Bound", f"Bound to ResourceClaim {run.meta['namespace']}/{run.meta['name']}"))
+    if on_handle:
+        run.handle_events.append((handle, "Bound",
+                                  f"Bound to ResourceClaim {run.meta['namespace']}/{run.meta['name']}"))
     run.bound_now = True

@@ -136,11 +136,12 @@ class HandleRun:
         self.status_resources[index].pop("waitingFor", None)
         before = self.states[index]
         claim = claim_key(self.handle)
-        if before is None and claim is not None:  # its ADDED event would run the claim before this run's status
-            self.ctx.will_wake(claim)
+        # the write's watch event would run the claim before this run's status says what it wrote
+        promise = (lambda: self.ctx.will_wake(claim)) if claim is not None else None
         try:
             self.states[index] = managed_resources.create_or_update(self.ctx, definition, provider.update_filters,
-                                                                    before, self.handle, on_created=self.created)
+                                                                    before, self.handle, on_created=self.created,
+                                                                    before_write=promise)
         except PermanentError as error:
             if error.reason == ownership.CONFLICT:
                 self.status_resources[index].pop("reference", None)  # never mirrored, never deleted: not ours
