@@ -117,7 +117,10 @@ COLUMNS: dict[str, list[tuple[str, str]]] = {
 SYNCED_COLUMN = ("Synced", '.status.conditions[?(@.type=="Synced")].reason', "string")
 #: kind -> default columns beyond the spec's, before Age: a failing object shows its error reason
 EXTRA_DEFAULT_COLUMNS: dict[str, list[tuple[str, str, str]]] = {
-    "ResourceClaim": [SYNCED_COLUMN], "ResourceHandle": [SYNCED_COLUMN], "ResourcePool": [SYNCED_COLUMN],
+    "ResourceClaim": [SYNCED_COLUMN],
+    "ResourceHandle": [SYNCED_COLUMN, ("State", ".status.state", "string")],
+    "ResourcePool": [SYNCED_COLUMN, ("Running", ".status.resourceHandleCount.running", "integer"),
+                     ("Standby", ".status.resourceHandleCount.standby", "integer")],
     "ResourceProvider": [("Valid", '.status.conditions[?(@.type=="Valid")].status', "string")],
 }
 #: kind -> default columns after Age: a long text ends the line
