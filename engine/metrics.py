@@ -60,6 +60,9 @@ REST_REQUESTS = Counter("rest_client_requests_total", "Kubernetes API requests b
 EVENTS = Counter("poolboy_events_total", "Kubernetes Events: sent (create|patch requests), aggregated (coalesced "
                  "into a send already owed), dropped (spam|queue_full|error)", ["outcome", "detail"],
                  registry=WORKER)
+HANDLE_TRANSITIONS = Counter("poolboy_handle_transitions_total", "Pool handles entering a state (Running, Standby, "
+                             "Resuming, Cleaning) or leaving it (Replaced, Reused, CleaningFailed), per pool",
+                             ["pool", "state"], registry=WORKER)
 
 
 def observe_api_request(method: str, code: int) -> None:
@@ -70,13 +73,18 @@ def observe_event(outcome: str, detail: str) -> None:
     labelled(EVENTS, outcome, detail).inc()
 
 
+def observe_handle_transition(pool: str, state: str) -> None:
+    labelled(HANDLE_TRANSITIONS, pool, state).inc()
+
+
 def install_api_hook() -> None:
-    """Count every request :mod:`poolboy.kube` makes and what became of every Event it was asked to record (both
-    report through :mod:`poolboy.observability`)."""
-    from poolboy.observability import on_api_request, on_event
+    """Count every request :mod:`poolboy.kube` makes, what became of every Event it was asked to record and every
+    pool handle's change of state (all report through :mod:`poolboy.observability`)."""
+    from poolboy.observability import on_api_request, on_event, on_handle_transition
 
     on_api_request(observe_api_request)
     on_event(observe_event)
+    on_handle_transition(observe_handle_transition)
 
 
 #: the gauges :class:`RedisStateCollector` reads from Redis on scrape

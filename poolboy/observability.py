@@ -89,6 +89,19 @@ remove_api_call_callback = api_calls.remove
 observe_api_call = api_calls.fire
 
 
+# --- pool handle states ------------------------------------------------------------------------------------------
+
+TransitionCallback = Callable[[str, str], None]
+
+#: ``callback(pool, state)`` when a pool handle enters a state of :mod:`poolboy.domain.handle_state` (``Running``,
+#: ``Standby``, ``Resuming``, ``Cleaning``) or leaves the pool's life: ``Replaced`` (it did not resume in time),
+#: ``Reused`` (cleaned and unbound again), ``CleaningFailed`` (deleted instead)
+handle_transitions: Hook[TransitionCallback] = Hook("handle transition")
+on_handle_transition = handle_transitions.register
+remove_handle_transition_callback = handle_transitions.remove
+observe_handle_transition = handle_transitions.fire
+
+
 # --- writes ------------------------------------------------------------------------------------------------------
 
 
