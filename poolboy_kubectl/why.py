@@ -32,6 +32,8 @@ from poolboy_kubectl.trace import (
 )
 
 READY = "Ready"
+#: how a parameter error the claim records is said
+PARAMETER = "Parameter: "
 #: said once after the reads that failed: the explanation rests on what the claim records of those objects
 FROM_CLAIM = "(of these, this says what the claim's status records)"
 
@@ -57,7 +59,8 @@ def explain(observed: Observed, now: datetime) -> Explanation:
     if ready and unmet is not None:
         reasons.append(f"but {_condition(unmet, claim)}")
     if not ready:  # what stands behind it, and what could not be looked at; a Ready claim needs neither
-        reasons += _behind(observed) + _unreadable(observed.unreadable)
+        said = (unmet or {}).get("message") or ""
+        reasons += [r for r in _behind(observed) if not _already_said(r, said)] + _unreadable(observed.unreadable)
     verdict = READY if ready else f"ResourceClaim {metadata.get('namespace')}/{metadata.get('name')} is not Ready."
     return Explanation(ready, verdict, reasons)
 
@@ -93,7 +96,7 @@ def _behind(observed: Observed) -> list[str]:
     """What stands behind a claim that is not Ready: its objects that say something other than ready or valid."""
     reasons = []
     for error in (status(observed.claim).get("provider") or {}).get("validationErrors") or []:
-        reasons.append(f"Parameter: {error}")
+        reasons.append(f"{PARAMETER}{error}")
     for provider in observed.providers:
         if isinstance(provider, dict) and first_unmet(provider, ("Valid", "Ready")) is not None:
             reasons.append(f"{_name(provider, 'ResourceProvider')}: {provider_phrase(provider)}")
@@ -111,6 +114,11 @@ def _behind(observed: Observed) -> list[str]:
             name = f"{ref.get('kind')} {where}" if ref else f"Resource {resource.entry.get('name') or ''}".rstrip()
             reasons.append(f"{name}: {phrase}")
     return reasons
+
+
+def _already_said(reason: str, message: str) -> bool:
+    """A parameter error the claim's unmet condition already quotes (its ``ValidationFailed`` message joins them)."""
+    return reason.startswith(PARAMETER) and reason.removeprefix(PARAMETER) in message
 
 
 def _unreadable(unreadable: list[Unreadable]) -> list[str]:

@@ -154,6 +154,17 @@ def test_why_an_invalid_provider_gives_the_claims_error_and_the_providers_own() 
                                       "forbidden", why.FROM_CLAIM]
 
 
+def test_why_says_a_parameter_error_once_when_the_unmet_condition_already_quotes_it() -> None:
+    claim = recorded("missing_provider", "claim")
+    errors = ["spec.provider.parameterValues.size: 0 is less than the minimum of 1", "color: not one of red, blue"]
+    claim["status"]["provider"] = {"name": "p", "validationErrors": errors}
+    synced = next(c for c in claim["status"]["conditions"] if c["type"] == "Synced")
+    synced.update(reason="ValidationFailed", message="; ".join(errors[:1]))  # the second is not in the message
+    reasons = why.explain(Observed(claim), NOW).reasons
+    assert sum(errors[0] in r for r in reasons) == 1, reasons
+    assert f"Parameter: {errors[1]}" in reasons
+
+
 def test_why_a_missing_provider_gives_the_first_unmet_condition() -> None:
     explained = why.explain(Observed(recorded("missing_provider", "claim")), NOW)
     assert explained.reasons[0].startswith("Synced=False ProviderNotFound: "), explained.reasons
