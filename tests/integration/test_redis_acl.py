@@ -174,3 +174,24 @@ def test_components_cannot_reach_each_others_keys(acl_redis: RedisServer) -> Non
     assert "key" in refused(lambda: watcher.hget("unacked", "tag"))
     assert "key" in refused(lambda: worker.set("poolboy:beat::lock", "forged"))
     assert "key" in refused(lambda: worker.set("poolboy:other", "x"))
+
+
+def test_the_watcher_may_publish_a_run_through_kombu_when_the_queue_did_not_push_it(acl_redis: RedisServer) -> None:
+    """The fallback of :class:`engine.enqueue.Enqueuer`: a run the work queue's script did not push goes out through
+    ``send_task``, which reads and declares kombu's routing tables; as the watcher's user it must not be refused."""
+    from poolboy.settings import Settings
+    from workers import config
+    from workers.messages import CeleryPublisher
+    from workers.names import route
+    from workers.operator_app import OperatorApp
+    from workqueue.queue import Publish
+
+    settings = Settings(redis_url=url_of(acl_redis, "watcher"))
+    app = OperatorApp("acl-test", settings=settings, set_as_current=False)
+    app.config_from_object(config.build(settings))
+    key = "claim/acl-ns/fallback"
+    root = client(acl_redis, ROOT)
+    root.delete("_kombu.binding.claims")  # as after a Redis loss: kombu declares the routing table again
+    CeleryPublisher(app).publish([Publish(key, "fallback-msg", 1)])  # refused before: NOPERM on SADD _kombu.binding
+    _, queue = route(key)
+    assert root.smembers(f"_kombu.binding.{queue}"), "kombu declared the queue's routing table again"
