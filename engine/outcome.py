@@ -26,11 +26,11 @@ from poolboy.result import PermanentError
 class Succeeded:
     #: run again then (a lifespan's end, a time-dependent template), or None
     requeue_at: datetime | None = None
-    #: keys to add now, and keys to hold for a window (a pool after a bind: a burst runs it once per window), or
-    #: until the delaying queue's next tick (a pool whose handle's readiness changed)
+    #: keys to add now, and keys to hold for a window (a pool after a bind: a burst runs it once per window) of
+    #: ``hold_seconds`` (None: ``Settings.hold_seconds``; 0: the delaying queue's next tick)
     wake: tuple[str, ...] = ()
     hold: tuple[str, ...] = ()
-    soon: tuple[str, ...] = ()
+    hold_seconds: float | None = None
 
     @property
     def result(self) -> str:

@@ -55,7 +55,7 @@ def _api_fault(error: BaseException) -> bool:
 def _succeeded(result: Any) -> Succeeded:
     if not isinstance(result, Result):
         result = Result()
-    return Succeeded(result.requeue_at, tuple(result.wake), tuple(result.hold), tuple(result.soon))
+    return Succeeded(result.requeue_at, tuple(result.wake), tuple(result.hold), result.hold_seconds)
 
 
 def _refused(rt: Runtime, kind: str, error: PermanentError) -> Refused:
@@ -141,11 +141,11 @@ def finish(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, write
     seen = writes.idents
     woken: list[Reply[Added]] = []
     match outcome:
-        case Succeeded(requeue_at=requeue_at, wake=wake, hold=hold, soon=soon):
+        case Succeeded(requeue_at=requeue_at, wake=wake, hold=hold, hold_seconds=window):
             woken = _wake(rt, trip, wake, seen, promises)
             promised = promises.keys if promises is not None else set()
-            _hold(rt, trip, tuple(k for k in hold if k not in promised), seen, rt.settings.hold_seconds)
-            _hold(rt, trip, tuple(k for k in soon if k not in promised), seen, 0.0)  # the next tick
+            _hold(rt, trip, tuple(k for k in hold if k not in promised), seen,
+                  rt.settings.hold_seconds if window is None else window)
             if requeue_at is not None:
                 trip.call(rt.delaying.add_after_call(key, requeue_at))
             rt.limiter.forget(key, trip)

@@ -26,25 +26,17 @@ class Result:
 
     requeue_at: datetime | None = None
     wake: tuple[str, ...] = field(default_factory=tuple)
-    #: keys that must run soon but not necessarily at once (a pool after a bind): the engine starts them up to
-    #: ``Settings.hold_seconds`` later so that a burst of binds costs the pool one run, not one per bind
+    #: keys that must run soon but not necessarily at once (a pool after a bind): the engine holds each for a
+    #: window and runs it once when the window ends, so a burst of binds costs the pool one run, not one per bind
     hold: tuple[str, ...] = field(default_factory=tuple)
-    #: keys whose status shows this object (a pool counts its handles' readiness): the engine starts them at the
-    #: delaying queue's next tick, so the shown counts follow within a fraction of a second while every change
-    #: within one tick costs one run
-    soon: tuple[str, ...] = field(default_factory=tuple)
+    #: the window of ``hold``: None is ``Settings.hold_seconds``; 0 is the delaying queue's next tick, for a key
+    #: whose status shows this object (a pool counts its handles' readiness) and must follow within a fraction of a
+    #: second, while every change within one tick still costs one run
+    hold_seconds: float | None = None
 
     @staticmethod
     def done(*wake: str) -> Result:
         return Result(wake=tuple(wake))
-
-    def merge(self, other: Result) -> Result:
-        """Combine two results: the earlier deadline wins, woken keys are unioned in order."""
-        times = [t for t in (self.requeue_at, other.requeue_at) if t is not None]
-        keys = tuple(dict.fromkeys(self.wake + other.wake))
-        hold = tuple(dict.fromkeys(self.hold + other.hold))
-        soon = tuple(dict.fromkeys(self.soon + other.soon))
-        return Result(requeue_at=min(times) if times else None, wake=keys, hold=hold, soon=soon)
 
 
 class PermanentError(Exception):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from poolboy.context import utcnow
-from poolboy.result import PermanentError
+from poolboy.result import PermanentError, Result
 from tests.integration import handle_support as support
 from tests.integration.handle_support import HandleEnv, ts
 
@@ -342,3 +342,23 @@ def test_provider_change_wakes_the_unbound_claims_that_may_select_it_and_no_othe
         <= woken
     assert not {henv.key("claim", "elsewhere"), henv.key("claim", "elsewhere-too")} & woken, \
         "an unbound claim of another provider cannot select this one"
+
+
+def test_an_unbound_pool_handle_holds_its_pool_briefly_only_when_its_readiness_changes(henv: HandleEnv) -> None:
+    """The pool's READY column follows its handles within the delaying queue's next tick (window 0); any other change
+    of an unbound handle holds the pool for the usual window, so a burst of them costs one pool run."""
+    henv.configmap_provider("cm", readinessCheck="data.ready == 'yes'",
+                            statusSummaryTemplate={"v": "{{ resources[0].state.data.v }}"})
+    pool_ref = {"apiVersion": henv.api, "kind": "ResourcePool", "name": "p", "namespace": henv.op}
+    henv.resources_handle("guid-hold", "cm", {"data": {"ready": "no", "v": "1"}}, resourcePool=pool_ref)
+    pool_key = f"pool/{henv.op}/p"
+    first = henv.reconcile("handle", "guid-hold")  # the resource is made: the handle shows ready=False
+    assert isinstance(first, Result) and pool_key in first.hold and first.hold_seconds == 0.0
+    henv.kube.patch_merge("v1", "ConfigMap", "guid0-hold", henv.ns, {"data": {"v": "2"}})
+    other = henv.reconcile("handle", "guid-hold")  # its summary changed, its readiness did not
+    assert _status(henv, "guid-hold")["summary"] == {"v": "2"}
+    assert isinstance(other, Result) and pool_key in other.hold and other.hold_seconds is None
+    henv.kube.patch_merge("v1", "ConfigMap", "guid0-hold", henv.ns, {"data": {"ready": "yes"}})
+    ready = henv.reconcile("handle", "guid-hold")
+    assert _status(henv, "guid-hold")["ready"] is True
+    assert isinstance(ready, Result) and pool_key in ready.hold and ready.hold_seconds == 0.0

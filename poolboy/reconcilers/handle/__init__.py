@@ -97,8 +97,8 @@ def _live(ctx: Context, handle: dict[str, Any]) -> Result:
     # only matter to the pool's next decision, which the batching window serves.
     pool = pool_key(ctx, run.handle) if changed and unbound else None
     shown_changed = pool is not None and _shown_in_pool(run.status) != _shown_in_pool(old_status)
-    return Result(requeue_at=min(next_runs) if next_runs else None, wake=wake,
-                  hold=unique_keys(None if shown_changed else pool), soon=unique_keys(pool if shown_changed else None))
+    return Result(requeue_at=min(next_runs) if next_runs else None, wake=wake, hold=unique_keys(pool),
+                  hold_seconds=0.0 if shown_changed else None)
 
 
 def _shown_in_pool(status: dict[str, Any]) -> tuple[Any, Any]:
