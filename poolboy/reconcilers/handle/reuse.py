@@ -24,9 +24,10 @@ from typing import Any
 from poolboy import keys, kube
 from poolboy.context import Context
 from poolboy.domain import binding, conditions, handle_state, linked, pool_handles, reuse
+from poolboy.domain.binding import scopes
 from poolboy.domain.health import evaluate_check
 from poolboy.domain.provider import Provider
-from poolboy.kinds import RESOURCE_HANDLE, RESOURCE_POOL
+from poolboy.kinds import RESOURCE_CLAIM, RESOURCE_HANDLE, RESOURCE_POOL
 from poolboy.observability import observe_handle_transition
 from poolboy.reconcilers.handle.handle_run import HandleRun, Providers
 from poolboy.reconcilers.handle.names import pool_key, unique_keys
@@ -51,7 +52,7 @@ def live(ctx: Context, handle: dict[str, Any], claim: dict[str, Any] | None, pro
         return _returned(ctx, handle)
     if (handle.get("spec") or {}).get("resourceClaim") and claim is None and reusable(ctx, handle):
         handle = release(ctx, handle)
-        return Result(wake=unique_keys(_own_key(handle), pool_key(ctx, handle)))
+        return Result(requeue_at=ctx.now, wake=unique_keys(pool_key(ctx, handle)))  # its own writes wake it not
     return None
 
 
@@ -200,12 +201,24 @@ def _returned(ctx: Context, handle: dict[str, Any]) -> Result:
     look at once. The handle runs again to render its resources without the claim."""
     status = copy.deepcopy(handle.get("status") or {})
     status["state"] = handle_state.RUNNING
-    status.pop("cleaning", None)
+    _forget_reservation(ctx, handle, (status.pop("cleaning", None) or {}).get("claim") or {})
     handle = write_status(ctx, handle, status)
     pool = _pool(handle)
     ctx.events.emit(handle, "Reused", f"Cleaned and returned to ResourcePool {pool} unbound.")
     observe_handle_transition(pool, "Reused")
-    return Result(wake=unique_keys(_own_key(handle), pool_key(ctx, handle), *binding.waiting_claim_keys(ctx, handle)))
+    # at once, as its own writes do not wake it: its resources are rendered without the claim
+    return Result(requeue_at=ctx.now, wake=unique_keys(pool_key(ctx, handle), *binding.waiting_claim_keys(ctx, handle)))
+
+
+def _forget_reservation(ctx: Context, handle: dict[str, Any], claim: dict[str, Any]) -> None:
+    """The index keeps the released claim's reservation of the handle for a while after its bind; it would hold the
+    returned handle back from the next claim until it lapses, so it is given up."""
+    if ctx.index is None or not claim.get("name"):
+        return
+    claim_object = {"apiVersion": ctx.settings.api_version, "kind": RESOURCE_CLAIM,
+                    "metadata": {"namespace": claim.get("namespace"), "name": claim["name"]}}
+    for scope in scopes.handle_scopes(handle, ctx.settings.domain):
+        ctx.index.release(handle["metadata"]["name"], claim_object, scope)
 
 
 def _invalid(ctx: Context, handle: dict[str, Any], message: str) -> Result:
