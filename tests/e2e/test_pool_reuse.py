@@ -156,23 +156,23 @@ def test_a_released_handle_is_cleaned_counted_as_coming_and_bound_again(machines
     assert rebound is not None and rebound["metadata"]["uid"] == used["metadata"]["uid"]
 
 
-def test_cleaning_past_its_timeout_deletes_the_handle_and_no_reuse_deletes_as_always(machines: User) -> None:
+def test_failed_cleaning_deletes_the_handle_and_no_reuse_deletes_as_always(machines: User) -> None:
     user = machines
     ns = user.namespace("reuse-fail")
     user.provider(f"{ns}-slow", machine_provider(ns, {**REUSE, "cleanupTimeout": "5s"}))
+    user.provider(f"{ns}-broken", machine_provider(ns, {"cleanupPatch": {"spec": {"wipeRequest": "{{ no_such }}"}}}))
     user.provider(f"{ns}-plain", machine_provider(ns, None))
-    for pool in ("slow", "plain"):
+    pools = ("slow", "broken", "plain")
+    for pool in pools:
         user.pool(f"{ns}-{pool}", {"minAvailable": 1, "provider": {"name": f"{ns}-{pool}", "parameterValues": {}}})
-    pool_made = {h["metadata"]["name"] for pool in ("slow", "plain")
-                 for h in ready_pool_handles(user, f"{ns}-{pool}", 1)}
-    slow = status(bind(user, ns, "slow", f"{ns}-slow"))["resourceHandle"]["name"]
-    plain = status(bind(user, ns, "plain", f"{ns}-plain"))["resourceHandle"]["name"]
-    assert {slow, plain} <= pool_made  # reuse is for handles a pool made
+    pool_made = {h["metadata"]["name"] for pool in pools for h in ready_pool_handles(user, f"{ns}-{pool}", 1)}
+    slow, broken, plain = (status(bind(user, ns, pool, f"{ns}-{pool}"))["resourceHandle"]["name"] for pool in pools)
+    assert {slow, broken, plain} <= pool_made  # reuse is for handles a pool made
     stuck = machine(user, user.get_handle(slow) or {})
     assert stuck is not None
     label_stuck(user, stuck, True)
-    user.delete_claim(ns, "slow")
-    user.delete_claim(ns, "plain")
+    for pool in pools:
+        user.delete_claim(ns, pool)
 
     # the janitor never finishes: the handle cleans for its 5 s, then it and its Machine are deleted
     wait_handle(user, slow, lambda h: status(h).get("state") == "Cleaning", "Cleaning", timeout=5)
@@ -182,6 +182,11 @@ def test_cleaning_past_its_timeout_deletes_the_handle_and_no_reuse_deletes_as_al
     plain_pool = user.get_pool(f"{ns}-plain")
     assert "cleaning" not in status(plain_pool).get("resourceHandleCount", {})
     assert all("state" not in status(h) for h in user.pool_handles(f"{ns}-plain", unbound_only=False))
+
+    # a cleanup patch that does not render: the reason on the handle, which is deleted as without reuse
+    wait_for(lambda: user.get_handle(broken) is None, timeout=15, interval=0.1, message=f"handle {broken} deleted")
+    event = wait_event(user, broken, "InvalidReuse")
+    assert event.type == "Warning" and "'no_such' is undefined" in event.message
 
     wait_for(lambda: user.get_handle(slow) is None, timeout=20, interval=0.2, message=f"handle {slow} deleted")
     event = wait_event(user, slow, "CleaningFailed")

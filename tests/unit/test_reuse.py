@@ -11,6 +11,7 @@ import pytest
 from poolboy.domain import reuse
 from poolboy.domain.binding.candidates import index_entries, is_unbound
 from poolboy.domain.matching import exclusion_reason
+from poolboy.domain.provider_validation import problems
 from poolboy.utils.jsonpatch import unescape_pointer
 
 D = "poolboy.gpte.redhat.com"
@@ -161,3 +162,16 @@ def test_a_handle_with_more_resources_than_its_pools_cannot_be_fresh() -> None:
     handle["spec"]["resources"] = [{"provider": {"name": "vm"}}, {"provider": {"name": "disk"}}]
     pool = {"spec": {"resources": [{"provider": {"name": "vm"}}]}}
     assert reuse.fresh_ops(handle, pool, {}, D) is None
+
+
+# --- the provider's own check ---------------------------------------------------------------------------------------
+
+
+def test_a_reuse_patch_or_check_that_does_not_compile_makes_the_provider_invalid() -> None:
+    found = problems({"reuse": {"cleanupPatch": {"spec": {"wipe": "{{ guid "}}, "cleanedCheck": "status.wiped == "}})
+    assert [path for path, _ in found] == ["spec.reuse.cleanupPatch.spec.wipe", "spec.reuse.cleanedCheck"]
+    assert problems({"reuse": REUSE_OK}) == []
+
+
+REUSE_OK = {"cleanupPatch": {"spec": {"wipe": "{{ guid }}"}}, "cleanedCheck": "status.wiped == spec.wipe",
+            "cleanupTimeout": "10m"}
