@@ -79,14 +79,15 @@ def release_for_claim(ctx: Context, claim: dict[str, Any], name: str) -> bool:
     """A deleted claim's handle ``name``: released when reusable; True when the claim must not delete it (released
     now, or earlier: then it may already serve another claim)."""
     handle = ctx.kube.get_or_none(ctx.settings.api_version, RESOURCE_HANDLE, name, ctx.settings.operator_namespace)
-    if handle is None or not reuse.reuse_provider(handle):
+    if handle is None or not reuse.reuse_provider(handle) or binding.is_deleting(handle):
         return False
-    if reuse.is_released(handle, ctx.settings.domain) or not binding.bound_to(ctx, handle, claim):
+    if reuse.is_released(handle, ctx.settings.domain):
         return True
-    if binding.is_deleting(handle) or not reusable(ctx, handle):
-        return False
-    release(ctx, handle)
-    return True
+    if not reusable(ctx, handle):
+        return False  # deleted as always
+    if binding.bound_to(ctx, handle, claim):
+        release(ctx, handle)
+    return True  # else released before, and maybe bound to another claim since: the handle's own run sees to it
 
 
 def _clean(ctx: Context, handle: dict[str, Any], providers: Providers) -> Result:
