@@ -17,7 +17,7 @@ from kubernetes import client
 
 from stack.local import LocalStack
 from tests import standin
-from tests.e2e.provider_support import NS, D, User, condition, parse, status
+from tests.e2e.provider_support import NS, D, User, condition, kubectl, parse, status
 from tests.waiting import wait_for
 
 REUSE = {"cleanupPatch": {"spec": {"wipeRequest": "{{ guid }}-{{ resource_handle.status.cleaning.since }}"}},
@@ -123,6 +123,8 @@ def test_a_released_handle_is_cleaned_counted_as_coming_and_bound_again(machines
                       message="the cleanup patch asks for a wipe")
     assert wiping["metadata"]["uid"] == used["metadata"]["uid"]  # the same Machine, kept
     assert wait_event(user, name, "Cleaning").message.startswith(f"Released by ResourceClaim {ns}/first")
+    shown = kubectl(user.stack, "get", "resourcehandle", name, "-n", NS)  # what an administrator sees
+    assert shown.returncode == 0 and "STATE" in shown.stdout and "Cleaning" in shown.stdout, shown
 
     # the pool counts the cleaning handle as coming: asked for two, it makes none while one cleans
     user.custom.patch_namespaced_custom_object(D, "v1", NS, "resourcepools", f"{ns}-labs",
