@@ -102,7 +102,9 @@ def test_a_released_handle_is_cleaned_counted_as_coming_and_bound_again(machines
     user.provider(f"{ns}-vm", machine_provider(ns, {**REUSE, "cleanupTimeout": "2m"}))
     user.pool(f"{ns}-labs", {"minAvailable": 1, "provider": {"name": f"{ns}-vm", "parameterValues": {}},
                              "lifespan": {"unclaimed": "1h"}})
-    name = ready_pool_handles(user, f"{ns}-labs", 1)[0]["metadata"]["name"]
+    first = ready_pool_handles(user, f"{ns}-labs", 1)[0]
+    name = first["metadata"]["name"]
+    assert status(first)["state"] == "Running"  # a pool handle of a provider that reuses shows its state
     claim = bind(user, ns, "first", f"{ns}-vm")
     assert status(claim)["resourceHandle"]["name"] == name
     used = wait_for(lambda: (m := machine(user, user.get_handle(name) or {})) and m["spec"]["owner"] == "first" and m,

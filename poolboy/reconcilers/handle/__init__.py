@@ -76,6 +76,7 @@ def _live(ctx: Context, handle: dict[str, Any]) -> Result:
             run = HandleRun(ctx, handle, claim, providers)
             run.manage_all()
             run.compute_health()
+            reuse.show_running(run.status, run.handle, providers)
     except PermanentError as error:
         run = run or HandleRun(ctx, handle, claim, providers)
         _record_error(ctx, run, error)

@@ -56,6 +56,14 @@ def live(ctx: Context, handle: dict[str, Any], claim: dict[str, Any] | None, pro
     return None
 
 
+def show_running(status: dict[str, Any], handle: dict[str, Any], providers: Providers) -> None:
+    """A pool handle whose provider reuses handles shows its state from the start (``Running`` while its resources
+    run); any other handle's status stays as upstream Poolboy writes it. The provider is the run's own read."""
+    name = reuse.reuse_provider(handle)
+    if name and "state" not in status and providers(name).spec.get("reuse") is not None:
+        status["state"] = handle_state.RUNNING
+
+
 def reusable(ctx: Context, handle: dict[str, Any]) -> bool:
     """Whether the handle is released rather than deleted when its claim goes: a pool made it and its provider has
     ``spec.reuse`` (checked when it is cleaned: an invalid one deletes it then, with the reason)."""
