@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from poolboy import DEFAULT_DOMAIN
+from poolboy.domain.reuse import is_released
 from poolboy.result import PermanentError
 from poolboy.utils.jsonpatch import diff, json_equal, path_matches
 from poolboy.utils.timeutil import parse_timestamp
@@ -147,6 +148,8 @@ def exclusion_reason(
         return "deleting"
     if _get(handle, "spec", "resourceClaim"):
         return "already bound"
+    if is_released(handle, domain):
+        return "cleaning"
     if _get(handle, "status", "healthy") is False:
         return "unhealthy"
     pool = (_get(claim, "metadata", "annotations") or {}).get(f"{domain}/resource-pool-name")

@@ -34,7 +34,7 @@ def scaling_created(scaling: Mapping[str, Any], live_names: Iterable[str],
     return (recorded | set(live_names)) - removed
 
 
-def _lifespan(ctx: Context, pool: Mapping[str, Any], providers: list[Provider]) -> dict[str, Any]:
+def handle_lifespan(ctx: Context, pool: Mapping[str, Any], providers: list[Provider]) -> dict[str, Any]:
     """The pool's lifespan replaces the whole block; else each provider field goes into its own field (the first
     provider that sets it wins); ``unclaimed`` becomes the end of a handle nobody claims."""
     spec = pool.get("spec") or {}
@@ -75,7 +75,7 @@ def build_pool_handle(ctx: Context, pool: Mapping[str, Any], providers: list[Pro
         handle_spec["provider"] = spec["provider"]
     else:
         handle_spec["resources"] = spec.get("resources") or []
-    lifespan = _lifespan(ctx, pool, providers)
+    lifespan = handle_lifespan(ctx, pool, providers)
     if lifespan:
         handle_spec["lifespan"] = lifespan
     for key in ("preferenceScore", "resourceAnnotations", "resourceLabels"):

@@ -155,6 +155,7 @@ def _templates(spec: dict[str, Any]) -> Iterator[Problem]:
         yield from _compile_all(_get(parameter, "default.template"), f"{path}.default.template")
     for path, link in _items(spec, "linkedResourceProviders"):
         yield from _compile_all(link.get("parameterValues"), f"{path}.parameterValues")
+    yield from _compile_all(_get(spec, "reuse.cleanupPatch"), "spec.reuse.cleanupPatch")
 
 
 def _conditions(spec: dict[str, Any]) -> Iterator[Problem]:
@@ -171,6 +172,7 @@ def _conditions(spec: dict[str, Any]) -> Iterator[Problem]:
     for path, link in _items(spec, "linkedResourceProviders"):
         for field in ("when", "waitFor"):
             yield from _condition(link.get(field), f"{path}.{field}")
+    yield from _condition(_get(spec, "reuse.cleanedCheck"), "spec.reuse.cleanedCheck")
 
 
 def _schema(value: Any, path: str) -> Iterator[Problem]:

@@ -98,13 +98,15 @@ class _Demand:
     handles: list[dict[str, Any]]
     scaling: dict[str, Any] | None
     scaling_remaining: int
+    #: released handles being cleaned for reuse, coming back unbound; None for a pool whose provider does not reuse
+    cleaning: int | None = None
 
 
 def _plan(pool: dict[str, Any], demand: _Demand, surge: int) -> tuple[int, int]:
     """How many handles to create for the pool (up to ``minAvailable`` plus ``surge``) and then for the active
     scaling, together no more than ``maxUnready`` leaves room for."""
     spec = pool.get("spec") or {}
-    deficit = max(0, int(spec.get("minAvailable") or 0) + surge - len(demand.handles))
+    deficit = max(0, int(spec.get("minAvailable") or 0) + surge - len(demand.handles) - (demand.cleaning or 0))
     wanted = deficit + (demand.scaling_remaining if demand.scaling else 0)
     max_unready = spec.get("maxUnready")
     if max_unready is not None:
@@ -119,10 +121,11 @@ def _counted(ctx: Context, pool: dict[str, Any], cached: _Demand) -> _Demand:
     more missing, never fewer: a scaling it counts as done is done)."""
     api, name = ctx.api_reader, pool["metadata"]["name"]
     handles = pool_members.unbound_handles(ctx, name, reader=api)
+    cleaning = None if cached.cleaning is None else pool_members.cleaning_count(ctx, name, reader=api)
     if cached.scaling is None:
-        return _Demand(handles, None, 0)
+        return _Demand(handles, None, 0, cleaning)
     scaling, remaining, _ = _active_scaling(ctx, pool, pool_scalings(ctx, name, reader=api), reader=api)
-    return _Demand(handles, scaling, remaining)
+    return _Demand(handles, scaling, remaining, cleaning)
 
 
 def _create_handles(ctx: Context, pool: dict[str, Any], providers: list[Provider], cached: _Demand,
@@ -139,7 +142,8 @@ def _create_handles(ctx: Context, pool: dict[str, Any], providers: list[Provider
     scaling_name = demand.scaling["metadata"]["name"] if demand.scaling else None
     counted = _Demand(demand.handles + [pool_creates.placeholder(p) for p in coming if not p.scaling],
                       demand.scaling,
-                      demand.scaling_remaining - sum(1 for p in coming if scaling_name and p.scaling == scaling_name))
+                      demand.scaling_remaining - sum(1 for p in coming if scaling_name and p.scaling == scaling_name),
+                      demand.cleaning)
     for_pool, for_scaling = _plan(pool, counted, surge)
     new = pool_creates.fresh(for_pool) + pool_creates.fresh(for_scaling, scaling_name)
     if new:
@@ -147,7 +151,8 @@ def _create_handles(ctx: Context, pool: dict[str, Any], providers: list[Provider
     return pool, demand.handles, pool_creates.create(ctx, pool, providers, coming + new)
 
 
-def _status(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]]) -> dict[str, Any]:
+def _status(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]],
+            cleaning: int | None = None) -> dict[str, Any]:
     status = dict(pool.get("status") or {})
     entries = []
     for handle in handles:
@@ -160,6 +165,8 @@ def _status(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]]) -
     ready = sum(1 for e in entries if e.get("ready") is True)
     status["resourceHandles"] = entries
     status["resourceHandleCount"] = {"available": len(entries), "ready": ready}
+    if cleaning is not None:  # only a pool whose provider reuses handles shows it
+        status["resourceHandleCount"]["cleaning"] = cleaning
     status["replicas"] = len(entries)  # the scale subresource's view: kubectl scale, autoscalers
     status["selector"] = binding.unbound_selector(ctx, pool["metadata"]["name"])
     measured = pool_members.measured_time_to_ready(handles, status.get("timeToReadySeconds"))
@@ -172,6 +179,14 @@ def _status(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]]) -
         f"{len(entries)} of {min_available} required handles available.", ctx.now,
         pool["metadata"].get("generation"))
     return status
+
+
+def _cleaning(ctx: Context, name: str, providers: list[Provider]) -> int | None:
+    """The pool's handles being cleaned for reuse, counted only when its provider reuses handles (no request for
+    any other pool)."""
+    if not any(p.spec.get("reuse") is not None for p in providers[:1]):
+        return None
+    return pool_members.cleaning_count(ctx, name)
 
 
 def _cleanup(ctx: Context, pool: dict[str, Any]) -> preamble.Cleaned:
@@ -219,6 +234,7 @@ def _live(ctx: Context, pool: dict[str, Any]) -> Result:
     try:
         with refusals.as_permanent():
             providers = pool_handles.pool_providers(ctx, pool)  # a missing or broken provider shows without a deficit
+            cleaning = _cleaning(ctx, name, providers)
             chosen = pool_rollout.strategy(pool)
             revision = pool_handles.revision(pool, providers)
             pool, handles, replaced_keys, surge = pool_rollout.replace_outdated(ctx, pool, handles, revision, chosen)
@@ -227,14 +243,15 @@ def _live(ctx: Context, pool: dict[str, Any]) -> Result:
             if not surge:  # never shrink during a rollout: its surge handles are not surplus
                 pool, handles, surplus_keys = pool_autoscaling.scale_down(ctx, pool, handles, sized)
                 wake += surplus_keys
-            pool, handles, created = _create_handles(ctx, pool, providers, _Demand(handles, scaling, remaining),
-                                               surge + pool_autoscaling.extra(sized, pool))
+            pool, handles, created = _create_handles(ctx, pool, providers,
+                                                     _Demand(handles, scaling, remaining, cleaning),
+                                                     surge + pool_autoscaling.extra(sized, pool))
     except PermanentError as error:
         _fail(ctx, pool, error)
         raise
     if created:
         ctx.events.emit(pool, "HandlesCreated", f"Created {len(created)} ResourceHandle(s).")
-    status = pool_creates.cleared(_status(ctx, pool, handles + created))
+    status = pool_creates.cleared(_status(ctx, pool, handles + created, cleaning))
     pool_rollout.report(ctx, pool, status, handles + created, revision, chosen)
     scale_down_at = pool_autoscaling.report(ctx, pool, status, sized)
     pool_queue.report(ctx, pool, status)

@@ -15,7 +15,7 @@ from typing import Any
 
 from poolboy import keys, kube
 from poolboy.context import Context
-from poolboy.domain import binding, pool_handles, pool_revision
+from poolboy.domain import binding, pool_handles, pool_revision, reuse
 from poolboy.domain.binding import candidates, scopes
 from poolboy.kinds import RESOURCE_HANDLE
 
@@ -56,6 +56,16 @@ def available_handles(ctx: Context, pool_name: str) -> list[dict[str, Any]]:
                         if value is not None},
              TIME_TO_READY: entry.get("rt")}
             for name, entry in sorted(summaries.items())]
+
+
+def cleaning_count(ctx: Context, pool_name: str, reader: kube.Reader | None = None) -> int:
+    """How many of the pool's released handles are being cleaned for reuse (:mod:`poolboy.domain.reuse`), from
+    ``reader`` (:attr:`Context.kube` unless given): the pool counts them as coming. One list by two indexed labels
+    (the pool's, the cleaning label); a handle already being deleted (its cleaning failed) is not coming."""
+    selector = f"{ctx.label('resource-pool-name')}={pool_name},{ctx.label(reuse.CLEANING_LABEL)}=true"
+    handles = (reader or ctx.kube).list(ctx.settings.api_version, RESOURCE_HANDLE, ctx.settings.operator_namespace,
+                                        label_selector=selector)
+    return sum(1 for h in handles if not binding.is_deleting(h))
 
 
 def time_to_ready(handle: dict[str, Any]) -> float | None:

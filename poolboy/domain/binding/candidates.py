@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from poolboy.domain import matching, pool_revision
+from poolboy.domain import matching, pool_revision, reuse
 from poolboy.domain.binding.queue_order import Waiter
 from poolboy.domain.binding.queue_policy import PRIORITY_LABEL
 from poolboy.domain.binding.scopes import (
@@ -189,13 +189,15 @@ def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
 
 def is_unbound(handle: Mapping[str, Any], domain: str) -> bool:
     """Bindable as far as the handle alone tells: no claim (neither ``spec.resourceClaim`` nor the claim label),
-    not being deleted, and not ignored (Poolboy writes nothing to an ignored object, and a bind is a write).
+    not being deleted, not ignored (Poolboy writes nothing to an ignored object, and a bind is a write), and not
+    being cleaned for reuse (:mod:`poolboy.domain.reuse`: its pool counts it as coming).
 
     The one definition of an unbound handle: binding, the pool's available handles, the index and the watcher's
     pool gauges all use it."""
     labels = _labels(handle)
     return not ((handle.get("spec") or {}).get("resourceClaim") or (handle.get("metadata") or {}).get(
-        "deletionTimestamp") or f"{domain}/resource-claim-name" in labels or f"{domain}/ignore" in labels)
+        "deletionTimestamp") or f"{domain}/resource-claim-name" in labels or f"{domain}/ignore" in labels
+        or f"{domain}/{reuse.CLEANING_LABEL}" in labels)
 
 
 def unbound_scopes(handle: Mapping[str, Any], domain: str) -> list[str]:
@@ -318,7 +320,8 @@ def cache_entries(obj: Mapping[str, Any], domain: str) -> list[str]:
 def _class_view(handle: Mapping[str, Any]) -> dict[str, Any]:
     """The representative without its per-handle facts, so only class-level exclusions can apply to it."""
     spec = {k: v for k, v in (handle.get("spec") or {}).items() if k not in ("lifespan", "resourceClaim")}
-    metadata = {k: v for k, v in (handle.get("metadata") or {}).items() if k != "deletionTimestamp"}
+    metadata = {k: v for k, v in (handle.get("metadata") or {}).items() if k not in ("deletionTimestamp", "labels")}
+    metadata["labels"] = {k: v for k, v in _labels(handle).items() if not k.endswith(f"/{reuse.CLEANING_LABEL}")}
     return {**handle, "metadata": metadata, "spec": spec, "status": {}}
 
 

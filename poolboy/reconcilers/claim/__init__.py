@@ -58,10 +58,15 @@ def _live(ctx: Context, claim: dict[str, Any]) -> Result:
 
 def _cleanup(ctx: Context, claim: dict[str, Any]) -> preamble.Cleaned:
     """Claim deleted: its handles go too, unless it was detached; the preamble then removes the finalizer."""
-    names, wake = lifecycle.delete_handles(ctx, claim)
+    names, wake, released = lifecycle.delete_handles(ctx, claim)
     if names:  # a namespace at its queue cap holds one handle fewer: its waiting claims may go now
         wake += waiting.namespace_waiters(ctx, claim["metadata"]["namespace"])
-    what = f"deleted ResourceHandle {', '.join(sorted(names))}" if names else "no ResourceHandle to delete"
+    parts = []
+    if names - released:
+        parts.append(f"deleted ResourceHandle {', '.join(sorted(names - released))}")
+    if released:  # reused: cleaned and returned to its pool (docs/pools.md, "Reuse")
+        parts.append(f"released ResourceHandle {', '.join(sorted(released))} for cleaning")
+    what = "; ".join(parts) or "no ResourceHandle to delete"
     return preamble.Cleaned(Result(wake=tuple(wake)), ("Deleted", f"ResourceClaim deleted; {what}."))
 
 

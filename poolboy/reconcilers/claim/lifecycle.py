@@ -1,7 +1,8 @@
 """The ends of a claim's life: deleted by the user, detached from its handle, or deleted/detached by its own
 ``autoDelete`` / ``autoDetach`` condition.
 
-A deleted claim takes its handle with it unless it was detached (the handle then lives on alone); a detached
+A deleted claim takes its handle with it unless it was detached (the handle then lives on alone) or its pool's
+provider reuses handles (the handle is released, cleaned and returned to its pool); a detached
 claim only waits for its lifespan end and then deletes itself.
 """
 
@@ -16,21 +17,23 @@ from poolboy.domain import binding, claim_lifespan
 from poolboy.kinds import RESOURCE_CLAIM, RESOURCE_HANDLE
 from poolboy.reconcilers.claim.claim_run import ClaimRun
 from poolboy.reconcilers.claim.modes import Mode, context_variables
+from poolboy.reconcilers.handle import reuse as handle_reuse
 from poolboy.result import Result
 from poolboy.utils import templating, timeutil
 
 log = logging.getLogger(__name__)
 
 
-def delete_handles(ctx: Context, claim: dict[str, Any]) -> tuple[set[str], list[str]]:
-    """A deleted claim's cleanup: delete its handles unless detached (404 fine); their names and keys to wake.
+def delete_handles(ctx: Context, claim: dict[str, Any]) -> tuple[set[str], list[str], set[str]]:
+    """A deleted claim's cleanup: delete its handles unless detached (404 fine), or release a reusable pool handle
+    for cleaning; their names, the keys to wake and the names of those released.
 
     Besides the recorded handle, any handle labelled with the claim and bound to it goes too: a bind or create
     whose claim status write never happened must not outlive the claim."""
     metadata = claim["metadata"]
     handle_ref = (claim.get("status") or {}).get("resourceHandle") or {}
     if handle_ref.get("detached"):
-        return set(), []
+        return set(), [], set()
     names = {handle_ref["name"]} if handle_ref.get("name") else set()
     selector = (f"{ctx.label('resource-claim-name')}={metadata['name']},"
                 f"{ctx.label('resource-claim-namespace')}={metadata['namespace']}")
@@ -41,11 +44,15 @@ def delete_handles(ctx: Context, claim: dict[str, Any]) -> tuple[set[str], list[
     if not names:
         log.info("claim %s/%s deleted before binding", metadata["namespace"], metadata["name"])
     wake = []
+    released = set()
     for handle_name in sorted(names):
+        wake.append(keys.make(keys.HANDLE, ctx.settings.operator_namespace, handle_name))
+        if handle_reuse.release_for_claim(ctx, claim, handle_name):
+            released.add(handle_name)  # cleaned and returned to its pool instead (docs/pools.md, "Reuse")
+            continue
         ctx.kube.delete_if_exists(ctx.settings.api_version, RESOURCE_HANDLE, handle_name,
                                   ctx.settings.operator_namespace)
-        wake.append(keys.make(keys.HANDLE, ctx.settings.operator_namespace, handle_name))
-    return names, wake
+    return names, wake, released
 
 
 def detached(ctx: Context, claim: dict[str, Any]) -> Result:

@@ -9,7 +9,8 @@ resource is never created without its handle knowing it.
 
 The parts: :mod:`.names` (kind, woken keys, how Events name a resource), :mod:`.lifecycle` (cleanup, expiry,
 deleting the handle), :mod:`.regeneration` (provider mode), :mod:`.run` (managing the resources, health, summary),
-:mod:`.status` (shape, conditions and the write of the status).
+:mod:`.status` (shape, conditions and the write of the status), :mod:`.reuse` (a released pool handle cleaned
+and returned to its pool).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from poolboy.domain.object_meta import is_ignored
 from poolboy.domain.provider import clock_rerun
 from poolboy.kinds import RESOURCE_CLAIM, RESOURCE_HANDLE
 from poolboy.reconcilers import preamble
+from poolboy.reconcilers.handle import reuse
 from poolboy.reconcilers.handle.handle_run import HandleRun, Providers, resource_version
 from poolboy.reconcilers.handle.lifecycle import cleanup, expiry, requeue_at
 from poolboy.reconcilers.handle.names import claim_key, pool_key, unique_keys
@@ -59,10 +61,13 @@ def _live(ctx: Context, handle: dict[str, Any]) -> Result:
         # even expiry waits: it would delete the ignored claim (docs/behaviour.md#triggers-and-finalizers); resuming
         # runs it again
         return Result()
+    providers = Providers(ctx)
+    cleaning = reuse.live(ctx, handle, claim, providers)  # released, cleaned or returned to its pool
+    if cleaning is not None:
+        return cleaning
     expired = expiry(ctx, handle, claim)
     if expired is not None:
         return expired
-    providers = Providers(ctx)
     old_status = handle.get("status") or {}
     run: HandleRun | None = None
     try:
@@ -71,6 +76,7 @@ def _live(ctx: Context, handle: dict[str, Any]) -> Result:
             run = HandleRun(ctx, handle, claim, providers)
             run.manage_all()
             run.compute_health()
+            reuse.show_running(run.status, run.handle, providers)
     except PermanentError as error:
         run = run or HandleRun(ctx, handle, claim, providers)
         _record_error(ctx, run, error)
