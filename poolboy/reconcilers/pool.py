@@ -30,7 +30,15 @@ from poolboy.domain import binding, conditions, pool_handles, refusals
 from poolboy.domain.binding import scope_policy
 from poolboy.domain.provider import Provider
 from poolboy.kinds import RESOURCE_HANDLE, RESOURCE_POOL, RESOURCE_POOL_SCALING
-from poolboy.reconcilers import pool_autoscaling, pool_creates, pool_members, pool_queue, pool_rollout, preamble
+from poolboy.reconcilers import (
+    pool_autoscaling,
+    pool_creates,
+    pool_members,
+    pool_queue,
+    pool_rollout,
+    pool_standby,
+    preamble,
+)
 from poolboy.result import PermanentError, Result
 from poolboy.utils import timeutil
 
@@ -234,17 +242,22 @@ def _live(ctx: Context, pool: dict[str, Any]) -> Result:
         raise
     if created:
         ctx.events.emit(pool, "HandlesCreated", f"Created {len(created)} ResourceHandle(s).")
+    standby, invalid_standby = pool_standby.checked(pool, providers)
+    wake += pool_standby.place(ctx, pool, handles, standby)
     status = pool_creates.cleared(_status(ctx, pool, handles + created))
+    pool_standby.report(pool, status, handles + created)
     pool_rollout.report(ctx, pool, status, handles + created, revision, chosen)
     scale_down_at = pool_autoscaling.report(ctx, pool, status, sized)
     pool_queue.report(ctx, pool, status)
     previous = conditions.get_condition((pool.get("status") or {}).get("conditions"), "Synced") or {}
     invalid = _invalid_queue(pool)
     synced, reason, message = (False, "InvalidQueue", invalid) if invalid else (True, "Synced", "Pool is in sync.")
+    if invalid_standby:
+        synced, reason, message = False, "InvalidStandby", invalid_standby
     status["conditions"] = conditions.set_condition(status["conditions"], "Synced", synced, reason, message,
                                                     ctx.now, pool["metadata"].get("generation"))
     pool = pool_members.write_status(ctx, pool, status)
-    if invalid and previous.get("message") != message:
+    if not synced and previous.get("message") != message:
         ctx.events.emit(pool, reason, message, type="Warning")
     # created handles are not woken: the watcher's ADDED event of each wakes it (this run's writes count as own
     # writes of the pool's key only); woken here too, a handle whose first run ended before this run did would
