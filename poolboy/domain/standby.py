@@ -49,11 +49,6 @@ def provider_name(pool: Mapping[str, Any]) -> str | None:
     return ((resources[0].get("provider") or {}).get("name")) if resources else None
 
 
-def wants_standby(handle: Mapping[str, Any]) -> bool:
-    """The pool asks this handle to be on standby (its desired ``spec.standby``)."""
-    return (handle.get("spec") or {}).get("standby") is True
-
-
 def uses_standby(pool: Mapping[str, Any] | None) -> bool:
     return isinstance(((pool or {}).get("spec") or {}).get("standby"), dict)
 
@@ -108,7 +103,8 @@ class Member:
     created: str
     ready: bool
     state: str | None
-    wants_standby: bool
+    #: the pool's last wish (its ``spec.standby``), None before the pool placed it
+    wants_standby: bool | None
 
 
 def _runs(member: Member) -> bool:
@@ -131,7 +127,7 @@ def decide(members: Sequence[Member], running: int) -> dict[str, bool]:
 
 
 def changes(members: Sequence[Member], running: int) -> dict[str, bool]:
-    """Only the desired values that differ from what each handle carries."""
+    """Only the desired values that differ from what each handle carries (a handle not placed yet gets one)."""
     return {name: want for name, want in decide(members, running).items()
             if want != next(m.wants_standby for m in members if m.name == name)}
 

@@ -28,6 +28,7 @@ from poolboy import keys, kube
 from poolboy.context import Context
 from poolboy.domain import binding, conditions, pool_handles, refusals
 from poolboy.domain.binding import scope_policy
+from poolboy.domain.handle_state import STANDBY, state_of
 from poolboy.domain.provider import Provider
 from poolboy.kinds import RESOURCE_HANDLE, RESOURCE_POOL, RESOURCE_POOL_SCALING
 from poolboy.reconcilers import (
@@ -116,7 +117,8 @@ def _plan(pool: dict[str, Any], demand: _Demand, surge: int) -> tuple[int, int]:
     wanted = deficit + (demand.scaling_remaining if demand.scaling else 0)
     max_unready = spec.get("maxUnready")
     if max_unready is not None:
-        unready = sum(1 for h in demand.handles if (h.get("status") or {}).get("ready") is not True)
+        unready = sum(1 for h in demand.handles if (h.get("status") or {}).get("ready") is not True
+                      and state_of(h) != STANDBY)  # a handle on standby is provisioned, only stopped
         wanted = min(wanted, max(0, int(max_unready) - unready))
     return min(deficit, wanted), wanted - min(deficit, wanted)
 

@@ -40,7 +40,7 @@ def checked(pool: dict[str, Any], providers: list[Provider]) -> tuple[rules.Stan
 def _member(handle: dict[str, Any]) -> rules.Member:
     return rules.Member(name=handle["metadata"]["name"], created=handle["metadata"].get("creationTimestamp") or "",
                         ready=(handle.get("status") or {}).get("ready") is True, state=state_of(handle),
-                        wants_standby=rules.wants_standby(handle))
+                        wants_standby=(handle.get("spec") or {}).get("standby"))
 
 
 def place(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]],

@@ -55,7 +55,7 @@ def test_the_provider_is_the_pools_provider_or_its_first_resources() -> None:
 # --- the pool's decision -----------------------------------------------------------------------------------------
 
 def _member(name: str, created: int, *, ready: bool = True, state: str | None = RUNNING,
-            wants: bool = False) -> standby.Member:
+            wants: bool | None = False) -> standby.Member:
     return standby.Member(name=name, created=f"2026-01-01T00:00:0{created}Z", ready=ready, state=state,
                           wants_standby=wants)
 
@@ -79,6 +79,11 @@ def test_after_a_bind_took_the_running_handle_the_oldest_standby_one_resumes() -
 def test_a_handle_resuming_counts_as_running() -> None:
     members = [_member("a", 1, ready=False, state=RESUMING), _member("b", 2, state=STANDBY, wants=True)]
     assert standby.changes(members, 1) == {}
+
+
+def test_a_ready_handle_the_pool_never_placed_is_told_to_run() -> None:
+    assert standby.changes([_member("a", 1, state=None, wants=None), _member("b", 2, state=None, wants=None)], 1) \
+        == {"a": False, "b": True}
 
 
 def test_running_zero_puts_every_ready_handle_on_standby() -> None:

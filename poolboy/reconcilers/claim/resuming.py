@@ -16,7 +16,7 @@ from typing import Any
 from poolboy import keys
 from poolboy.domain import binding, conditions
 from poolboy.domain import standby as rules
-from poolboy.domain.handle_state import RESUMING, state_of
+from poolboy.domain.handle_state import RESUMING, STANDBY, state_of
 from poolboy.reconcilers.claim import bind
 from poolboy.reconcilers.claim.claim_run import ClaimRun
 from poolboy.reconcilers.claim.modes import Mode
@@ -58,16 +58,18 @@ def replace_stuck(run: ClaimRun, mode: Mode, handle: dict[str, Any]) -> dict[str
 def show(run: ClaimRun, handle: dict[str, Any]) -> None:
     """While its handle resumes, the claim is ``Ready=False`` reason ``Resuming`` (an Event when that begins), and
     runs again at the deadline."""
-    if state_of(handle) != RESUMING:
+    if state_of(handle) not in (STANDBY, RESUMING):  # bound on standby: its own run starts the resume
         return
     resuming = (handle.get("status") or {}).get("resuming") or {}
     deadline = rules.resume_deadline(handle)
     name = handle["metadata"]["name"]
-    if deadline is not None and deadline <= run.ctx.now:
+    if deadline is None:
+        message = f"ResourceHandle {name} is resuming from standby."
+    elif deadline <= run.ctx.now:
         message = f"ResourceHandle {name} did not resume by {resuming.get('deadline')}; waiting for a replacement."
     else:
         timeout = timeutil.format_interval(deadline - timeutil.parse_timestamp(resuming["since"])) \
-            if deadline is not None and resuming.get("since") else "?"
+            if resuming.get("since") else "?"
         message = f"ResourceHandle {name} is resuming from standby (since {resuming.get('since')}, timeout {timeout})."
     previous = conditions.get_condition((run.claim.get("status") or {}).get("conditions"), "Ready") or {}
     run.condition("Ready", False, REASON, message)

@@ -5,8 +5,9 @@ and what a bind asks (resume), around the run that manages its resources.
 recorded in ``status.standby`` first, then the patch applied) or out of it (the resume patch applied first, then
 ``Resuming`` written), so a crash between two writes leaves a state the next run completes. While the handle is on
 standby the patch is part of every definition it renders, so its normal update never undoes it. :func:`settle` runs
-after health: a standby handle keeps the readiness it went on standby with, and a resuming one runs once every
-resource passes ``resumedCheck``.
+after health: a standby handle is not ready (its resources are stopped) but keeps the health it went on standby
+with (stopped is not broken: the pool must not delete it as unhealthy), and a resuming one runs once every resource
+passes ``resumedCheck``.
 
 A handle whose pool never used standby carries neither ``spec.standby`` nor ``status.state``: nothing here reads
 anything for it.
@@ -184,16 +185,15 @@ def _resumed(run: HandleRun, standby: Standby) -> bool:
 
 
 def settle(run: HandleRun, standby: Standby | None) -> None:
-    """After health: a standby handle keeps the readiness it went on standby with (it is ready to resume, not
-    broken); a resuming handle runs once resumed; a handle the pool keeps running says so."""
+    """After health: a standby handle keeps the health it went on standby with; a resuming handle runs once
+    resumed; a handle the pool keeps running says so."""
     if standby is None:
         return
     if standby.state == STANDBY:
-        for key in ("ready", "healthy"):
-            if standby.before.get(key) is None:
-                run.status.pop(key, None)
-            else:
-                run.status[key] = standby.before[key]
+        if standby.before.get("healthy") is None:
+            run.status.pop("healthy", None)
+        else:
+            run.status["healthy"] = standby.before["healthy"]
     elif standby.state == RESUMING and _resumed(run, standby):
         run.status["state"] = RUNNING
         run.status.pop("resuming", None)
