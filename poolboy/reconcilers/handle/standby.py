@@ -5,9 +5,9 @@ and what a bind asks (resume), around the run that manages its resources.
 recorded in ``status.standby`` first, then the patch applied) or out of it (the resume patch applied first, then
 ``Resuming`` written), so a crash between two writes leaves a state the next run completes. While the handle is on
 standby the patch is part of every definition it renders, so its normal update never undoes it. :func:`settle` runs
-after health: a standby handle is not ready (its resources are stopped) but keeps the health it went on standby
-with (stopped is not broken: the pool must not delete it as unhealthy), and a resuming one runs once every resource
-passes ``resumedCheck``.
+after health: a standby handle is not ready (its resources are stopped, or stopping) but keeps the health it went
+on standby with (stopped is not broken: the pool must not delete it as unhealthy), and a resuming one runs once
+every resource passes ``resumedCheck``.
 
 A handle whose pool never used standby carries neither ``spec.standby`` nor ``status.state``: nothing here reads
 anything for it.
@@ -190,6 +190,7 @@ def settle(run: HandleRun, standby: Standby | None) -> None:
     if standby is None:
         return
     if standby.state == STANDBY:
+        run.status["ready"] = False  # stopped or stopping: whatever its resources still say, a bind waits for it
         if standby.before.get("healthy") is None:
             run.status.pop("healthy", None)
         else:
