@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from poolboy.domain.handle_state import RESUMING, RUNNING, STANDBY
+from poolboy.domain.handle_state import CLEANING, RESUMING, RUNNING, STANDBY
 from poolboy.utils import templating, timeutil
 
 #: a resume that takes longer than this replaces the handle, unless the standby spec says otherwise
@@ -113,8 +113,8 @@ def _runs(member: Member) -> bool:
 
 
 def eligible(member: Member) -> bool:
-    """A handle the decision places: ready, or already on standby (or resuming from it)."""
-    return member.ready or member.state in (STANDBY, RESUMING)
+    """A handle the decision places: ready, or already on standby (or resuming from it); never one cleaning."""
+    return member.state != CLEANING and (member.ready or member.state in (STANDBY, RESUMING))
 
 
 def decide(members: Sequence[Member], running: int) -> dict[str, bool]:
@@ -136,7 +136,7 @@ def counts(members: Sequence[Member]) -> dict[str, int]:
     """The pool's ``resourceHandleCount.running`` and ``.standby``: unbound handles by state (a handle not yet put
     on standby runs)."""
     standby = sum(1 for m in members if m.state == STANDBY)
-    running = sum(1 for m in members if m.state != STANDBY and m.ready)
+    running = sum(1 for m in members if m.state not in (STANDBY, CLEANING) and m.ready)
     return {"running": running, "standby": standby}
 
 

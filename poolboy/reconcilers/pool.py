@@ -245,7 +245,9 @@ def _live(ctx: Context, pool: dict[str, Any]) -> Result:
     if created:
         ctx.events.emit(pool, "HandlesCreated", f"Created {len(created)} ResourceHandle(s).")
     standby, invalid_standby = pool_standby.checked(pool, providers)
-    wake += pool_standby.place(ctx, pool, handles, standby)
+    placed = pool_standby.place(ctx, pool, handles, standby)
+    pool, handles, wake = placed.pool, [h for h in handles if h["metadata"]["name"] not in placed.deleted], \
+        wake + placed.wake
     status = pool_creates.cleared(_status(ctx, pool, handles + created))
     pool_standby.report(pool, status, handles + created)
     pool_rollout.report(ctx, pool, status, handles + created, revision, chosen)
@@ -265,7 +267,7 @@ def _live(ctx: Context, pool: dict[str, Any]) -> Result:
     # writes of the pool's key only); woken here too, a handle whose first run ended before this run did would
     # run again to find nothing to do
     wake += [keys.make(keys.SCALING, s["metadata"]["namespace"], s["metadata"]["name"]) for s in scalings]
-    deadlines = [t for t in (next_at, scale_down_at) if t is not None]
+    deadlines = [t for t in (next_at, scale_down_at, placed.next_at) if t is not None]
     return Result(requeue_at=min(deadlines) if deadlines else None, wake=tuple(dict.fromkeys(wake)))
 
 

@@ -60,3 +60,19 @@ def test_standby_patch_holds_through_updates_and_a_bind_restores_what_it_replace
     assert "standby" not in resumed["status"] and "resuming" not in resumed["status"]
     assert _power(henv, resumed) == "on"
     assert {"Resuming", "Resumed"} <= {e["reason"] for e in henv.events(second)}
+
+
+def test_an_unbound_handle_that_does_not_resume_in_time_is_replaced_by_the_pool(henv: HandleEnv) -> None:
+    henv.configmap_provider("cm", readinessCheck="data is defined")
+    henv.pool("vms", minAvailable=2, resources=[{"provider": {"name": "cm"}, "template": TEMPLATE}],
+              standby={"running": 1, "patch": {"data": {"power": "off"}}})
+    _settle(henv)
+    stuck = next(h for h in henv.pool_handles("vms") if h["status"].get("state") == "Running")["metadata"]["name"]
+    henv.patch("ResourceHandle", stuck, {"status": {"state": "Resuming", "ready": False, "resuming": {
+        "since": "2020-01-01T00:00:00Z", "deadline": "2020-01-01T00:10:00Z"}}}, status=True)
+    henv.reconcile("pool", "vms")
+    assert henv.get("ResourceHandle", stuck) is None or henv.get("ResourceHandle", stuck)["metadata"].get(
+        "deletionTimestamp")
+    assert any(e["reason"] == "ResumeTimeout" and stuck in e["message"] for e in henv.events("vms"))
+    _settle(henv)
+    assert len(henv.pool_handles("vms")) == 2  # replaced
