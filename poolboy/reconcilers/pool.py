@@ -246,8 +246,7 @@ def _live(ctx: Context, pool: dict[str, Any]) -> Result:
         ctx.events.emit(pool, "HandlesCreated", f"Created {len(created)} ResourceHandle(s).")
     standby, invalid_standby = pool_standby.checked(pool, providers)
     placed = pool_standby.place(ctx, pool, handles, standby)
-    pool, handles, wake = placed.pool, [h for h in handles if h["metadata"]["name"] not in placed.deleted], \
-        wake + placed.wake
+    pool, handles, wake = placed.pool, placed.handles, wake + placed.wake
     status = pool_creates.cleared(_status(ctx, pool, handles + created))
     pool_standby.report(pool, status, handles + created)
     pool_rollout.report(ctx, pool, status, handles + created, revision, chosen)

@@ -49,11 +49,11 @@ def _member(handle: dict[str, Any]) -> rules.Member:
 
 @dataclass(frozen=True)
 class Placed:
-    """What placing the pool's handles did: the pool as last written, the handles deleted (they did not resume in
-    time), the keys to wake, and when the next handle still resuming reaches its deadline."""
+    """What placing the pool's handles did: the pool as last written, its unbound handles less those deleted (they
+    did not resume in time), the keys to wake, and when the next handle still resuming reaches its deadline."""
 
     pool: dict[str, Any]
-    deleted: set[str] = field(default_factory=set)
+    handles: list[dict[str, Any]]
     wake: list[str] = field(default_factory=list)
     next_at: datetime | None = None
 
@@ -63,10 +63,9 @@ def place(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]],
     """Delete the unbound handles that did not resume by their deadline, then set the desired ``spec.standby`` of
     those whose place changes."""
     if spec is None:
-        return Placed(pool)
+        return Placed(pool, handles)
     placed = _delete_stuck(ctx, pool, handles)
-    handles = [h for h in handles if h["metadata"]["name"] not in placed.deleted]
-    if not rules.changes([_member(h) for h in handles], spec.running):
+    if not rules.changes([_member(h) for h in placed.handles], spec.running):
         return placed
     whole = pool_members.unbound_handles(ctx, pool["metadata"]["name"], reader=ctx.api_reader)
     by_name = {h["metadata"]["name"]: h for h in whole}
@@ -89,7 +88,7 @@ def _delete_stuck(ctx: Context, pool: dict[str, Any], handles: list[dict[str, An
     """An unbound handle the pool asked to run that is still resuming past its deadline is deleted (the pool makes
     a new one), with an Event on the pool; only a pool with a handle resuming reads its handles whole for this."""
     if not any(state_of(h) == RESUMING for h in handles):
-        return Placed(pool)
+        return Placed(pool, handles)
     deadlines: list[datetime] = []
 
     def stuck(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -102,7 +101,8 @@ def _delete_stuck(ctx: Context, pool: dict[str, Any], handles: list[dict[str, An
         ctx.events.emit(pool, "ResumeTimeout", f"Deleted ResourceHandle {handle}: it did not resume from standby "
                                                f"by its deadline; a new handle replaces it.", type="Warning")
         observe_handle_transition(name, "Replaced")
-    return Placed(pool, deleted, wake, min(deadlines) if deadlines else None)
+    return Placed(pool, [h for h in handles if h["metadata"]["name"] not in deleted], wake,
+                  min(deadlines) if deadlines else None)
 
 
 def report(pool: dict[str, Any], status: dict[str, Any], handles: list[dict[str, Any]]) -> None:
