@@ -4,9 +4,10 @@ with standby and reuse: ``Machine`` objects (``standin.poolboy.test/v1``) whose 
 A Machine's ``spec.running`` (true when absent) says whether it should run; the controller makes ``status.ready``
 true ``boot_seconds`` after it is asked to run, and false ``stop_seconds`` after it is asked to stop. A janitor
 wipes it: a ``spec.wipeRequest`` that differs from ``status.wiped`` is copied there ``wipe_seconds`` later, unless
-the Machine is labelled ``standin.poolboy.test/stuck`` (a janitor that never finishes). The controller adds up the
-time Machines spend starting or running (:meth:`StandInController.running_seconds`): the benchmark's running
-handle-hours.
+the Machine is labelled ``standin.poolboy.test/stuck`` (a janitor that never finishes); one labelled
+``standin.poolboy.test/stuck-stopped`` never becomes ready again once stopped (a resume that never completes). The
+controller adds up the time Machines spend starting or running (:meth:`StandInController.running_seconds`): the
+benchmark's running handle-hours.
 
 The controller polls (a list every ``interval`` seconds) with the official client, as the cluster's administrator:
 it only has to be simple and independent of Poolboy.
@@ -30,6 +31,8 @@ PLURAL = "machines"
 KIND = "Machine"
 API_VERSION = f"{GROUP}/{VERSION}"
 STUCK_LABEL = f"{GROUP}/stuck"
+#: a Machine labelled so never boots again once stopped: it stays ``Starting`` (a resume that never completes)
+STUCK_STOPPED_LABEL = f"{GROUP}/stuck-stopped"
 
 CRD: dict[str, Any] = {
     "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -133,7 +136,9 @@ class StandInController:
                                           seen.wipe_since if seen else 0.0)
         new = dict(status)
         delay = self.boot_seconds if wants else self.stop_seconds
-        if now - seen.since >= delay:
+        never_boots = wants and STUCK_STOPPED_LABEL in (metadata.get("labels") or {}) \
+            and status.get("phase") in ("Stopped", "Starting")
+        if now - seen.since >= delay and not never_boots:
             new["ready"] = wants
             new["phase"] = "Running" if wants else "Stopped"
         else:

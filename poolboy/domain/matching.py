@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from poolboy import DEFAULT_DOMAIN
+from poolboy.domain.handle_state import RESUMING, STANDBY
 from poolboy.domain.reuse import is_released
 from poolboy.result import PermanentError
 from poolboy.utils.jsonpatch import diff, json_equal, path_matches
@@ -169,6 +170,12 @@ def exclusion_reason(
     return None
 
 
+def state_rank(state: Any) -> int:
+    """Ranking criterion 5a: a running handle binds at once, a resuming one sooner than one on standby (0 for every
+    handle of a pool without standby, which keeps their order)."""
+    return {RESUMING: 1, STANDBY: 2}.get(state, 0) if isinstance(state, str) else 0
+
+
 def rank_key(resources: list[dict], handle: dict) -> tuple:
     """Ranking criteria 1–8 of ``handle`` for a claim with ``resources`` (lower is better)."""
     handle_resources = _get(handle, "spec", "resources") or []
@@ -196,6 +203,7 @@ def rank_key(resources: list[dict], handle: dict) -> tuple:
         diff_ops,
         not healthy,
         not ready,
+        state_rank(_get(handle, "status", "state")),
         -score,
         created_at,
         _get(handle, "metadata", "name") or "",

@@ -28,9 +28,18 @@ from poolboy import keys, kube
 from poolboy.context import Context
 from poolboy.domain import binding, conditions, pool_handles, refusals
 from poolboy.domain.binding import scope_policy
+from poolboy.domain.handle_state import STANDBY, state_of
 from poolboy.domain.provider import Provider
 from poolboy.kinds import RESOURCE_HANDLE, RESOURCE_POOL, RESOURCE_POOL_SCALING
-from poolboy.reconcilers import pool_autoscaling, pool_creates, pool_members, pool_queue, pool_rollout, preamble
+from poolboy.reconcilers import (
+    pool_autoscaling,
+    pool_creates,
+    pool_members,
+    pool_queue,
+    pool_rollout,
+    pool_standby,
+    preamble,
+)
 from poolboy.result import PermanentError, Result
 from poolboy.utils import timeutil
 
@@ -110,7 +119,8 @@ def _plan(pool: dict[str, Any], demand: _Demand, surge: int) -> tuple[int, int]:
     wanted = deficit + (demand.scaling_remaining if demand.scaling else 0)
     max_unready = spec.get("maxUnready")
     if max_unready is not None:
-        unready = sum(1 for h in demand.handles if (h.get("status") or {}).get("ready") is not True)
+        unready = sum(1 for h in demand.handles if (h.get("status") or {}).get("ready") is not True
+                      and state_of(h) != STANDBY)  # a handle on standby is provisioned, only stopped
         wanted = min(wanted, max(0, int(max_unready) - unready))
     return min(deficit, wanted), wanted - min(deficit, wanted)
 
@@ -251,23 +261,29 @@ def _live(ctx: Context, pool: dict[str, Any]) -> Result:
         raise
     if created:
         ctx.events.emit(pool, "HandlesCreated", f"Created {len(created)} ResourceHandle(s).")
+    standby, invalid_standby = pool_standby.checked(pool, providers)
+    placed = pool_standby.place(ctx, pool, handles, standby)
+    pool, handles, wake = placed.pool, placed.handles, wake + placed.wake
     status = pool_creates.cleared(_status(ctx, pool, handles + created, cleaning))
+    pool_standby.report(pool, status, handles + created)
     pool_rollout.report(ctx, pool, status, handles + created, revision, chosen)
     scale_down_at = pool_autoscaling.report(ctx, pool, status, sized)
     pool_queue.report(ctx, pool, status)
     previous = conditions.get_condition((pool.get("status") or {}).get("conditions"), "Synced") or {}
     invalid = _invalid_queue(pool)
     synced, reason, message = (False, "InvalidQueue", invalid) if invalid else (True, "Synced", "Pool is in sync.")
+    if invalid_standby:
+        synced, reason, message = False, "InvalidStandby", invalid_standby
     status["conditions"] = conditions.set_condition(status["conditions"], "Synced", synced, reason, message,
                                                     ctx.now, pool["metadata"].get("generation"))
     pool = pool_members.write_status(ctx, pool, status)
-    if invalid and previous.get("message") != message:
+    if not synced and previous.get("message") != message:
         ctx.events.emit(pool, reason, message, type="Warning")
     # created handles are not woken: the watcher's ADDED event of each wakes it (this run's writes count as own
     # writes of the pool's key only); woken here too, a handle whose first run ended before this run did would
     # run again to find nothing to do
     wake += [keys.make(keys.SCALING, s["metadata"]["namespace"], s["metadata"]["name"]) for s in scalings]
-    deadlines = [t for t in (next_at, scale_down_at) if t is not None]
+    deadlines = [t for t in (next_at, scale_down_at, placed.next_at) if t is not None]
     return Result(requeue_at=min(deadlines) if deadlines else None, wake=tuple(dict.fromkeys(wake)))
 
 

@@ -38,8 +38,8 @@ def unbound_handles(ctx: Context, pool_name: str, reader: kube.Reader | None = N
 
 
 def available_handles(ctx: Context, pool_name: str) -> list[dict[str, Any]]:
-    """The pool's unbound handles as far as counting and status need them (name, creation time, revision,
-    ``status.healthy``/``ready``).
+    """The pool's unbound handles as far as counting, status and standby need them (name, creation time, revision,
+    ``status.healthy``/``ready``/``state``, ``spec.standby``).
 
     From the engine's index of unbound handles when it can answer: one read of small summaries instead of every
     handle's document, so a pool run costs the same whatever the pool's size. Otherwise :func:`unbound_handles`.
@@ -52,8 +52,9 @@ def available_handles(ctx: Context, pool_name: str) -> list[dict[str, Any]]:
     revision_key = ctx.label(pool_revision.ANNOTATION)
     return [{"metadata": {"name": name, "creationTimestamp": entry.get("t") or "",
                           "annotations": {revision_key: entry["v"]} if entry.get("v") else {}},
-             "status": {key: value for key, value in (("healthy", entry.get("h")), ("ready", entry.get("r")))
-                        if value is not None},
+             "spec": {"standby": entry["sb"]} if "sb" in entry else {},
+             "status": {key: value for key, value in (("healthy", entry.get("h")), ("ready", entry.get("r")),
+                                                      ("state", entry.get("st"))) if value is not None},
              TIME_TO_READY: entry.get("rt")}
             for name, entry in sorted(summaries.items())]
 

@@ -32,6 +32,7 @@ handles = st.lists(st.fixed_dictionaries({
     "resource_name": st.sampled_from([None, "r1", "other"]),
     "healthy": st.sampled_from([True, False, None]),
     "ready": st.sampled_from([True, False, None]),
+    "state": st.sampled_from([None, "Running", "Standby", "Resuming"]),
     "score": st.sampled_from([None, 0, 1, 2.5]),
     "created": st.integers(min_value=0, max_value=5),
     "end": st.sampled_from([None, 60, 3600]),
@@ -47,7 +48,7 @@ def _handle(index: int, facts: dict) -> dict:
         spec["preferenceScore"] = facts["score"]
     if facts["end"] is not None:
         spec["lifespan"] = {"end": _stamp(NOW + timedelta(seconds=facts["end"]))}
-    status = {key: facts[key] for key in ("healthy", "ready") if facts[key] is not None}
+    status = {key: facts[key] for key in ("healthy", "ready", "state") if facts[key] is not None}
     return {"metadata": {"name": f"h{index:02d}", "namespace": "poolboy",
                          "creationTimestamp": _stamp(NOW - timedelta(hours=facts["created"]))},
             "spec": spec, "status": status}

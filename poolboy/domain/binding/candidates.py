@@ -116,7 +116,8 @@ class Snapshot(Mapping[str, dict]):
                 entry = classes.setdefault(str(item.get("c")), _Class([], []))
                 entry.names.append(name)
                 if item.get("h") is not False:
-                    entry.ranked.append(((item.get("h") is not True, item.get("r") is not True, -(item.get("s") or 0),
+                    entry.ranked.append(((item.get("h") is not True, item.get("r") is not True,
+                                          matching.state_rank(item.get("st")), -(item.get("s") or 0),
                                           str(item.get("t") or "") or "~", name), str(item.get("e") or "")))
             for entry in classes.values():
                 entry.names.sort()
@@ -224,13 +225,20 @@ def handle_class(handle: Mapping[str, Any]) -> str:
 def summary(handle: Mapping[str, Any], domain: str) -> dict[str, Any]:
     """What criteria 4–8 and the per-handle exclusions need, small enough to keep for every unbound handle; plus
     the pool revision it was built from (``v``) and its time to ready (``rt``), so a pool counts and rolls
-    outdated handles and measures how long its handles take from summaries too."""
+    outdated handles and measures how long its handles take from summaries too; and its standby (``st``, ``sb``)."""
     spec, status, metadata = handle.get("spec") or {}, handle.get("status") or {}, handle.get("metadata") or {}
     score = spec.get("preferenceScore")
     return {"c": handle_class(handle), "h": status.get("healthy"), "r": status.get("ready"),
             "s": score if isinstance(score, int | float) and not isinstance(score, bool) else 0,
             "t": metadata.get("creationTimestamp") or "", "e": (spec.get("lifespan") or {}).get("end") or "",
-            "v": pool_revision.of_handle(handle, domain), "rt": time_to_ready(handle)}
+            "v": pool_revision.of_handle(handle, domain), "rt": time_to_ready(handle), **_standby_entry(handle)}
+
+
+def _standby_entry(handle: Mapping[str, Any]) -> dict[str, Any]:
+    """A handle of a pool with standby: its state (``st``, ranked) and the pool's wish (``sb``, the pool decides
+    from it); nothing for any other handle, whose entry stays as it was."""
+    state, wants = (handle.get("status") or {}).get("state"), (handle.get("spec") or {}).get("standby")
+    return {key: value for key, value in (("st", state), ("sb", wants)) if value is not None}
 
 
 def time_to_ready(handle: Mapping[str, Any]) -> float | None:

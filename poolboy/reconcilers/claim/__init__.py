@@ -27,7 +27,7 @@ from poolboy.domain.object_meta import is_ignored
 from poolboy.domain.provider import ProviderNotFound
 from poolboy.kinds import RESOURCE_CLAIM
 from poolboy.reconcilers import preamble
-from poolboy.reconcilers.claim import lifecycle, mirroring, propagation, waiting
+from poolboy.reconcilers.claim import lifecycle, mirroring, propagation, resuming, waiting
 from poolboy.reconcilers.claim.bind import bind_or_create, record_binding
 from poolboy.reconcilers.claim.claim_run import ClaimRun
 from poolboy.reconcilers.claim.modes import Mode, check_providers, select_mode
@@ -108,6 +108,7 @@ def process(run: ClaimRun) -> Result:
         return run.result(mode.providers)
     elif not recorded:
         record_binding(run, mode, handle, "Bound", f"Adopted ResourceHandle {handle['metadata']['name']}")
+    handle = resuming.replace_stuck(run, mode, handle)
 
     waiting.set_waiting(run, False)
     limits = propagation.handle_limits(run, mode, handle)
@@ -119,6 +120,7 @@ def process(run: ClaimRun) -> Result:
         return Result(wake=(keys.make(keys.CLAIM, run.meta["namespace"], run.meta["name"]),
                                keys.make(keys.HANDLE, handle["metadata"]["namespace"], handle["metadata"]["name"])))
     mirroring.conclude(run, handle, limits)
+    resuming.show(run, handle)
     run.write_status()
     return run.result(mode.providers)
 

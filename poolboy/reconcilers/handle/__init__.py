@@ -24,7 +24,7 @@ from poolboy.domain.object_meta import is_ignored
 from poolboy.domain.provider import clock_rerun
 from poolboy.kinds import RESOURCE_CLAIM, RESOURCE_HANDLE
 from poolboy.reconcilers import preamble
-from poolboy.reconcilers.handle import reuse
+from poolboy.reconcilers.handle import reuse, standby
 from poolboy.reconcilers.handle.handle_run import HandleRun, Providers, resource_version
 from poolboy.reconcilers.handle.lifecycle import cleanup, expiry, requeue_at
 from poolboy.reconcilers.handle.names import claim_key, pool_key, unique_keys
@@ -74,8 +74,10 @@ def _live(ctx: Context, handle: dict[str, Any]) -> Result:
         with refusals.as_permanent():
             handle = regenerate(ctx, handle, claim, providers)
             run = HandleRun(ctx, handle, claim, providers)
+            on_standby = standby.prepare(run)
             run.manage_all()
             run.compute_health()
+            standby.settle(run, on_standby)
             reuse.show_running(run.status, run.handle, providers)
     except PermanentError as error:
         run = run or HandleRun(ctx, handle, claim, providers)
@@ -107,9 +109,9 @@ def _live(ctx: Context, handle: dict[str, Any]) -> Result:
                   hold_seconds=0.0 if shown_changed else None)
 
 
-def _shown_in_pool(status: dict[str, Any]) -> tuple[Any, Any]:
-    """What a pool's status shows of one of its unbound handles: its readiness and health."""
-    return status.get("ready"), status.get("healthy")
+def _shown_in_pool(status: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """What a pool's status shows of one of its unbound handles: its readiness, health and state."""
+    return status.get("ready"), status.get("healthy"), status.get("state")
 
 
 #: converge one handle (see the module docstring); conflicts re-run from fresh reads

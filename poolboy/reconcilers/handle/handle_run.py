@@ -16,7 +16,7 @@ from poolboy.reconcilers.handle.names import claim_key, describe_reference
 from poolboy.reconcilers.handle.status import status_resources, write_status
 from poolboy.result import PermanentError
 from poolboy.utils import templating
-from poolboy.utils.merge import deep_merge
+from poolboy.utils.merge import deep_merge, merge_patch
 
 
 def resource_version(obj: dict[str, Any] | None) -> str | None:
@@ -54,6 +54,8 @@ class HandleRun:
         self._requester: Requester | None = None
         self.wrote_resources = False  # a managed resource was created or patched in the current pass
         self.run_again = False  # still changing after the passes of this run: the handle must run once more
+        #: while the handle is on standby, the standby patch of each resource, merged into what it renders
+        self.standby_patches: dict[int, dict[str, Any]] = {}
 
     def read_state(self, reference: dict[str, Any] | None) -> dict[str, Any] | None:
         """The live resource at ``reference`` when this handle may manage it; another's object is no state of
@@ -93,7 +95,7 @@ class HandleRun:
         template = copy.deepcopy(self.resources[index].get("template") or {})
         override = provider.render_override(self.ctx, self.override_variables(index, provider, link_vars),
                                             provider.template_vars(self.handle))
-        definition = deep_merge(template, override)
+        definition = merge_patch(deep_merge(template, override), self.standby_patches.get(index) or {})
         if not isinstance(definition, dict) or not definition.get("apiVersion") or not definition.get("kind"):
             raise PermanentError("InvalidDefinition", f"Resource {index} definition has no apiVersion or kind")
         return definition

@@ -10,9 +10,10 @@ from typing import Any
 
 from poolboy import keys, kube
 from poolboy.context import Context
-from poolboy.domain import binding, ownership
+from poolboy.domain import binding, ownership, standby
 from poolboy.domain.object_meta import is_ignored
 from poolboy.kinds import RESOURCE_CLAIM, RESOURCE_HANDLE
+from poolboy.observability import observe_handle_transition
 from poolboy.reconcilers import preamble
 from poolboy.reconcilers.handle.names import claim_key, describe_reference, pool_key, unique_keys
 from poolboy.result import Result
@@ -132,12 +133,24 @@ def expiry(ctx: Context, handle: dict[str, Any], claim: dict[str, Any] | None) -
     if spec.get("resourceClaim") and claim is None:
         return _delete_handle(ctx, handle, "ClaimDeleted", "The bound ResourceClaim no longer exists.")
     other = _claims_handle(claim)
+    if other and other != handle["metadata"]["name"] and standby.resume_timed_out(handle, ctx.now):
+        return replaced(ctx, handle, other)
     if other and other != handle["metadata"]["name"]:
         ref = spec["resourceClaim"]
         return _delete_handle(ctx, handle, "DuplicateBinding",
                               f"ResourceClaim {ref['namespace']}/{ref['name']} is bound to ResourceHandle {other}; "
                               f"a claim has one handle, so this one, bound to it as well, is deleted.")
     return None
+
+
+def replaced(ctx: Context, handle: dict[str, Any], other: str) -> Result:
+    """A handle that did not resume in time, once its claim records the handle that replaces it: deleted (its
+    cleanup leaves the claim alone, which records another handle)."""
+    pool = ((handle.get("spec") or {}).get("resourcePool") or {}).get("name")
+    deadline = ((handle.get("status") or {}).get("resuming") or {}).get("deadline")
+    observe_handle_transition(pool or "", "Replaced")
+    return _delete_handle(ctx, handle, "ResumeTimeout", f"Did not resume by its deadline {deadline}; "
+                                                        f"ResourceHandle {other} serves the claim instead.")
 
 
 def _claims_handle(claim: dict[str, Any] | None) -> str | None:

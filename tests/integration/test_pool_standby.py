@@ -1,0 +1,78 @@
+"""A pool with standby and its handles, run one reconcile at a time (docs/behaviour.md#standby): the standby patch
+is applied and stays applied through the handle's own updates (``updateFilters`` allow the path it patches), the
+values it replaced are recorded and restored when a claim binds the handle."""
+
+from __future__ import annotations
+
+from tests.integration import handle_support as support
+from tests.integration.handle_support import HandleEnv
+
+henv = support.henv  # the fixture
+
+TEMPLATE = {"data": {"power": "on", "size": "small"}}
+
+
+def _settle(henv: HandleEnv, rounds: int = 3) -> None:
+    """The pool and each of its handles, in turn, as the work queue would run them."""
+    for _ in range(rounds):
+        henv.reconcile("pool", "vms")
+        for handle in henv.pool_handles("vms"):
+            henv.reconcile("handle", handle["metadata"]["name"])
+
+
+def _power(henv: HandleEnv, handle: dict) -> str:
+    configmap = henv.configmap(handle["status"]["resources"][0]["reference"]["name"])
+    assert configmap is not None
+    return str(configmap["data"]["power"])
+
+
+def test_standby_patch_holds_through_updates_and_a_bind_restores_what_it_replaced(henv: HandleEnv) -> None:
+    henv.configmap_provider("cm", updateFilters=[{"pathMatch": "/data/.*"}], readinessCheck="data is defined")
+    henv.pool("vms", minAvailable=2, resources=[{"provider": {"name": "cm"}, "template": TEMPLATE}],
+              standby={"running": 1, "patch": {"data": {"power": "{{ 'o' ~ 'ff' }}"}}})
+    _settle(henv)
+
+    handles = {h["status"].get("state"): h for h in henv.pool_handles("vms")}
+    assert set(handles) == {"Running", "Standby"}
+    running, standby = handles["Running"], handles["Standby"]
+    assert (running["spec"]["standby"], standby["spec"]["standby"]) == (False, True)
+    assert _power(henv, running) == "on"
+    assert _power(henv, standby) == "off"  # rendered from the template
+    assert standby["status"]["standby"]["restore"] == [{"data": {"power": "on"}}]
+    assert standby["status"]["ready"] is False
+    counts = henv.get("ResourcePool", "vms")["status"]["resourceHandleCount"]
+    assert (counts["running"], counts["standby"]) == (1, 1)
+
+    _settle(henv)  # the handle's own updates render the patch too: nothing undoes it
+    assert _power(henv, henv.get("ResourceHandle", standby["metadata"]["name"])) == "off"
+    assert any(e["reason"] == "Standby" for e in henv.events(standby["metadata"]["name"]))
+
+    # a claim takes the running handle; the next binds the one on standby, which resumes: restored, then Running
+    for claim in ("first", "second"):
+        henv.claim(claim, {"resources": [{"provider": {"name": "cm"}, "template": TEMPLATE}]})
+        henv.converge("claim", claim)
+    first = henv.get("ResourceClaim", "first", henv.ns)["status"]["resourceHandle"]["name"]
+    second = henv.get("ResourceClaim", "second", henv.ns)["status"]["resourceHandle"]["name"]
+    assert (first, second) == (running["metadata"]["name"], standby["metadata"]["name"])
+    henv.reconcile("handle", second)
+    resumed = henv.get("ResourceHandle", second)
+    assert resumed["status"]["state"] == "Running"
+    assert "standby" not in resumed["status"] and "resuming" not in resumed["status"]
+    assert _power(henv, resumed) == "on"
+    assert {"Resuming", "Resumed"} <= {e["reason"] for e in henv.events(second)}
+
+
+def test_an_unbound_handle_that_does_not_resume_in_time_is_replaced_by_the_pool(henv: HandleEnv) -> None:
+    henv.configmap_provider("cm", readinessCheck="data is defined")
+    henv.pool("vms", minAvailable=2, resources=[{"provider": {"name": "cm"}, "template": TEMPLATE}],
+              standby={"running": 1, "patch": {"data": {"power": "off"}}})
+    _settle(henv)
+    stuck = next(h for h in henv.pool_handles("vms") if h["status"].get("state") == "Running")["metadata"]["name"]
+    henv.patch("ResourceHandle", stuck, {"status": {"state": "Resuming", "ready": False, "resuming": {
+        "since": "2020-01-01T00:00:00Z", "deadline": "2020-01-01T00:10:00Z"}}}, status=True)
+    henv.reconcile("pool", "vms")
+    assert henv.get("ResourceHandle", stuck) is None or henv.get("ResourceHandle", stuck)["metadata"].get(
+        "deletionTimestamp")
+    assert any(e["reason"] == "ResumeTimeout" and stuck in e["message"] for e in henv.events("vms"))
+    _settle(henv)
+    assert len(henv.pool_handles("vms")) == 2  # replaced
