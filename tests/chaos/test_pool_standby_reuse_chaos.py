@@ -116,9 +116,9 @@ def machine_problems(burst: Burst) -> list[str]:
     referenced: set[str] = set()
     problems = []
     for handle in live:
-        names = {(r.get("reference") or {}).get("name") for r in (handle.get("status") or {}).get("resources") or []}
-        names.discard(None)
-        referenced |= names  # type: ignore[arg-type]  # None was discarded
+        references = [r.get("reference") or {} for r in (handle.get("status") or {}).get("resources") or []]
+        names = {ref["name"] for ref in references if ref.get("name")}
+        referenced |= names
         if not names or not names <= existing:
             problems.append(f"handle {handle['metadata']['name']} without its Machine")
     return problems + [f"Machine {name} leaked: no live handle" for name in sorted(existing - referenced)]
