@@ -48,7 +48,8 @@ from benchmarks.demand import DAYS, arrivals
 from benchmarks.fairness import api, wait_figures
 from benchmarks.systems import ProjectStack
 from stack.local import StackOptions
-from tests.standin import API_VERSION, GROUP, KIND, PLURAL, VERSION, StandInController, install_crd
+from tests import standin
+from tests.standin import GROUP, PLURAL, STANDBY_PATCH, VERSION, WIPE_PATCH, WIPED_CHECK, StandInController, install_crd
 
 D = "poolboy.gpte.redhat.com"
 NS = "poolboy"
@@ -57,8 +58,6 @@ MACHINES = "pool-costs-machines"
 NAME = "machines"
 POLL_S = 0.25
 CONFIGURATIONS = ("plain", "standby", "standby+reuse")
-#: the released claim's uid names the wipe, so every cleaning asks the janitor for a new one
-WIPE_REQUEST = "{{ resource_claim.metadata.uid | default(guid) }}"
 
 
 class NotAvailable(Exception):
@@ -66,18 +65,12 @@ class NotAvailable(Exception):
 
 
 def provider_spec(configuration: str) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "override": {"metadata": {"name": "m-{{ guid }}"}},
-        "template": {"enable": True, "definition": {"apiVersion": API_VERSION, "kind": KIND,
-                                                    "metadata": {"namespace": MACHINES}, "spec": {"size": "small"}}},
-        "healthCheck": "true", "readinessCheck": "status.ready | default(false)"}
+    extra: dict[str, Any] = {}
     if "standby" in configuration:
-        spec["standby"] = {"patch": {"spec": {"running": False}}, "resumeTimeout": "1m"}
+        extra["standby"] = {"patch": STANDBY_PATCH, "resumeTimeout": "1m"}
     if "reuse" in configuration:
-        spec["reuse"] = {"cleanupPatch": {"spec": {"wipeRequest": WIPE_REQUEST}},
-                         "cleanedCheck": "status.wiped is defined and status.wiped == spec.wipeRequest",
-                         "cleanupTimeout": "1m"}
-    return spec
+        extra["reuse"] = {"cleanupPatch": WIPE_PATCH, "cleanedCheck": WIPED_CHECK, "cleanupTimeout": "1m"}
+    return standin.provider_spec(MACHINES, **extra)
 
 
 def pool_spec(configuration: str, args: argparse.Namespace) -> dict[str, Any]:

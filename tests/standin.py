@@ -6,7 +6,9 @@ true ``boot_seconds`` after it is asked to run (``resume_seconds`` when it has r
 resumes from its disk faster than a new one is provisioned), and ``status.phase`` ``Stopped`` ``stop_seconds`` after it
 is asked to stop; while it starts or stops it is not ready. A janitor
 wipes it: a ``spec.wipeRequest`` that differs from ``status.wiped`` is copied there ``wipe_seconds`` later, unless
-the Machine is labelled ``standin.poolboy.test/stuck`` (a janitor that never finishes). The controller adds up the
+the Machine is labelled ``standin.poolboy.test/stuck`` (a janitor that never finishes); one labelled
+``standin.poolboy.test/stuck-stopped`` never becomes ready again once stopped (a resume that never completes). The
+controller adds up the
 time Machines spend starting or running (:meth:`StandInController.running_seconds`): the benchmark's running
 handle-hours; and it counts the Machines it has seen (:meth:`StandInController.machines_seen`): handles provisioned.
 
@@ -32,6 +34,16 @@ PLURAL = "machines"
 KIND = "Machine"
 API_VERSION = f"{GROUP}/{VERSION}"
 STUCK_LABEL = f"{GROUP}/stuck"
+#: a Machine labelled so never boots again once stopped: it stays ``Starting`` (a resume that never completes)
+STUCK_STOPPED_LABEL = f"{GROUP}/stuck-stopped"
+#: a provider's readiness (and so resumed) check of a Machine
+READY_CHECK = "status is defined and status.ready | default(false)"
+#: a provider's standby patch: stop the Machine
+STANDBY_PATCH: dict[str, Any] = {"spec": {"running": False}}
+#: a provider's cleanup patch, rendered once per release, so each cleaning asks the janitor for a wipe of its own
+WIPE_PATCH: dict[str, Any] = {"spec": {"wipeRequest": "{{ now(true) }}"}}
+#: clean once the janitor has done the wipe asked for
+WIPED_CHECK = "status is defined and status.wiped is defined and status.wiped == spec.wipeRequest"
 
 CRD: dict[str, Any] = {
     "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -74,6 +86,7 @@ class _Seen:
     wants_running: bool
     since: float
     booted: bool = False
+    stopped: bool = False
     wipe_request: Any = None
     wipe_since: float = 0.0
 
@@ -146,11 +159,15 @@ class StandInController:
             delay = self.boot_seconds
             if seen.booted and self.resume_seconds is not None:
                 delay = self.resume_seconds
-            if now - seen.since < delay:
+            never = seen.stopped and STUCK_STOPPED_LABEL in (machine["metadata"].get("labels") or {})
+            if now - seen.since < delay or never:
                 return "Starting"
             seen.booted = True
             return "Running"
-        return "Stopping" if now - seen.since < self.stop_seconds else "Stopped"
+        if now - seen.since < self.stop_seconds:
+            return "Stopping"
+        seen.stopped = True
+        return "Stopped"
 
     def _reconcile(self, custom: client.CustomObjectsApi, machine: dict[str, Any], phase: str) -> None:
         metadata, spec = machine["metadata"], machine.get("spec") or {}
@@ -168,3 +185,13 @@ class StandInController:
         if new != status:
             custom.patch_namespaced_custom_object_status(GROUP, VERSION, metadata["namespace"], PLURAL,
                                                          metadata["name"], {"status": new})
+
+
+def provider_spec(namespace: str, **extra: Any) -> dict[str, Any]:
+    """A ResourceProvider's spec of Machines in ``namespace``, ready once their controller says so; ``extra`` adds
+    e.g. its ``standby`` (:data:`STANDBY_PATCH`) or ``reuse`` (:data:`WIPE_PATCH`, :data:`WIPED_CHECK`)."""
+    return {"override": {"metadata": {"name": "m-{{ guid }}"}},
+            "template": {"enable": True, "definition": {"apiVersion": API_VERSION, "kind": KIND,
+                                                        "metadata": {"namespace": namespace},
+                                                        "spec": {"size": "small"}}},
+            "healthCheck": "true", "readinessCheck": READY_CHECK, **extra}

@@ -25,12 +25,13 @@ from kubernetes import client
 
 from poolboy.domain.handle_state import CLEANING, RUNNING, STANDBY, state_of
 from stack.local import LocalStack
+from tests import standin
 from tests.chaos.test_chaos import CHAOS_ENV
 from tests.chaos.test_redis_loss import restart_redis
 from tests.clusters import e2e_options
 from tests.e2e.burst import Burst, Watchdog, binding_violations, custom_api
 from tests.e2e.conftest import FAST_INTERVALS
-from tests.standin import API_VERSION, GRANT, GROUP, KIND, PLURAL, VERSION, StandInController, install_crd
+from tests.standin import GRANT, GROUP, PLURAL, VERSION, StandInController, install_crd
 from tests.waiting import wait_for
 
 D = "poolboy.gpte.redhat.com"
@@ -67,18 +68,11 @@ class ReleasingWatchdog(Watchdog):
 
 
 def provider(namespace: str) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{D}/v1", "kind": "ResourceProvider", "metadata": {"name": NAME, "namespace": NS},
-        "spec": {
-            "override": {"metadata": {"name": "m-{{ guid }}"}},
-            "template": {"enable": True, "definition": {"apiVersion": API_VERSION, "kind": KIND,
-                                                        "metadata": {"namespace": namespace},
-                                                        "spec": {"size": "small"}}},
-            "healthCheck": "true", "readinessCheck": "status.ready | default(false)",
-            "standby": {"patch": {"spec": {"running": False}}, "resumeTimeout": "30s"},
-            "reuse": {"cleanupPatch": {"spec": {"wipeRequest": "{{ resource_claim.metadata.uid | default(guid) }}"}},
-                      "cleanedCheck": "status.wiped is defined and status.wiped == spec.wipeRequest",
-                      "cleanupTimeout": "30s"}}}
+    return {"apiVersion": f"{D}/v1", "kind": "ResourceProvider", "metadata": {"name": NAME, "namespace": NS},
+            "spec": standin.provider_spec(
+                namespace, standby={"patch": standin.STANDBY_PATCH, "resumeTimeout": "30s"},
+                reuse={"cleanupPatch": standin.WIPE_PATCH, "cleanedCheck": standin.WIPED_CHECK,
+                       "cleanupTimeout": "30s"})}
 
 
 def pool() -> dict[str, Any]:
