@@ -99,6 +99,12 @@ def at_rest(burst: Burst) -> bool:
     return len(states) == POOL and states.count(RUNNING) == RUNNING_COUNT and states.count(STANDBY) == on_standby
 
 
+def describe(handles: list[dict[str, Any]]) -> list[str]:
+    """Each handle's name, state, creation and annotations, to tell a surplus handle's story."""
+    return [f"{h['metadata']['name']} {state_of(h)} created {h['metadata'].get('creationTimestamp')} "
+            f"{h['metadata'].get('annotations') or {}}" for h in handles]
+
+
 def machines(api: client.CustomObjectsApi) -> list[dict[str, Any]]:
     return api.list_namespaced_custom_object(GROUP, VERSION, MACHINES, PLURAL)["items"]
 
@@ -216,7 +222,7 @@ def test_standby_and_reuse_under_killed_workers_and_a_lost_redis(stack: LocalSta
                lambda: f"{len(burst.claims())} claims, not Ready: {not_ready(burst)}", "every live claim Ready",
                context, f"\n{stack.logs()}")
         ready = time.monotonic() - calm
-        settle(lambda: at_rest(burst), lambda: [state_of(h) for h in waiting_handles(burst)],
+        settle(lambda: at_rest(burst), lambda: describe(waiting_handles(burst)),
                f"the pool back at exactly {POOL} unbound handles, {RUNNING_COUNT} running, the rest on standby",
                context, f"\n{stack.logs()}")
         settle(lambda: not machine_problems(burst), lambda: machine_problems(burst),
