@@ -199,6 +199,9 @@ class Ledger:
     deleted: set[str] = field(default_factory=set)
     running_s: dict[str, float] = field(default_factory=dict)  # "start", "day", "end"
     machines: dict[str, int] = field(default_factory=dict)
+    #: after the window: the pool's unbound handles and the Machines that exist (a pool left above minAvailable)
+    unbound_after: int = 0
+    machines_after: int = 0
 
     def mark(self, name: str, controller: StandInController) -> None:
         self.running_s[name] = controller.running_seconds()
@@ -238,6 +241,7 @@ def replay(cluster: Cluster, controller: StandInController, args: argparse.Names
             ledger.deleted.add(name)
         time.sleep(max(0.0, now + POLL_S - time.monotonic()))
     ledger.mark("end", controller)
+    ledger.unbound_after, ledger.machines_after = len(cluster.unbound_handles()), len(cluster.machine_phases())
     ledger.running_s.setdefault("day", ledger.running_s["end"])
     print(f"  {len(offsets)} claims filed, {len(ledger.ready)} Ready", file=sys.stderr, flush=True)
     return ledger
@@ -253,6 +257,7 @@ def summary(configuration: str, ledger: Ledger, args: argparse.Namespace) -> dic
             "running_handle_hours_per_real_day": round(day_s * 86400 / args.seconds / 3600, 1),
             "running_machine_seconds_window": round(window_s, 1),
             "handles_provisioned": ledger.machines["end"] - ledger.machines["start"],
+            "unbound_after": ledger.unbound_after, "machines_after": ledger.machines_after,
             "ready_s": wait_figures(latencies, (0.5, 0.99)),
             "ready_within_1s": round(sum(1 for v in latencies if v <= 1.0) / max(1, len(latencies)), 2)}
 
@@ -281,16 +286,18 @@ def run(configuration: str, args: argparse.Namespace) -> dict[str, Any]:
 
 def table(results: list[dict[str, Any]]) -> str:
     lines = ["| configuration | running handle-hours: day (machine-s) / per real day / window (machine-s) | "
-             "handles provisioned | claim → Ready p50 / p99 | Ready within 1 s | claims served |",
-             "|---|---|---|---|---|---|"]
+             "handles provisioned | claim → Ready p50 / p99 | Ready within 1 s | claims served | "
+             "unbound handles / Machines after |",
+             "|---|---|---|---|---|---|---|"]
     for r in results:
         if not r["available"]:
-            lines.append(f"| {r['configuration']} | not available: {r['why']} | | | | |")
+            lines.append(f"| {r['configuration']} | not available: {r['why']} | | | | | |")
             continue
         lines.append(f"| {r['configuration']} | {r['running_machine_seconds_day']} / "
                      f"{r['running_handle_hours_per_real_day']} h / {r['running_machine_seconds_window']} | "
                      f"{r['handles_provisioned']} | {r['ready_s']['p50']} / {r['ready_s']['p99']} s | "
-                     f"{r['ready_within_1s']:.0%} | {r['served']} / {r['claims']} |")
+                     f"{r['ready_within_1s']:.0%} | {r['served']} / {r['claims']} | "
+                     f"{r['unbound_after']} / {r['machines_after']} |")
     return "\n".join(lines)
 
 
@@ -316,7 +323,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     for option, (default, meaning) in TIMINGS.items():
         parser.add_argument(f"--{option}", type=float, default=default, help=meaning)
     parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--pool", type=int, default=4, help="the pool's minAvailable")
+    parser.add_argument("--pool", type=int, default=6, help="the pool's minAvailable")
     parser.add_argument("--running", type=int, default=1, help="standby.running: unbound handles kept running")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--env", action="append", default=[], type=lambda s: tuple(s.split("=", 1)),
