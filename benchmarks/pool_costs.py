@@ -21,7 +21,8 @@ configuration is measured over the same window. Reported per configuration:
 * handles provisioned: Machines created in the window (the pool's fill before the day is not counted);
 * claim → Ready p50 / p99 (nearest rank): from a claim's creation to the first poll (every 0.25 s) that sees its
   ``Ready`` condition True, and the share Ready within a second;
-* claims served: claims Ready within the window.
+* claims served: claims Ready within the window;
+* the pool's unbound handles and the Machines that exist after the window (a pool left above ``--pool`` shows).
 
 A configuration whose feature the operator does not have (the API refuses the field, the pool's handles never go on
 standby, or a released handle is deleted rather than returned to the pool) is reported as not available, with why, and
@@ -108,7 +109,7 @@ class Cluster:
             raise
 
     def unbound_handles(self) -> list[dict[str, Any]]:
-        """The pool's handles that no claim holds and that are not being deleted."""
+        """The pool's handles that no claim holds (released ones being cleaned too) and that are not being deleted."""
         found = self.custom.list_namespaced_custom_object(D, "v1", NS, "resourcehandles",
                                                           label_selector=f"{D}/resource-pool-name={NAME}")["items"]
         return [h for h in found if not h["spec"].get("resourceClaim") and not h["metadata"].get("deletionTimestamp")]
