@@ -156,13 +156,23 @@ def wait(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
     raise TimeoutError(f"{what} within {timeout:.0f} s")
 
 
-def settled(cluster: Cluster, configuration: str, args: argparse.Namespace) -> bool:
-    """The pool at rest: ``--pool`` unbound handles with as many Machines, all running (``plain``), or ``--running``
-    running and the rest stopped (standby)."""
+def at_rest(cluster: Cluster, configuration: str, args: argparse.Namespace) -> bool:
+    """``--pool`` unbound handles with as many Machines, all running (``plain``), or ``--running`` running and the
+    rest stopped (standby)."""
     phases = cluster.machine_phases()
     running = args.running if "standby" in configuration else args.pool
     return (len(cluster.unbound_handles()) == args.pool and len(phases) == args.pool
             and phases.count("Running") == running and phases.count("Stopped") == args.pool - running)
+
+
+def settled(cluster: Cluster, configuration: str, args: argparse.Namespace, steady: float = 2.0) -> bool:
+    """The pool at rest through ``steady`` seconds of polls, not only at one of them."""
+    until = time.monotonic() + steady
+    while at_rest(cluster, configuration, args):
+        if time.monotonic() >= until:
+            return True
+        time.sleep(POLL_S)
+    return False
 
 
 def prepare(cluster: Cluster, configuration: str, args: argparse.Namespace) -> None:
