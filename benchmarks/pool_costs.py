@@ -45,6 +45,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from benchmarks.claims import versions
 from benchmarks.demand import DAYS, arrivals
 from benchmarks.fairness import api, wait_figures
 from benchmarks.systems import ProjectStack
@@ -353,7 +354,7 @@ def main() -> int:
         result = run(configuration, args)
         print(json.dumps(result), file=sys.stderr, flush=True)
         results.append(result)
-    document = {"date": time.strftime("%Y-%m-%d"), "cluster": args.cluster,
+    document = {"date": time.strftime("%Y-%m-%d"), "cluster": args.cluster, "versions": versions(),
                 "args": {k: v for k, v in vars(args).items() if k != "env"} | {"env": dict(args.env)},
                 "runs": results}
     if args.output:
