@@ -157,19 +157,20 @@ def wait(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
     raise TimeoutError(f"{what} within {timeout:.0f} s")
 
 
-def at_rest(cluster: Cluster, configuration: str, args: argparse.Namespace) -> bool:
-    """``--pool`` unbound handles with as many Machines, all running (``plain``), or ``--running`` running and the
-    rest stopped (standby)."""
-    phases = cluster.machine_phases()
-    running = args.running if "standby" in configuration else args.pool
-    return (len(cluster.unbound_handles()) == args.pool and len(phases) == args.pool
-            and phases.count("Running") == running and phases.count("Stopped") == args.pool - running)
+def at_rest(cluster: Cluster, configuration: str, args: argparse.Namespace, exact: bool = True) -> bool:
+    """``--pool`` unbound handles (at least, unless ``exact``) with as many Machines, all running (``plain``), or
+    ``--running`` running and the rest stopped (standby)."""
+    unbound, phases = len(cluster.unbound_handles()), cluster.machine_phases()
+    running = args.running if "standby" in configuration else unbound
+    return ((unbound == args.pool if exact else unbound >= args.pool) and len(phases) == unbound
+            and phases.count("Running") == running and phases.count("Stopped") == unbound - running)
 
 
-def settled(cluster: Cluster, configuration: str, args: argparse.Namespace, steady: float = 2.0) -> bool:
+def settled(cluster: Cluster, configuration: str, args: argparse.Namespace, exact: bool = True,
+            steady: float = 2.0) -> bool:
     """The pool at rest through ``steady`` seconds of polls, not only at one of them."""
     until = time.monotonic() + steady
-    while at_rest(cluster, configuration, args):
+    while at_rest(cluster, configuration, args, exact):
         if time.monotonic() >= until:
             return True
         time.sleep(POLL_S)
@@ -199,7 +200,8 @@ def prepare(cluster: Cluster, configuration: str, args: argparse.Namespace) -> N
                  "the probe's handle released")
     if where != "unbound":
         raise NotAvailable(f"a released handle is deleted, not returned to its pool (it was {where})")
-    wait(lambda: settled(cluster, configuration, args), patience, "the pool at rest again after the probe")
+    # a returned handle may leave the pool above minAvailable: the day starts from whatever the pool keeps
+    wait(lambda: settled(cluster, configuration, args, exact=False), patience, "the pool at rest again after the probe")
 
 
 @dataclass
@@ -211,7 +213,9 @@ class Ledger:
     deleted: set[str] = field(default_factory=set)
     running_s: dict[str, float] = field(default_factory=dict)  # "start", "day", "end"
     machines: dict[str, int] = field(default_factory=dict)
-    #: after the window: the pool's unbound handles and the Machines that exist (a pool left above minAvailable)
+    #: the pool's unbound handles when the day starts, and after the window with the Machines that exist then (a
+    #: pool left above minAvailable shows)
+    unbound_before: int = 0
     unbound_after: int = 0
     machines_after: int = 0
 
@@ -224,6 +228,7 @@ def replay(cluster: Cluster, controller: StandInController, args: argparse.Names
     offsets = arrivals(args.seconds, args.scale, args.seed, DAYS["compact"])
     ledger, lock = Ledger(), threading.Lock()
     ledger.mark("start", controller)
+    ledger.unbound_before = len(cluster.unbound_handles())
     start = time.monotonic()
 
     def file_claims() -> None:
@@ -269,7 +274,8 @@ def summary(configuration: str, ledger: Ledger, args: argparse.Namespace) -> dic
             "running_handle_hours_per_real_day": round(day_s * 86400 / args.seconds / 3600, 1),
             "running_machine_seconds_window": round(window_s, 1),
             "handles_provisioned": ledger.machines["end"] - ledger.machines["start"],
-            "unbound_after": ledger.unbound_after, "machines_after": ledger.machines_after,
+            "unbound_before": ledger.unbound_before, "unbound_after": ledger.unbound_after,
+            "machines_after": ledger.machines_after,
             "ready_s": wait_figures(latencies, (0.5, 0.99)),
             "ready_within_1s": round(sum(1 for v in latencies if v <= 1.0) / max(1, len(latencies)), 2)}
 
@@ -299,17 +305,18 @@ def run(configuration: str, args: argparse.Namespace) -> dict[str, Any]:
 def table(results: list[dict[str, Any]]) -> str:
     lines = ["| configuration | running handle-hours: day (machine-s) / per real day / window (machine-s) | "
              "handles provisioned | claim → Ready p50 / p99 | Ready within 1 s | claims served | "
-             "unbound handles / Machines after |",
+             "unbound handles before / after, Machines after |",
              "|---|---|---|---|---|---|---|"]
     for r in results:
-        if not r["available"]:
-            lines.append(f"| {r['configuration']} | not available: {r['why']} | | | | | |")
+        if not r["available"] or r.get("failed"):
+            why = f"not available: {r['why']}" if not r["available"] else f"failed: {r['failed']}"
+            lines.append(f"| {r['configuration']} | {why} | | | | | |")
             continue
         lines.append(f"| {r['configuration']} | {r['running_machine_seconds_day']} / "
                      f"{r['running_handle_hours_per_real_day']} h / {r['running_machine_seconds_window']} | "
                      f"{r['handles_provisioned']} | {r['ready_s']['p50']} / {r['ready_s']['p99']} s | "
                      f"{r['ready_within_1s']:.0%} | {r['served']} / {r['claims']} | "
-                     f"{r['unbound_after']} / {r['machines_after']} |")
+                     f"{r['unbound_before']} / {r['unbound_after']}, {r['machines_after']} |")
     return "\n".join(lines)
 
 
@@ -351,7 +358,10 @@ def main() -> int:
         raise SystemExit(f"unknown configurations {sorted(unknown)}; choose from {', '.join(CONFIGURATIONS)}")
     results = []
     for configuration in args.configurations.split(","):
-        result = run(configuration, args)
+        try:
+            result = run(configuration, args)
+        except (TimeoutError, ApiException) as error:  # one configuration that fails does not lose the others
+            result = {"configuration": configuration, "available": True, "failed": str(error)}
         print(json.dumps(result), file=sys.stderr, flush=True)
         results.append(result)
     document = {"date": time.strftime("%Y-%m-%d"), "cluster": args.cluster, "versions": versions(),
