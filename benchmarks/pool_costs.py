@@ -147,14 +147,15 @@ class Cluster:
                 raise
 
 
-def wait(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
+def wait(predicate: Callable[[], Any], timeout: float, what: str, show: Callable[[], Any] = lambda: "") -> Any:
+    """``predicate``'s first truthy value within ``timeout`` seconds, else TimeoutError saying what ``show`` finds."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
         if value:
             return value
         time.sleep(POLL_S)
-    raise TimeoutError(f"{what} within {timeout:.0f} s")
+    raise TimeoutError(f"{what} within {timeout:.0f} s {show()}".rstrip())
 
 
 def at_rest(cluster: Cluster, configuration: str, args: argparse.Namespace, exact: bool = True) -> bool:
@@ -184,7 +185,8 @@ def prepare(cluster: Cluster, configuration: str, args: argparse.Namespace) -> N
     cluster.create("resourcepools", "ResourcePool", NS, pool_spec(configuration, args))
     patience = args.boot_seconds + args.probe_seconds
     try:
-        wait(lambda: settled(cluster, configuration, args), patience, "the pool filled and at rest")
+        wait(lambda: settled(cluster, configuration, args), patience, "the pool filled and at rest",
+             lambda: f"({len(cluster.unbound_handles())} unbound handles; Machines {sorted(cluster.machine_phases())})")
     except TimeoutError as error:
         if "standby" in configuration and "Stopped" not in cluster.machine_phases():
             raise NotAvailable(f"no Machine of the pool went on standby within {patience:.0f} s") from None
@@ -201,7 +203,8 @@ def prepare(cluster: Cluster, configuration: str, args: argparse.Namespace) -> N
     if where != "unbound":
         raise NotAvailable(f"a released handle is deleted, not returned to its pool (it was {where})")
     # a returned handle may leave the pool above minAvailable: the day starts from whatever the pool keeps
-    wait(lambda: settled(cluster, configuration, args, exact=False), patience, "the pool at rest again after the probe")
+    wait(lambda: settled(cluster, configuration, args, exact=False), patience, "the pool at rest again after the probe",
+         lambda: f"({len(cluster.unbound_handles())} unbound handles; Machines {sorted(cluster.machine_phases())})")
 
 
 @dataclass
