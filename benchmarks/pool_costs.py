@@ -159,12 +159,14 @@ def wait(predicate: Callable[[], Any], timeout: float, what: str, show: Callable
 
 
 def at_rest(cluster: Cluster, configuration: str, args: argparse.Namespace, exact: bool = True) -> bool:
-    """``--pool`` unbound handles (at least, unless ``exact``) with as many Machines, all running (``plain``), or
-    ``--running`` running and the rest stopped (standby)."""
+    """Exactly ``--pool`` unbound handles with as many Machines, all running (``plain``), or ``--running`` running
+    and the rest stopped (standby); not ``exact``: at least ``--pool``, each Machine running or stopped."""
     unbound, phases = len(cluster.unbound_handles()), cluster.machine_phases()
-    running = args.running if "standby" in configuration else unbound
-    return ((unbound == args.pool if exact else unbound >= args.pool) and len(phases) == unbound
-            and phases.count("Running") == running and phases.count("Stopped") == unbound - running)
+    if not exact:
+        return unbound >= args.pool and len(phases) == unbound and set(phases) <= {"Running", "Stopped"}
+    running = args.running if "standby" in configuration else args.pool
+    return (unbound == args.pool and len(phases) == args.pool and phases.count("Running") == running
+            and phases.count("Stopped") == args.pool - running)
 
 
 def settled(cluster: Cluster, configuration: str, args: argparse.Namespace, exact: bool = True,
@@ -202,7 +204,8 @@ def prepare(cluster: Cluster, configuration: str, args: argparse.Namespace) -> N
                  "the probe's handle released")
     if where != "unbound":
         raise NotAvailable(f"a released handle is deleted, not returned to its pool (it was {where})")
-    # a returned handle may leave the pool above minAvailable: the day starts from whatever the pool keeps
+    # a returned handle may leave the pool above minAvailable, or more of it running: the day starts from what the
+    # pool keeps once no Machine starts or stops (recorded: unbound handles and running Machines before the day)
     wait(lambda: settled(cluster, configuration, args, exact=False), patience, "the pool at rest again after the probe",
          lambda: f"({len(cluster.unbound_handles())} unbound handles; Machines {sorted(cluster.machine_phases())})")
 
@@ -219,6 +222,7 @@ class Ledger:
     #: the pool's unbound handles when the day starts, and after the window with the Machines that exist then (a
     #: pool left above minAvailable shows)
     unbound_before: int = 0
+    running_before: int = 0
     unbound_after: int = 0
     machines_after: int = 0
 
@@ -232,6 +236,7 @@ def replay(cluster: Cluster, controller: StandInController, args: argparse.Names
     ledger, lock = Ledger(), threading.Lock()
     ledger.mark("start", controller)
     ledger.unbound_before = len(cluster.unbound_handles())
+    ledger.running_before = cluster.machine_phases().count("Running")
     start = time.monotonic()
 
     def file_claims() -> None:
@@ -277,7 +282,8 @@ def summary(configuration: str, ledger: Ledger, args: argparse.Namespace) -> dic
             "running_handle_hours_per_real_day": round(day_s * 86400 / args.seconds / 3600, 1),
             "running_machine_seconds_window": round(window_s, 1),
             "handles_provisioned": ledger.machines["end"] - ledger.machines["start"],
-            "unbound_before": ledger.unbound_before, "unbound_after": ledger.unbound_after,
+            "unbound_before": ledger.unbound_before, "running_before": ledger.running_before,
+            "unbound_after": ledger.unbound_after,
             "machines_after": ledger.machines_after,
             "ready_s": wait_figures(latencies, (0.5, 0.99)),
             "ready_within_1s": round(sum(1 for v in latencies if v <= 1.0) / max(1, len(latencies)), 2)}
@@ -308,18 +314,18 @@ def run(configuration: str, args: argparse.Namespace) -> dict[str, Any]:
 def table(results: list[dict[str, Any]]) -> str:
     lines = ["| configuration | running handle-hours: day (machine-s) / per real day / window (machine-s) | "
              "handles provisioned | claim → Ready p50 / p99 | Ready within 1 s | claims served | "
-             "unbound handles before / after, Machines after |",
-             "|---|---|---|---|---|---|---|"]
+             "before the day: unbound handles (running) | after: unbound handles, Machines |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in results:
         if not r["available"] or r.get("failed"):
             why = f"not available: {r['why']}" if not r["available"] else f"failed: {r['failed']}"
-            lines.append(f"| {r['configuration']} | {why} | | | | | |")
+            lines.append(f"| {r['configuration']} | {why} | | | | | | |")
             continue
         lines.append(f"| {r['configuration']} | {r['running_machine_seconds_day']} / "
                      f"{r['running_handle_hours_per_real_day']} h / {r['running_machine_seconds_window']} | "
                      f"{r['handles_provisioned']} | {r['ready_s']['p50']} / {r['ready_s']['p99']} s | "
                      f"{r['ready_within_1s']:.0%} | {r['served']} / {r['claims']} | "
-                     f"{r['unbound_before']} / {r['unbound_after']}, {r['machines_after']} |")
+                     f"{r['unbound_before']} ({r['running_before']}) | {r['unbound_after']}, {r['machines_after']} |")
     return "\n".join(lines)
 
 

@@ -23,14 +23,14 @@ def test_summary_scales_the_days_machine_seconds_and_counts_what_was_served() ->
     args = parse(["--seconds", "100"])
     ledger = Ledger(created={"c0": 0.0, "c1": 10.0, "c2": 20.0}, ready={"c0": 0.5, "c1": 14.0},
                     running_s={"start": 50.0, "day": 450.0, "end": 550.0}, machines={"start": 4, "end": 9},
-                    unbound_before=4, unbound_after=5, machines_after=6)
+                    unbound_before=4, running_before=4, unbound_after=5, machines_after=6)
     figures = summary("plain", ledger, args)
     assert figures["running_machine_seconds_day"] == 400.0 and figures["running_machine_seconds_window"] == 500.0
     # 4 Machines on average through a day compressed 864 times: 96 handle-hours a real day
     assert figures["running_handle_hours_per_real_day"] == 96.0
     assert figures["handles_provisioned"] == 5
     assert (figures["unbound_before"], figures["unbound_after"], figures["machines_after"]) == (4, 5, 6)
-    assert "| plain | 400.0 / 96.0 h / 500.0 | 5 | 0.5 / 4.0 s | 50% | 2 / 3 | 4 / 5, 6 |" in table([figures])
+    assert "| plain | 400.0 / 96.0 h / 500.0 | 5 | 0.5 / 4.0 s | 50% | 2 / 3 | 4 (4) | 5, 6 |" in table([figures])
     assert (figures["claims"], figures["served"], figures["ready_within_1s"]) == (3, 2, 0.5)
     assert figures["ready_s"] == {"p50": 0.5, "p99": 4.0, "max": 4.0}
 
