@@ -208,16 +208,17 @@ def replay(stack: ProjectStack, args: argparse.Namespace, policy: str) -> dict[s
     return summary(ledger, arrivals, policy, procstats.operator_sum(cpu, "cpu_s"), time.monotonic() - start)
 
 
-def wait_figures(values: list[float]) -> dict[str, float | None]:
-    """p50 and p95 (nearest rank) and the longest wait, in seconds."""
+def wait_figures(values: list[float], quantiles: tuple[float, ...] = (0.5, 0.95)) -> dict[str, float | None]:
+    """The ``quantiles`` (nearest rank; p50 and p95 by default) and the longest wait, in seconds."""
     ordered = sorted(values)
+    names = [f"p{round(100 * q)}" for q in quantiles]
     if not ordered:
-        return {"p50": None, "p95": None, "max": None}
+        return {**dict.fromkeys(names), "max": None}
 
     def rank(q: float) -> float:
         return round(ordered[max(0, math.ceil(q * len(ordered)) - 1)], 2)
 
-    return {"p50": rank(0.5), "p95": rank(0.95), "max": round(ordered[-1], 2)}
+    return {**{name: rank(q) for name, q in zip(names, quantiles, strict=True)}, "max": round(ordered[-1], 2)}
 
 
 def summary(ledger: Ledger, arrivals: list[Arrival], policy: str, cpu_s: float, seconds: float) -> dict[str, Any]:

@@ -43,3 +43,8 @@ def test_the_ledger_counts_only_while_a_claim_waits() -> None:
 def test_wait_figures_are_nearest_rank() -> None:
     assert wait_figures([float(v) for v in range(1, 21)]) == {"p50": 10.0, "p95": 19.0, "max": 20.0}
     assert wait_figures([]) == {"p50": None, "p95": None, "max": None}
+
+
+def test_wait_figures_take_the_quantiles_asked_for() -> None:
+    figures = wait_figures([float(v) for v in range(1, 101)], (0.5, 0.99))
+    assert figures == {"p50": 50.0, "p99": 99.0, "max": 100.0}
