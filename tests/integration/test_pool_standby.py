@@ -76,3 +76,28 @@ def test_an_unbound_handle_that_does_not_resume_in_time_is_replaced_by_the_pool(
     assert any(e["reason"] == "ResumeTimeout" and stuck in e["message"] for e in henv.events("vms"))
     _settle(henv)
     assert len(henv.pool_handles("vms")) == 2  # replaced
+
+
+def test_a_handle_the_pool_asks_back_on_standby_while_it_resumes_goes_there_once_resumed(henv: HandleEnv) -> None:
+    """The pool changes its mind while a handle resumes (another handle it keeps running came back): the run that
+    finds it resumed asks for one more run, which puts it on standby; nothing else would wake it."""
+    henv.configmap_provider("cm", updateFilters=[{"pathMatch": "/data/.*"}], readinessCheck="data is defined")
+    henv.pool("vms", minAvailable=1, resources=[{"provider": {"name": "cm"}, "template": TEMPLATE}],
+              standby={"running": 0, "patch": {"data": {"power": "off"}}, "resumedCheck": "binaryData is defined"})
+    _settle(henv)
+    (handle,) = henv.pool_handles("vms")
+    name = handle["metadata"]["name"]
+    assert handle["status"]["state"] == "Standby"
+    henv.patch("ResourceHandle", name, {"spec": {"standby": False}})  # the pool asks it to run
+    henv.reconcile("handle", name)
+    assert henv.get("ResourceHandle", name)["status"]["state"] == "Resuming"
+    henv.patch("ResourceHandle", name, {"spec": {"standby": True}})  # and asks it back before it has resumed
+    henv.reconcile("handle", name)
+    assert henv.get("ResourceHandle", name)["status"]["state"] == "Resuming"
+    configmap = henv.get("ResourceHandle", name)["status"]["resources"][0]["reference"]["name"]
+    henv.kube.patch_merge("v1", "ConfigMap", configmap, henv.ns, {"binaryData": {"booted": "eWVz"}})
+    resumed = henv.reconcile("handle", name)
+    assert henv.get("ResourceHandle", name)["status"]["state"] == "Running"
+    assert f"handle/{henv.op}/{name}" in getattr(resumed, "wake", ()), resumed
+    henv.reconcile("handle", name)
+    assert henv.get("ResourceHandle", name)["status"]["state"] == "Standby"

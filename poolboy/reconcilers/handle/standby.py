@@ -47,6 +47,10 @@ def _pool_name(handle: dict[str, Any]) -> str | None:
     return ((handle.get("spec") or {}).get("resourcePool") or {}).get("name")
 
 
+def _wants_standby(run: HandleRun) -> bool:
+    return (run.handle.get("spec") or {}).get("standby") is True
+
+
 def _bound(run: HandleRun) -> bool:
     return bool((run.handle.get("spec") or {}).get("resourceClaim"))
 
@@ -201,6 +205,9 @@ def settle(run: HandleRun, standby: Standby | None) -> None:
         run.status.pop("standby", None)
         run.ctx.events.emit(run.handle, "Resumed", "Resumed from standby: its resources pass the resumed check.")
         observe_handle_transition(standby.pool, RUNNING)
+        # the pool asked it back on standby while it resumed (another handle it keeps running came back): nothing
+        # else wakes it, so it runs once more to go there
+        run.run_again = run.run_again or (_wants_standby(run) and not _bound(run))
     elif standby.state == RUNNING and run.status.get("state") != RUNNING:
         run.status["state"] = RUNNING
         observe_handle_transition(standby.pool, RUNNING)
