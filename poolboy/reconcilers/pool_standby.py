@@ -12,8 +12,8 @@ makes a new one. A pool without ``spec.standby`` costs nothing here.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from typing import Any
 
 from poolboy import keys, kube
@@ -26,6 +26,10 @@ from poolboy.observability import observe_handle_transition
 from poolboy.reconcilers import pool_members
 
 log = logging.getLogger(__name__)
+
+
+#: how soon the pool places again a handle that changed between its read and the pool's write
+PLACE_AGAIN = timedelta(seconds=1)
 
 
 def checked(pool: dict[str, Any], providers: list[Provider]) -> tuple[rules.StandbySpec | None, str | None]:
@@ -69,6 +73,7 @@ def place(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]],
         return placed
     whole = pool_members.unbound_handles(ctx, pool["metadata"]["name"], reader=ctx.api_reader)
     by_name = {h["metadata"]["name"]: h for h in whole}
+    again = False
     for name, wants in rules.changes([_member(h) for h in whole], spec.running).items():
         handle = by_name[name]
         metadata = handle["metadata"]
@@ -79,9 +84,14 @@ def place(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]],
         except (kube.Conflict, kube.Invalid, kube.NotFound) as error:  # bound or changed meanwhile: next run
             log.info("pool %s: handle %s changed before its standby was set (%s)", pool["metadata"]["name"], name,
                      error)
+            again = True
             continue
         placed.wake.append(keys.make(keys.HANDLE, metadata["namespace"], name))
-    return placed
+    if not again:
+        return placed
+    # the handle's own change need not wake the pool (a change its status does not show): place it again soon
+    soon = ctx.now + PLACE_AGAIN
+    return replace(placed, next_at=soon if placed.next_at is None else min(placed.next_at, soon))
 
 
 def _delete_stuck(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]]) -> Placed:

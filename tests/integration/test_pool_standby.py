@@ -4,6 +4,13 @@ values it replaced are recorded and restored when a claim binds the handle."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from poolboy.context import utcnow
+from poolboy.result import Result
 from tests.integration import handle_support as support
 from tests.integration.handle_support import HandleEnv
 
@@ -101,3 +108,30 @@ def test_a_handle_the_pool_asks_back_on_standby_while_it_resumes_goes_there_once
     assert f"handle/{henv.op}/{name}" in getattr(resumed, "wake", ()), resumed
     henv.reconcile("handle", name)
     assert henv.get("ResourceHandle", name)["status"]["state"] == "Standby"
+
+
+def test_a_handle_that_changes_before_the_pool_places_it_is_placed_again_soon(henv: HandleEnv,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pool's write of ``spec.standby`` carries the resourceVersion it read; a handle written in between fails it
+    (the bind wins). The pool then runs again within a second, since the handle's own change need not wake it."""
+    henv.configmap_provider("cm", readinessCheck="data is defined")
+    henv.pool("vms", minAvailable=2, resources=[{"provider": {"name": "cm"}, "template": TEMPLATE}],
+              standby={"running": 1, "patch": {"data": {"power": "off"}}})
+    _settle(henv)
+    standby = next(h for h in henv.pool_handles("vms") if h["status"].get("state") == "Standby")["metadata"]["name"]
+    henv.patch("ResourcePool", "vms", {"spec": {"standby": {"running": 2}}})  # the pool now runs both
+    write = henv.kube.patch_json
+
+    def meanwhile(*args: Any, **kwargs: Any) -> Any:  # someone writes the handle between the pool's read and write
+        monkeypatch.setattr(henv.kube, "patch_json", write)
+        henv.patch("ResourceHandle", standby, {"metadata": {"annotations": {"example.com/touched": "yes"}}})
+        return write(*args, **kwargs)
+
+    monkeypatch.setattr(henv.kube, "patch_json", meanwhile)
+    now = utcnow()
+    outcome = henv.reconcile("pool", "vms", now=now)
+    assert henv.get("ResourceHandle", standby)["spec"]["standby"] is True  # the write failed
+    assert isinstance(outcome, Result) and outcome.requeue_at is not None
+    assert outcome.requeue_at <= now + timedelta(seconds=1)
+    henv.reconcile("pool", "vms")
+    assert henv.get("ResourceHandle", standby)["spec"]["standby"] is False
