@@ -105,7 +105,8 @@ def test_a_handle_the_pool_asks_back_on_standby_while_it_resumes_goes_there_once
     henv.kube.patch_merge("v1", "ConfigMap", configmap, henv.ns, {"binaryData": {"booted": "eWVz"}})
     resumed = henv.reconcile("handle", name)
     assert henv.get("ResourceHandle", name)["status"]["state"] == "Running"
-    assert f"handle/{henv.op}/{name}" in getattr(resumed, "wake", ()), resumed
+    assert isinstance(resumed, Result) and resumed.requeue_at is not None, resumed  # due at once
+    assert resumed.requeue_at <= utcnow(), resumed
     henv.reconcile("handle", name)
     assert henv.get("ResourceHandle", name)["status"]["state"] == "Standby"
 

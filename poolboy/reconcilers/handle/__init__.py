@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from poolboy import keys
 from poolboy.context import Context
 from poolboy.domain import binding, conditions, reads, refusals
 from poolboy.domain.object_meta import is_ignored
@@ -54,7 +53,6 @@ def _record_error(ctx: Context, run: HandleRun, error: PermanentError) -> None:
 
 def _live(ctx: Context, handle: dict[str, Any]) -> Result:
     ctx.prefetch(reads.handle_reads(ctx, handle))  # claim, namespace, providers, resources: one round trip
-    namespace, name = handle["metadata"]["namespace"], handle["metadata"]["name"]
     read_version = resource_version(handle)
     claim = _read_claim(ctx, handle)
     if is_ignored(ctx, claim):
@@ -95,12 +93,14 @@ def _live(ctx: Context, handle: dict[str, Any]) -> Result:
     # Only an unbound handle counts in its pool (its status lists unbound handles); the bind itself wakes the
     # pool, so a bound handle's later status changes (resource created, ready) need no pool run, each of which
     # lists every unbound handle of the pool.
-    again = keys.make(keys.HANDLE, namespace, name) if run.run_again else None
     # The claim mirrors this handle's status and (itself, from the watch) its resources' states: it needs a run
     # only when this run changed the handle. A resync of an unchanged handle costs its claim nothing.
     handle_changed = changed or resource_version(run.handle) != read_version
-    wake = unique_keys(claim_key(run.handle) if handle_changed else None, *waiting, again)
-    next_runs = [t for t in (requeue_at(run.handle), clock_rerun(ctx, providers.cache.values())) if t]
+    wake = unique_keys(claim_key(run.handle) if handle_changed else None, *waiting)
+    # a run that must run once more (still changing, or asked back on standby as it resumed) is due at once: the
+    # delaying queue runs it after this run ends (a wake of its own key would join this very run)
+    again = ctx.now if run.run_again else None
+    next_runs = [t for t in (requeue_at(run.handle), clock_rerun(ctx, providers.cache.values()), again) if t]
     # What the pool shows of an unbound handle (its counts, its list) follows at the next tick; other changes of it
     # only matter to the pool's next decision, which the batching window serves.
     pool = pool_key(ctx, run.handle) if changed and unbound else None
