@@ -58,6 +58,22 @@ CRD: dict[str, Any] = {
 GRANT: dict[str, Any] = {"apiGroups": [GROUP], "resources": [PLURAL]}
 
 
+def machine_of(custom: client.CustomObjectsApi, handle: dict[str, Any]) -> dict[str, Any] | None:
+    """The Machine a handle's first resource names, as the API server has it now; None before it is made or once
+    it is gone."""
+    reference = (((handle.get("status") or {}).get("resources") or [{}])[0]).get("reference") or {}
+    if not reference.get("name"):
+        return None
+    try:
+        found: dict[str, Any] = custom.get_namespaced_custom_object(GROUP, VERSION, reference["namespace"], PLURAL,
+                                                                    reference["name"])
+        return found
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+
+
 def install_crd(api_client: client.ApiClient, timeout: float = 30) -> None:
     """Create the Machine CRD (once) and wait until the API server serves it."""
     extensions = client.ApiextensionsV1Api(api_client)

@@ -52,14 +52,7 @@ def machines(stack: LocalStack) -> Iterator[User]:
 
 
 def machine(user: User, handle: dict[str, Any]) -> dict[str, Any] | None:
-    ref = status(handle)["resources"][0]["reference"]
-    try:
-        return user.custom.get_namespaced_custom_object(standin.GROUP, standin.VERSION, ref["namespace"],
-                                                        standin.PLURAL, ref["name"])
-    except client.ApiException as error:
-        if error.status == 404:
-            return None
-        raise
+    return standin.machine_of(user.custom, handle)
 
 
 def label_stuck(user: User, found: dict[str, Any], stuck: bool) -> None:

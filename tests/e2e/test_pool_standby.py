@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kubernetes import client
 
 from stack.local import LocalStack
 from tests import standin
@@ -44,16 +43,7 @@ def machine_provider(namespace: str, **extra: Any) -> dict[str, Any]:
 
 
 def machine_of(user: User, handle: dict[str, Any]) -> dict[str, Any] | None:
-    reference = ((status(handle).get("resources") or [{}])[0]).get("reference") or {}
-    if not reference.get("name"):
-        return None
-    try:
-        return user.custom.get_namespaced_custom_object(standin.GROUP, standin.VERSION, reference["namespace"],
-                                                        standin.PLURAL, reference["name"])
-    except client.ApiException as error:
-        if error.status == 404:
-            return None
-        raise
+    return standin.machine_of(user.custom, handle)
 
 
 def counts(user: User, pool: str) -> dict[str, Any]:
