@@ -144,11 +144,15 @@ def test_a_released_handle_is_cleaned_counted_as_coming_and_bound_again(machines
     pool = wait_for(lambda: (p := user.get_pool(f"{ns}-labs")) and status(p)["resourceHandleCount"] ==
                     {**status(p)["resourceHandleCount"], "available": 2, "ready": 2, "cleaning": 0} and p,
                     timeout=15, message="the pool counts 2 available, none cleaning")
-    assert len(user.pool_handles(f"{ns}-labs", unbound_only=False)) == 2
+    both = user.pool_handles(f"{ns}-labs", unbound_only=False)
+    assert len(both) == 2
 
-    # a new claim binds the reused handle (the oldest of two ready ones), and its Machine is the same object
-    claim = bind(user, ns, "second", f"{ns}-vm")
-    assert status(claim)["resourceHandle"]["name"] == name
+    # new claims bind the reused handle again: first the one ranked first (older creationTimestamp, then name: the
+    # refill may have been created in the same second), then the other; its Machine is the same object
+    first_ranked = min(both, key=lambda h: (h["metadata"]["creationTimestamp"], h["metadata"]["name"]))
+    claims = [bind(user, ns, claim_name, f"{ns}-vm") for claim_name in ("second", "third")]
+    assert status(claims[0])["resourceHandle"]["name"] == first_ranked["metadata"]["name"]
+    assert {status(c)["resourceHandle"]["name"] for c in claims} == {h["metadata"]["name"] for h in both}
     rebound = machine(user, user.get_handle(name) or {})
     assert rebound is not None and rebound["metadata"]["uid"] == used["metadata"]["uid"]
 
