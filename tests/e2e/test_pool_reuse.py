@@ -198,3 +198,35 @@ def test_failed_cleaning_deletes_the_handle_and_no_reuse_deletes_as_always(machi
                     == 0 and status(p)["resourceHandleCount"]["available"] == 1 and p, timeout=15,
                     message="the pool counts none cleaning and one available")
     assert slow not in {h["metadata"]["name"] for h in user.pool_handles(f"{ns}-slow", unbound_only=False)}
+
+
+def test_an_auto_detached_claim_releases_its_reusable_handle_to_its_pool(machines: User) -> None:
+    user = machines
+    ns = user.namespace("reuse-detach")
+    user.provider(f"{ns}-vm", machine_provider(ns, REUSE))
+    user.pool(f"{ns}-labs", {"minAvailable": 1, "provider": {"name": f"{ns}-vm", "parameterValues": {}}})
+    name = ready_pool_handles(user, f"{ns}-labs", 1)[0]["metadata"]["name"]
+    assert status(bind(user, ns, "done", f"{ns}-vm"))["resourceHandle"]["name"] == name
+    used = wait_for(lambda: (m := machine(user, user.get_handle(name) or {})) and m["spec"]["owner"] == "done" and m,
+                    timeout=10, message="the Machine serves the claim")
+
+    # the claim's autoDetach condition comes true: it is detached and kept, its handle released rather than deleted
+    user.patch_claim(ns, "done", {"spec": {"autoDetach": {"when": "true"}}})
+    detached = user.wait_claim(ns, "done", lambda c: status(c)["resourceHandle"].get("detached") is True,
+                               message="the claim is detached")
+    assert condition(detached, "Bound").get("reason") == "Detached"
+    event = wait_for(lambda: next((e for e in user.events(ns, "done") if e.reason == "Detached"), None), timeout=10,
+                     interval=0.2, message="Event Detached on the claim")
+    assert event.message == f"autoDetach condition is true; releasing ResourceHandle {name}"
+    wait_event(user, name, "Reused")
+    fresh = wait_handle(user, name, lambda h: status(h).get("state") == "Running" and "resourceClaim" not in h["spec"],
+                        "back in its pool, unbound")
+    returned = wait_for(lambda: (m := machine(user, fresh)) and m["spec"]["owner"] == "pool" and m, timeout=10,
+                        message="the Machine's claim-specific value is restored")
+    assert returned["metadata"]["uid"] == used["metadata"]["uid"]
+
+    # the detached claim goes later and leaves the handle, which its pool holds again, alone
+    user.delete_claim(ns, "done")
+    wait_for(lambda: user.get_claim(ns, "done") is None, timeout=15, message="the detached claim is gone")
+    kept = user.get_handle(name)
+    assert kept is not None and "deletionTimestamp" not in kept["metadata"] and "resourceClaim" not in kept["spec"]

@@ -69,8 +69,9 @@ def detached(ctx: Context, claim: dict[str, Any]) -> Result:
 
 
 def auto_delete_or_detach(run: ClaimRun, mode: Mode, handle: dict[str, Any]) -> bool:
-    """Delete the claim (``autoDelete``) or detach it and delete its handle (``autoDetach``) when its condition
-    holds; True when it did (the run is over)."""
+    """Delete the claim (``autoDelete``) or detach it and delete its handle (``autoDetach``: a reusable pool handle
+    is released for cleaning instead, as when the claim is deleted) when its condition holds; True when it did (the
+    run is over)."""
     if _auto_condition(run, mode, "autoDelete", handle):
         run.event("AutoDelete", "autoDelete condition is true; deleting the claim")
         run.write_status()
@@ -79,12 +80,15 @@ def auto_delete_or_detach(run: ClaimRun, mode: Mode, handle: dict[str, Any]) -> 
         return True
     if _auto_condition(run, mode, "autoDetach", handle):
         name = handle["metadata"]["name"]
+        reusable = handle_reuse.reusable(run.ctx, handle)
         run.status["resourceHandle"]["detached"] = True
         run.condition("Bound", False, "Detached", f"Detached from ResourceHandle {name}.")
-        run.event("Detached", f"autoDetach condition is true; deleting ResourceHandle {name}")
+        run.event("Detached", f"autoDetach condition is true; "
+                              f"{'releasing' if reusable else 'deleting'} ResourceHandle {name}")
         run.write_status()
-        run.ctx.kube.delete_if_exists(run.ctx.settings.api_version, RESOURCE_HANDLE, name,
-                                      handle["metadata"]["namespace"])
+        if not (reusable and handle_reuse.release_for_claim(run.ctx, run.claim, name)):
+            run.ctx.kube.delete_if_exists(run.ctx.settings.api_version, RESOURCE_HANDLE, name,
+                                          handle["metadata"]["namespace"])
         return True
     return False
 
