@@ -136,3 +136,26 @@ def test_a_handle_that_changes_before_the_pool_places_it_is_placed_again_soon(he
     assert outcome.requeue_at <= now + timedelta(seconds=1)
     henv.reconcile("pool", "vms")
     assert henv.get("ResourceHandle", standby)["spec"]["standby"] is False
+
+
+def test_a_resume_patch_that_does_not_render_restores_what_the_standby_patch_replaced(henv: HandleEnv) -> None:
+    henv.configmap_provider("cm", updateFilters=[{"pathMatch": "/data/.*"}], readinessCheck="data is defined")
+    henv.pool("vms", minAvailable=1, resources=[{"provider": {"name": "cm"}, "template": TEMPLATE}],
+              standby={"running": 0, "patch": {"data": {"power": "off"}},
+                       "resumePatch": {"data": {"power": "{{ no_such_variable }}"}}})
+    _settle(henv)
+    standby = henv.pool_handles("vms")[0]
+    name = standby["metadata"]["name"]
+    assert standby["status"]["state"] == "Standby" and _power(henv, standby) == "off"
+
+    # a claim binds it: the resume patch fails to render, so the handle resumes as without one, and says why
+    henv.claim("c", {"resources": [{"provider": {"name": "cm"}, "template": TEMPLATE}]})
+    henv.converge("claim", "c")
+    assert henv.get("ResourceClaim", "c", henv.ns)["status"]["resourceHandle"]["name"] == name
+    henv.reconcile("handle", name)
+    resumed = henv.get("ResourceHandle", name)
+    assert _power(henv, resumed) == "on"
+    assert resumed["status"]["state"] == "Running"
+    warning = next(e for e in henv.events(name) if e["reason"] == "InvalidStandby")
+    assert warning["type"] == "Warning" and "'no_such_variable' is undefined" in warning["message"]
+    assert "restoring what the standby patch replaced" in warning["message"]

@@ -157,13 +157,19 @@ def _keep_on_standby(run: HandleRun, standby: Standby) -> None:
 
 
 def _resume(run: HandleRun, standby: Standby) -> None:
-    """Apply the resume patch (or restore what the standby patch replaced), then write ``Resuming``."""
+    """Apply the resume patch (or restore what the standby patch replaced), then write ``Resuming``.
+
+    A resume patch that does not render for a resource falls back to the restore, with a Warning Event: a claim
+    may be waiting for this handle, and a handle left on standby would never reach its resume deadline."""
     recorded = ((run.handle.get("status") or {}).get("standby") or {}).get("restore") or []
     for index in range(len(run.resources)):
+        patch = recorded[index] if index < len(recorded) and isinstance(recorded[index], dict) else {}
         if standby.spec.resume_patch is not None:
-            patch = _render(run, index, standby.spec.resume_patch, "resumePatch")
-        else:
-            patch = recorded[index] if index < len(recorded) and isinstance(recorded[index], dict) else {}
+            try:
+                patch = _render(run, index, standby.spec.resume_patch, "resumePatch")
+            except PermanentError as error:
+                run.ctx.events.emit(run.handle, rules.INVALID, f"{error.message}; restoring what the standby patch "
+                                                               f"replaced instead.", type="Warning")
         _patched(run, index, patch)
     run.status["state"] = RESUMING
     run.status["resuming"] = rules.resuming_status(run.ctx.now, standby.spec.resume_timeout)
