@@ -24,6 +24,10 @@ CLEANING: Final = "Cleaning"
 
 STATES: Final = (RUNNING, STANDBY, RESUMING, CLEANING)
 
+#: ``status.resumedAt``: when the handle last resumed from standby. Its Ready condition turned True then, not when
+#: it was provisioned, so it is no measure of the pool's time to ready.
+RESUMED_AT: Final = "resumedAt"
+
 
 def state_of(handle: Mapping[str, Any]) -> str | None:
     """The handle's ``status.state``, or None for a handle whose pool and provider use neither standby nor reuse."""

@@ -65,6 +65,7 @@ def test_standby_patch_holds_through_updates_and_a_bind_restores_what_it_replace
     resumed = henv.get("ResourceHandle", second)
     assert resumed["status"]["state"] == "Running"
     assert "standby" not in resumed["status"] and "resuming" not in resumed["status"]
+    assert resumed["status"]["resumedAt"]  # its Ready time is no measure of the pool's time to ready
     assert _power(henv, resumed) == "on"
     assert {"Resuming", "Resumed"} <= {e["reason"] for e in henv.events(second)}
 

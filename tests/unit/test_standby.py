@@ -162,3 +162,16 @@ def test_handles_of_a_pool_without_standby_rank_as_before_and_summarise_without_
     assert not {"st", "sb"} & set(candidates.summary(handle, "poolboy.gpte.redhat.com"))
     on_standby = {**_handle("b", STANDBY), "spec": {"resources": [], "standby": True}}
     assert {"st": STANDBY, "sb": True}.items() <= candidates.summary(on_standby, "poolboy.gpte.redhat.com").items()
+
+
+def test_a_handle_that_resumed_from_standby_is_no_measure_of_the_pools_time_to_ready() -> None:
+    provisioned = {"metadata": {"creationTimestamp": "2026-01-01T00:00:00Z"},
+                   "status": {"ready": True, "conditions": [
+                       {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:42Z"}]}}
+    assert candidates.time_to_ready(provisioned) == 42
+    # on standby for a day, then resumed: its Ready turned True when it resumed, not 86 442 s after its creation
+    resumed = merge_patch(provisioned, {"status": {"state": RUNNING, "resumedAt": "2026-01-02T00:00:42Z",
+                                                   "conditions": [{"type": "Ready", "status": "True",
+                                                                   "lastTransitionTime": "2026-01-02T00:00:42Z"}]}})
+    assert candidates.time_to_ready(resumed) is None
+    assert candidates.summary(resumed, "poolboy.gpte.redhat.com")["rt"] is None

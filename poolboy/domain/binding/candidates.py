@@ -34,6 +34,7 @@ from poolboy.domain.binding.scopes import (
     handle_scopes,
     provider_scope,
 )
+from poolboy.domain.handle_state import RESUMED_AT
 from poolboy.kinds import RESOURCE_CLAIM, RESOURCE_HANDLE
 from poolboy.kube.interfaces import IndexMatch
 from poolboy.utils import timeutil
@@ -242,10 +243,11 @@ def _standby_entry(handle: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def time_to_ready(handle: Mapping[str, Any]) -> float | None:
-    """Seconds from a handle's creation to its ``Ready`` condition turning True, None while it is not ready."""
+    """Seconds from a handle's creation to its ``Ready`` condition turning True, None while it is not ready and for
+    a handle that resumed from standby (its Ready turned True when it resumed: no measure of provisioning)."""
     metadata, status = handle.get("metadata") or {}, handle.get("status") or {}
     ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
-    if not ready or ready.get("status") != "True" or status.get("ready") is not True:
+    if not ready or ready.get("status") != "True" or status.get("ready") is not True or status.get(RESUMED_AT):
         return None
     try:
         return (timeutil.parse_timestamp(ready.get("lastTransitionTime") or "")

@@ -22,7 +22,7 @@ from typing import Any
 from poolboy import kube
 from poolboy.domain import health, linked
 from poolboy.domain import standby as rules
-from poolboy.domain.handle_state import RESUMING, RUNNING, STANDBY, state_of
+from poolboy.domain.handle_state import RESUMED_AT, RESUMING, RUNNING, STANDBY, state_of
 from poolboy.domain.provider import Provider
 from poolboy.kinds import RESOURCE_POOL
 from poolboy.observability import observe_handle_transition
@@ -209,6 +209,7 @@ def settle(run: HandleRun, standby: Standby | None) -> None:
         run.status["state"] = RUNNING
         run.status.pop("resuming", None)
         run.status.pop("standby", None)
+        run.status[RESUMED_AT] = timeutil.format_timestamp(run.ctx.now)
         run.ctx.events.emit(run.handle, "Resumed", "Resumed from standby: its resources pass the resumed check.")
         observe_handle_transition(standby.pool, RUNNING)
         # the pool asked it back on standby while it resumed (another handle it keeps running came back): nothing
