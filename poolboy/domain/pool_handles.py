@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from poolboy.domain import claim_parameters, pool_revision
+from poolboy.domain import claim_parameters, pool_revision, standby
 from poolboy.domain.handle_factory import handle_name, new_handle
 from poolboy.domain.provider import Provider
 from poolboy.kinds import RESOURCE_POOL
@@ -81,6 +81,8 @@ def build_pool_handle(ctx: Context, pool: Mapping[str, Any], providers: list[Pro
     for key in ("preferenceScore", "resourceAnnotations", "resourceLabels"):
         if spec.get(key) is not None:
             handle_spec[key] = spec[key]
+    if standby.uses_standby(pool):
+        handle_spec["standby"] = False  # runs until the pool places it: it shows its state even if bound before
     return new_handle(ctx, name or handle_name(), labels=labels, spec=handle_spec,
                       annotations={ctx.label(pool_revision.ANNOTATION): revision(pool, providers)})
 

@@ -160,3 +160,18 @@ def test_a_resume_patch_that_does_not_render_restores_what_the_standby_patch_rep
     warning = next(e for e in henv.events(name) if e["reason"] == "InvalidStandby")
     assert warning["type"] == "Warning" and "'no_such_variable' is undefined" in warning["message"]
     assert "restoring what the standby patch replaced" in warning["message"]
+
+
+def test_a_handle_bound_before_its_pool_placed_it_shows_that_it_runs(henv: HandleEnv) -> None:
+    henv.configmap_provider("cm", readinessCheck="data.never is defined")  # never ready: the pool never places it
+    henv.pool("vms", minAvailable=1, resources=[{"provider": {"name": "cm"}, "template": TEMPLATE}],
+              standby={"running": 0, "patch": {"data": {"power": "off"}}})
+    henv.reconcile("pool", "vms")
+    name = henv.pool_handles("vms")[0]["metadata"]["name"]
+    assert henv.get("ResourceHandle", name)["spec"]["standby"] is False  # the pool made it to run
+
+    henv.claim("c", {"resources": [{"provider": {"name": "cm"}, "template": TEMPLATE}]})
+    henv.converge("claim", "c")
+    assert henv.get("ResourceClaim", "c", henv.ns)["status"]["resourceHandle"]["name"] == name
+    henv.reconcile("handle", name)
+    assert henv.get("ResourceHandle", name)["status"]["state"] == "Running"
