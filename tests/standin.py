@@ -18,6 +18,7 @@ it only has to be simple and independent of Poolboy.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -27,6 +28,8 @@ from typing import Any
 
 from kubernetes import client
 from kubernetes.client.rest import ApiException
+
+log = logging.getLogger(__name__)
 
 GROUP = "standin.poolboy.test"
 VERSION = "v1"
@@ -147,21 +150,24 @@ class StandInController:
         custom = client.CustomObjectsApi(self.api_client)
         while not self._stop.wait(self.interval):
             try:
-                listed: Any = custom.list_cluster_custom_object(GROUP, VERSION, PLURAL)
-                machines = listed["items"]
-            except (ApiException, OSError):
-                continue  # the API server restarts in chaos runs: poll again
-            now = time.monotonic()
-            elapsed = 0.0 if self._last_poll is None else now - self._last_poll
-            self._last_poll = now
-            for machine in machines:
-                phase = self._phase(machine, now)
-                if phase in ("Starting", "Running"):
-                    self._running_seconds += elapsed
-                try:
-                    self._reconcile(custom, machine, phase)
-                except ApiException:
-                    continue  # a conflict or a deletion meanwhile: the next poll sees the new state
+                self._poll(custom)
+            except Exception as error:  # the API server restarts in chaos runs, a connection drops: poll again
+                log.warning("stand-in controller: %r; polling again", error)
+
+    def _poll(self, custom: client.CustomObjectsApi) -> None:
+        listed: Any = custom.list_cluster_custom_object(GROUP, VERSION, PLURAL)
+        machines = listed["items"]
+        now = time.monotonic()
+        elapsed = 0.0 if self._last_poll is None else now - self._last_poll
+        self._last_poll = now
+        for machine in machines:
+            phase = self._phase(machine, now)
+            if phase in ("Starting", "Running"):
+                self._running_seconds += elapsed
+            try:
+                self._reconcile(custom, machine, phase)
+            except ApiException:
+                continue  # a conflict or a deletion meanwhile: the next poll sees the new state
 
     def _phase(self, machine: dict[str, Any], now: float) -> str:
         """Where the Machine is now (Starting, Running, Stopping, Stopped), from what it has wanted since when."""

@@ -165,5 +165,10 @@ def test_a_pool_without_standby_runs_every_handle_and_an_unusable_standby_says_w
     assert condition(bad, "Synced")["status"] == "False"
     assert "no patch" in condition(bad, "Synced")["message"]
     assert "InvalidStandby" in reasons(user, NS, "bad-pool")
-    handle = wait_for(lambda: ready_handles("bad-pool", 1), timeout=20, message="bad-pool's handle runs")[0]
+    try:
+        handle = wait_for(lambda: ready_handles("bad-pool", 1), timeout=20, message="bad-pool's handle runs")[0]
+    except AssertionError as error:  # what the handles and their Machines show, to tell which side stopped
+        seen = [(h["metadata"]["name"], h["spec"].get("resourceClaim"), status(h), machine_of(user, h))
+                for h in user.pool_handles("bad-pool", unbound_only=False)]
+        raise AssertionError(f"{error}\n{seen}\n{stack.logs()}") from None
     assert machine_of(user, handle)["spec"].get("running") is not False  # type: ignore[index]
