@@ -50,6 +50,8 @@ class Explanation:
 def explain(observed: Observed, now: datetime) -> Explanation:
     claim = observed.claim
     metadata = claim.get("metadata") or {}
+    if (status(claim).get("resourceHandle") or {}).get("detached"):
+        return _detached(claim)
     stale = _stale_ready(claim)
     ready = (condition(claim, "Ready") or {}).get("status") == "True" and stale is None
     if not conditions(claim) and status(claim).get("ready") is True:  # an upstream claim: no conditions
@@ -63,6 +65,17 @@ def explain(observed: Observed, now: datetime) -> Explanation:
         reasons += [r for r in _behind(observed) if not _already_said(r, said)] + _unreadable(observed.unreadable)
     verdict = READY if ready else f"ResourceClaim {metadata.get('namespace')}/{metadata.get('name')} is not Ready."
     return Explanation(ready, verdict, reasons)
+
+
+def _detached(claim: Object) -> Explanation:
+    """A detached claim is a record: Poolboy no longer processes it (its conditions stay as they were), and it goes
+    at its lifespan end."""
+    metadata, handle = claim.get("metadata") or {}, status(claim).get("resourceHandle") or {}
+    end = (status(claim).get("lifespan") or {}).get("end")
+    return Explanation(False, f"ResourceClaim {metadata.get('namespace')}/{metadata.get('name')} is detached.", [
+        f"Detached from ResourceHandle {handle.get('name')} (autoDetach): Poolboy no longer manages anything for it, "
+        "and its conditions are as they were when it detached.",
+        f"It is deleted at its lifespan end, {end}." if end else "It has no lifespan end: it stays until deleted."])
 
 
 def _waiting(claim: Object, now: datetime, stale: str | None) -> list[str]:

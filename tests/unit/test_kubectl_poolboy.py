@@ -187,6 +187,21 @@ def test_why_a_ready_condition_of_an_older_spec_is_not_ready_yet() -> None:
     assert not explained.ready and "has not finished with the latest change" in explained.reasons[0]
 
 
+def test_why_a_detached_claim_says_it_is_a_record_until_its_lifespan_end() -> None:
+    claim = recorded("ready", "claim")
+    handle = claim["status"]["resourceHandle"]
+    handle["detached"] = True
+    claim["metadata"]["generation"] = 1 + max(c.get("observedGeneration", 0) for c in claim["status"]["conditions"])
+    claim["status"]["lifespan"] = {"end": "2026-01-02T00:00:00Z"}
+    explained = why.explain(Observed(claim), NOW)
+    assert not explained.ready
+    metadata = claim["metadata"]
+    assert explained.verdict == f"ResourceClaim {metadata['namespace']}/{metadata['name']} is detached."
+    assert explained.reasons[0].startswith(f"Detached from ResourceHandle {handle['name']} (autoDetach)")
+    assert explained.reasons[1] == "It is deleted at its lifespan end, 2026-01-02T00:00:00Z."
+    assert not any("latest change" in r for r in explained.reasons)  # a detached claim is not processed: no nag
+
+
 def test_why_a_claim_not_yet_processed_asks_whether_the_operator_runs() -> None:
     claim = {"metadata": {"name": "new", "namespace": "demo"}, "spec": {"provider": {"name": "p"}}}
     explained = why.explain(Observed(claim), NOW)
