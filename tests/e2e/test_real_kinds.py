@@ -278,10 +278,13 @@ def test_a_status_past_the_size_limit_is_an_error_not_a_loop(stack: LocalStack) 
              and reconciled(user, handle_key, user.get_handle(handle)), timeout=30, interval=0.2,
              message="the claim and its handle reconciled at their versions")
     before, last_run = writes_in(user, ns), clean_mark(user, claim_key)
+    settled = user.get_claim(ns, "c")
     user.custom.patch_namespaced_custom_object(D, "v1", ns, "resourceclaims", "c",
                                                {"metadata": {"annotations": {"test/nudge": "1"}}})
     wait_for(lambda: clean_mark(user, claim_key)[1] != last_run[1], timeout=30, interval=0.2,
              message="a run of the claim after the change")
     after = writes_in(user, ns)
-    assert {key: after[key] - before.get(key, 0) for key in after if after[key] != before.get(key)} == {
-        ("patch", f"resourceclaims.{D}"): 1}, "the change itself is the only write"
+    written = {key: after[key] - before.get(key, 0) for key in after if after[key] != before.get(key)}
+    assert written == {("patch", f"resourceclaims.{D}"): 1}, (  # on failure, what the extra write changed
+        f"the change itself is the only write: {written}\nstatus before: {status(settled)}\n"
+        f"status after: {status(user.get_claim(ns, 'c'))}\n{stack.logs()}")
