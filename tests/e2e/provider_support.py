@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import subprocess
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -159,6 +160,22 @@ class User:
             return wait_for(check, timeout=timeout, interval=0.1, message=f"{namespace}/{name}: {message}")
         except AssertionError as error:
             raise AssertionError(f"{error}\nlast claim: {last.get('claim')}") from None
+
+    def wait_ready_pool_handles(self, pool: str, count: int, timeout: float = 30.0,
+                                resource_of: Callable[[dict[str, Any]], Any] | None = None) -> list[dict[str, Any]]:
+        """``count`` ready unbound handles of ``pool``; on timeout the failure shows every handle of the pool (and,
+        with ``resource_of``, what it manages) and the logs, to tell which side stopped."""
+        def ready() -> list[dict[str, Any]] | None:
+            handles = [h for h in self.pool_handles(pool) if status(h).get("ready") is True]
+            return handles if len(handles) >= count else None
+
+        try:
+            return wait_for(ready, timeout=timeout, interval=0.1, message=f"pool {pool}: {count} ready unbound handles")
+        except AssertionError as error:
+            seen = [(h["metadata"]["name"], h["spec"].get("resourceClaim"), status(h),
+                     resource_of(h) if resource_of else None) for h in self.pool_handles(pool, unbound_only=False)]
+            shown = f"pool: {self.get_pool(pool)}\nhandles: {seen}\n{self.stack.logs()}"
+            raise AssertionError(f"{error}\n{shown}") from None
 
     def wait_bound(self, namespace: str, name: str, timeout: float = 15.0) -> dict[str, Any]:
         return self.wait_claim(namespace, name, lambda c: (c.get("status") or {}).get("resourceHandle"),

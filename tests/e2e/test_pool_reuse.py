@@ -63,11 +63,7 @@ def label_stuck(user: User, found: dict[str, Any], stuck: bool) -> None:
 
 
 def ready_pool_handles(user: User, pool: str, count: int) -> list[dict[str, Any]]:
-    def ready() -> list[dict[str, Any]] | None:
-        handles = [h for h in user.pool_handles(pool) if status(h).get("ready") is True]
-        return handles if len(handles) >= count else None
-
-    return wait_for(ready, timeout=20, interval=0.1, message=f"pool {pool}: {count} ready unbound handles")
+    return user.wait_ready_pool_handles(pool, count, resource_of=lambda h: machine(user, h))
 
 
 def wait_handle(user: User, name: str, predicate: Any, message: str, timeout: float = 15) -> dict[str, Any]:

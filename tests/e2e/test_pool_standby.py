@@ -152,11 +152,10 @@ def test_a_pool_without_standby_runs_every_handle_and_an_unusable_standby_says_w
     user.pool("ns-pool", {"minAvailable": 2, "provider": {"name": "ns-machine"}})
     user.pool("bad-pool", {"minAvailable": 1, "provider": {"name": "plain-machine"}, "standby": {"running": 0}})
 
-    def ready_handles(pool: str, count: int) -> list[dict[str, Any]] | None:
-        handles = [h for h in user.pool_handles(pool) if status(h).get("ready") is True]
-        return handles if len(handles) >= count else None
+    def ready_handles(pool: str, count: int) -> list[dict[str, Any]]:
+        return user.wait_ready_pool_handles(pool, count, resource_of=lambda h: machine_of(user, h))
 
-    for handle in wait_for(lambda: ready_handles("ns-pool", 2), timeout=20, message="ns-pool ready"):
+    for handle in ready_handles("ns-pool", 2):
         assert "state" not in status(handle) and "standby" not in handle["spec"]
     assert not {"running", "standby"} & set(counts(user, "ns-pool"))
 
@@ -165,10 +164,5 @@ def test_a_pool_without_standby_runs_every_handle_and_an_unusable_standby_says_w
     assert condition(bad, "Synced")["status"] == "False"
     assert "no patch" in condition(bad, "Synced")["message"]
     assert "InvalidStandby" in reasons(user, NS, "bad-pool")
-    try:
-        handle = wait_for(lambda: ready_handles("bad-pool", 1), timeout=20, message="bad-pool's handle runs")[0]
-    except AssertionError as error:  # what the handles and their Machines show, to tell which side stopped
-        seen = [(h["metadata"]["name"], h["spec"].get("resourceClaim"), status(h), machine_of(user, h))
-                for h in user.pool_handles("bad-pool", unbound_only=False)]
-        raise AssertionError(f"{error}\n{seen}\n{stack.logs()}") from None
+    handle = ready_handles("bad-pool", 1)[0]
     assert machine_of(user, handle)["spec"].get("running") is not False  # type: ignore[index]
