@@ -7,7 +7,7 @@ worker as online from its heartbeats and its tasks from the events; off, neither
 
 With a metrics port, prometheus-client runs in multiprocess mode: ``PROMETHEUS_MULTIPROC_DIR`` is set (and
 emptied) *before* anything imports the client, pool children write their samples there, and the parent serves the
-sum.
+sum. A directory the worker made itself (none named) is removed when it stops, so restarts leave nothing in ``/tmp``.
 
 ``--reconcilers <module>:<attr>`` names the mapping of kind token to reconciler the worker runs instead of the
 domain's (:data:`poolboy.reconcilers.RECONCILERS`): the integration tests' instrumented reconcilers.
@@ -82,15 +82,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the mapping of kind to reconciler to run instead of the domain's (tests)")
 
 
-def _prepare_metrics_dir() -> None:
+def _prepare_metrics_dir() -> Path | None:
+    """The samples' directory, empty; returns it when this process made it (and so removes it when it stops)."""
     directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
     if directory:
         path = Path(directory)
         if path.exists():  # stale files of a previous run would be summed in
             shutil.rmtree(path)
         path.mkdir(parents=True)
-    else:
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="poolboy-metrics-")
+        return None
+    made = tempfile.mkdtemp(prefix="poolboy-metrics-")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = made
+    return Path(made)
 
 
 def resolve_reconcilers(target: str) -> Mapping[str, Reconciler]:
@@ -127,8 +130,15 @@ def run(args: argparse.Namespace) -> int:
         os.environ["POOLBOY_METRICS_PORT"] = str(args.metrics_port)
     if args.task_events is not None:  # before workers.app reads the settings (worker_send_task_events)
         os.environ["POOLBOY_TASK_EVENTS"] = "true" if args.task_events == "on" else "false"
-    if int(os.environ.get("POOLBOY_METRICS_PORT") or 0):
-        _prepare_metrics_dir()
+    made = _prepare_metrics_dir() if int(os.environ.get("POOLBOY_METRICS_PORT") or 0) else None
+    try:
+        return _run_worker(args)
+    finally:
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
+
+
+def _run_worker(args: argparse.Namespace) -> int:
     from poolboy.settings import Settings
 
     options = worker_options(args, Settings.from_env().task_events)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import urllib.request
 
 import pytest
@@ -42,3 +43,17 @@ def test_reconcile_counts_are_summed_over_children(redis_server, r, enqueuer):
     assert samples[("poolboy_delaying_queue_size", ())] == 1  # the permanent error's slow re-check
     assert ("poolboy_celery_queue_length", (("queue", "claims"),)) in samples
     assert samples[("controller_runtime_reconcile_time_seconds_count", (("controller", "claim"),))] == 11
+
+
+def test_the_samples_directory_a_worker_made_goes_when_it_stops(redis_server, tmp_path):
+    """Without ``PROMETHEUS_MULTIPROC_DIR`` the worker makes its own under the temporary directory; a clean stop
+    removes it, so restarting workers does not fill ``/tmp``."""
+    port = free_port()
+    assert "PROMETHEUS_MULTIPROC_DIR" not in os.environ and "PROMETHEUS_MULTIPROC_DIR" not in ENV
+    with WorkerProcess(redis_server.url, ["claims"], 2, reconcilers=RECONCILERS,
+                       env={**ENV, "POOLBOY_METRICS_PORT": str(port), "TMPDIR": str(tmp_path)}) as worker:
+        wait_for(lambda: _scrape(port), 10, message="metrics served")
+        made = list(tmp_path.glob("poolboy-metrics-*"))
+        assert len(made) == 1 and any(made[0].iterdir()), f"one samples directory, written to: {made}"
+    assert worker.process.returncode == 0, worker.log()
+    assert not list(tmp_path.glob("poolboy-metrics-*"))
