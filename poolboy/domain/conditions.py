@@ -25,23 +25,27 @@ def _fmt(now: datetime) -> str:
 
 
 def set_condition(conditions: list[dict[str, Any]] | None, type_: str, status: bool | str | None, reason: str,
-                  message: str, now: datetime, observed_generation: int | None = None) -> list[dict[str, Any]]:
-    """Return a new condition list with ``type_`` set; other conditions are kept in order."""
+                  message: str, now: datetime, observed_generation: int | None = None,
+                  stored: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Return a new condition list with ``type_`` set; other conditions are kept in order.
+
+    ``stored``: the conditions as the object carries them, for a run that may set ``type_`` more than once (True,
+    then False when a later step fails): the transition is measured against what is stored, not the run's draft."""
     if isinstance(status, bool):
         status = TRUE if status else FALSE
     elif status is None:
         status = UNKNOWN
     result = _copied(conditions)
     current = next((c for c in result if c.get("type") == type_), None)
+    before = current if stored is None else get_condition(stored, type_)
     new: dict[str, Any] = {"type": type_, "status": status, "reason": reason, "message": shorten(message)}
     if observed_generation is not None:
         new["observedGeneration"] = observed_generation
+    kept = before.get("lastTransitionTime") if before is not None and before.get("status") == status else None
+    new["lastTransitionTime"] = kept or _fmt(now)
     if current is None:
-        new["lastTransitionTime"] = _fmt(now)
         result.append(new)
         return result
-    new["lastTransitionTime"] = (current.get("lastTransitionTime") or _fmt(now)) \
-        if current.get("status") == status else _fmt(now)
     current.clear()
     current.update(new)
     return result

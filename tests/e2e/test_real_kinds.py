@@ -7,6 +7,7 @@ still refuse what they refuse, and what the server refuses is a clear error, not
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ from poolboy.settings import Settings
 from stack.local import LocalStack
 from tests.clusters import E2E_CLUSTER
 from tests.e2e.conftest import FAST_INTERVALS
-from tests.e2e.provider_support import NS, D, condition, status
+from tests.e2e.provider_support import NS, D, condition, parse, status
 from tests.e2e.test_resources_claims import User, reference
 from tests.waiting import wait_for
 from workqueue import keyspace
@@ -279,6 +280,9 @@ def test_a_status_past_the_size_limit_is_an_error_not_a_loop(stack: LocalStack) 
              message="the claim and its handle reconciled at their versions")
     before, last_run = writes_in(user, ns), clean_mark(user, claim_key)
     settled = user.get_claim(ns, "c")
+    # the nudged run in a later second than the status it finds: a condition it re-stamped would show as a write
+    synced_at = parse(condition(settled, "Synced")["lastTransitionTime"])
+    wait_for(lambda: datetime.now(UTC) >= synced_at + timedelta(seconds=1), timeout=5, message="a second later")
     user.custom.patch_namespaced_custom_object(D, "v1", ns, "resourceclaims", "c",
                                                {"metadata": {"annotations": {"test/nudge": "1"}}})
     wait_for(lambda: clean_mark(user, claim_key)[1] != last_run[1], timeout=30, interval=0.2,

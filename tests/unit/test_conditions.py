@@ -30,3 +30,21 @@ def test_ordered_puts_the_named_types_first_and_keeps_the_rest_as_they_were() ->
     ordered = conditions.ordered(current, ("Synced", "Bound", "Healthy", "Ready"))
     assert [c["type"] for c in ordered] == ["Synced", "Bound", "Ready", "LifespanEnding", "Other"]
     assert conditions.ordered(ordered, ("Synced", "Bound", "Healthy", "Ready")) == ordered
+
+
+def test_a_run_that_sets_a_condition_twice_transitions_only_against_what_is_stored() -> None:
+    """Synced=False stored; a run sets True, then False again when a later step fails: no transition happened, so
+    the stored time stays (and the status the run writes is the one already there)."""
+    stored = conditions.set_condition(None, "Synced", False, "StatusTooLarge", "too large", NOW)
+    later = NOW.replace(second=1)
+    draft = conditions.set_condition(stored, "Synced", True, "Synced", "", later, stored=stored)
+    assert draft[0]["lastTransitionTime"] == "2024-01-10T12:00:01Z"  # True differs from what is stored
+    final = conditions.set_condition(draft, "Synced", False, "StatusTooLarge", "too large", later, stored=stored)
+    assert final == stored
+    without_stored = conditions.set_condition(draft, "Synced", False, "StatusTooLarge", "too large", later)
+    assert without_stored[0]["lastTransitionTime"] == "2024-01-10T12:00:01Z"  # measured against the draft
+
+
+def test_a_condition_new_to_the_stored_ones_transitions_now() -> None:
+    added = conditions.set_condition(None, "Ready", True, "ResourcesReady", "", NOW, stored=[])
+    assert added[0]["lastTransitionTime"] == "2024-01-10T12:00:00Z"

@@ -78,7 +78,8 @@ class ClaimRun:
         """Set one condition; the list stays in the claim's order
         (:data:`~poolboy.domain.claim_status.CONDITION_ORDER`), which its printer columns rely on."""
         conditions = cond.set_condition(self.status.get("conditions"), type_, status, reason, message, self.ctx.now,
-                                        self.meta.get("generation"))
+                                        self.meta.get("generation"),
+                                        stored=(self.claim.get("status") or {}).get("conditions") or [])
         self.status["conditions"] = cond.ordered(conditions, claim_status.CONDITION_ORDER)
         self.decided.add(type_)
 
