@@ -78,10 +78,13 @@ class ClaimRun:
         """Set one condition; the list stays in the claim's order
         (:data:`~poolboy.domain.claim_status.CONDITION_ORDER`), which its printer columns rely on."""
         conditions = cond.set_condition(self.status.get("conditions"), type_, status, reason, message, self.ctx.now,
-                                        self.meta.get("generation"),
-                                        stored=(self.claim.get("status") or {}).get("conditions") or [])
+                                        self.meta.get("generation"), stored=self.stored_conditions())
         self.status["conditions"] = cond.ordered(conditions, claim_status.CONDITION_ORDER)
         self.decided.add(type_)
+
+    def stored_conditions(self) -> list[dict[str, Any]]:
+        """The conditions the claim carries as read (or as last written by this run), before this run's changes."""
+        return (self.claim.get("status") or {}).get("conditions") or []
 
     def not_bound(self, message: str = "No ResourceHandle is bound to the claim.") -> None:
         """Ready False and Healthy Unknown, reason ``NotBound``: what a claim without a live handle is."""
@@ -93,7 +96,7 @@ class ClaimRun:
 
     def synced_warning(self, synced: bool, reason: str, message: str) -> None:
         """Synced with reason and message, and a Warning Event only when that first appears or changes."""
-        previous = cond.get_condition((self.claim.get("status") or {}).get("conditions"), "Synced") or {}
+        previous = cond.get_condition(self.stored_conditions(), "Synced") or {}
         self.condition("Synced", synced, reason, message)
         wanted = (cond.TRUE if synced else cond.FALSE, reason, message)
         if (previous.get("status"), previous.get("reason"), previous.get("message")) != wanted:

@@ -71,7 +71,7 @@ def show(run: ClaimRun, handle: dict[str, Any]) -> None:
         timeout = timeutil.format_interval(deadline - timeutil.parse_timestamp(resuming["since"])) \
             if resuming.get("since") else "?"
         message = f"ResourceHandle {name} is resuming from standby (since {resuming.get('since')}, timeout {timeout})."
-    previous = conditions.get_condition((run.claim.get("status") or {}).get("conditions"), "Ready") or {}
+    previous = conditions.get_condition(run.stored_conditions(), "Ready") or {}
     run.condition("Ready", False, REASON, message)
     if previous.get("reason") != REASON:
         run.event(REASON, message)

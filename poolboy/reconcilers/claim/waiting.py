@@ -181,7 +181,7 @@ def refuses(run: ClaimRun, where: Queued) -> bool:
 def end_waiting(run: ClaimRun, reason: str, message: str) -> None:
     """The claim stops waiting (refused, or past the longest wait): ``Bound=False`` with ``reason``, out of the
     queue, and a Warning Event when that first happens."""
-    previous = cond.get_condition((run.claim.get("status") or {}).get("conditions"), "Bound") or {}
+    previous = cond.get_condition(run.stored_conditions(), "Bound") or {}
     set_waiting(run, False)
     run.status.pop("queue", None)
     run.condition("Bound", False, reason, message)
