@@ -161,10 +161,12 @@ OBSERVE = Script("engine/observe", keys=("pending", "active", "own_writes", "def
                                          "queue_list"),
                  args=("msg_id", "priority", "pending_ttl", "stale_ms", "now_ms", "write_id", "deferred_ttl",
                        "message"))
-#: ``seen``: the run's write ids; ``token``: the run's lease token (its promise to wake the key ends)
-WAKE = Script("engine/wake", keys=("pending", "active", "own_writes", "deferred", "promised", "held", "queue_list"),
+#: ``seen``: the run's write ids; ``token``: the run's lease token (its promise to wake the key ends); ``take``: the
+#: lease token under which the waking run goes on with the key if it is idle ('' never), ``lease_ms`` that lease
+WAKE = Script("engine/wake", keys=("pending", "active", "own_writes", "deferred", "promised", "held", "leases",
+                                   "queue_list"),
               args=("msg_id", "priority", "pending_ttl", "stale_ms", "now_ms", "record_ttl", "deferred_ttl",
-                    "message", "token"), rest="seen")
+                    "message", "token", "take", "lease_ms", "key"), rest="seen")
 NOTE = Script("engine/note", keys=("active", "own_writes", "deferred"), args=("record_ttl", "deferred_ttl"),
               rest="seen")
 SETTLE = Script("engine/settle", keys=("pending", "active", "own_writes", "deferred"),
@@ -205,16 +207,20 @@ class OwnWrites:
         return self._observe.call(read_added(key), **self.queue.add_values(key), **self._keys(key),
                                   **self._promise_keys(key), write_id=write_id or "", deferred_ttl=DEFERRED_TTL_S)
 
-    def wake_call(self, key: str, seen: list[str], token: str = "", promised: bool = False) -> Call[Added]:
+    def wake_call(self, key: str, seen: list[str], token: str = "", promised: bool = False,
+                  take: str = "") -> Call[Added]:
         """ADD for a key a finishing run wakes, recording the run's write ids ``seen`` as the key's own first: their
         watch events wake the key too, but the run this ADD causes reads what they wrote. While a run of the key is
         going on the ids are deferred to it instead (outcome "deferred"): it runs again only if it did not get them.
-        A key the run ``promised`` to wake (:meth:`promise`) has its promise ended and its held events covered."""
-        if not seen and not promised:
+        A key the run ``promised`` to wake (:meth:`promise`) has its promise ended and its held events covered.
+        Given ``take``, a lease token, an idle key is not queued but leased under that token (outcome "continued"):
+        the caller runs it next, in the same task."""
+        if not seen and not promised and not take:
             return self.queue.add_call(key)
         return self._wake.call(read_added(key), **self.queue.add_values(key), **self._keys(key),
                                **self._promise_keys(key), record_ttl=RECORD_TTL_MS, deferred_ttl=DEFERRED_TTL_S,
-                               token=token, seen=seen)
+                               token=token, take=take, leases=keyspace.LEASES, lease_ms=self.queue.lease_ms,
+                               key=key, seen=seen)
 
     def promise(self, key: str, token: str) -> None:
         """The run holding ``token`` will wake ``key`` at its end (:meth:`wake_call`): until then the key's watch events

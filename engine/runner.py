@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import redis
@@ -77,7 +78,8 @@ def run_context(rt: Runtime, kube: CachedKubeClient | None, promises: own_writes
     client's Events, discovery and uncached reads, and the run's promises to wake keys; without a cluster, one whose
     first request says so."""
     if kube is None:
-        return Context.without_cluster(rt.settings, "no Kubernetes client could be built: see the worker's log")
+        return Context.without_cluster(rt.settings, "no Kubernetes client could be built: see the worker's log",
+                                       promises)
     api: KubeClient = rt.kube
     index = rt.handle_index.for_run(kube.prime) if rt.handle_index is not None else None
     return Context(kube=kube, events=api.events, mapper=api.discovery, settings=rt.settings, index=index, api=api,
@@ -107,12 +109,31 @@ def reconcile_once(rt: Runtime, kind: str, key: str, kube: CachedKubeClient | No
 # --- the run's end: the one switch from outcome to queue ----------------------------------------------------------
 
 def _wake(rt: Runtime, trip: RoundTrip, keys: tuple[str, ...], seen: list[str],
-          promises: own_writes.Promises | None) -> list[Reply[Added]]:
-    """WAKE each key, those the run promised to wake among them whatever the outcome (their events were held)."""
+          promises: own_writes.Promises | None, take: str = "") -> list[tuple[str, Reply[Added]]]:
+    """WAKE each key, those the run promised to wake among them whatever the outcome (their events were held).
+    Given ``take`` (a lease token), the first promised key, if idle, is leased to go on with instead of queued."""
     promised = promises.keys if promises is not None else set()
     token = promises.token if promises is not None else ""
     every = tuple(dict.fromkeys((*keys, *sorted(promised))))
-    return [trip.call(rt.own_writes.wake_call(key, seen, token, key in promised)) for key in every]
+    taken = next((key for key in every if key in promised), None) if take else None
+    return [(key, trip.call(rt.own_writes.wake_call(key, seen, token, key in promised, take if key == taken else "")))
+            for key in every]
+
+
+@dataclass(frozen=True)
+class Continuation:
+    """A key the finished run woke and leased under ``token``: the task runs it next (``WAKE``'s "continued")."""
+
+    kind: str
+    key: str
+    token: str
+
+
+def _continuation(woken: list[tuple[str, Reply[Added]]], token: str) -> Continuation | None:
+    for key, reply in woken:
+        if reply.value.outcome == "continued":
+            return Continuation(parse(key)[0], key, token)
+    return None
 
 
 def _hold(rt: Runtime, trip: RoundTrip, keys: tuple[str, ...], seen: list[str], window: float) -> None:
@@ -131,18 +152,21 @@ def _mark_clean(rt: Runtime, trip: RoundTrip, kind: str, key: str, token: str) -
 
 
 def finish(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, writes: own_writes.Collector,
-           kube: CachedKubeClient | None, promises: own_writes.Promises | None = None) -> None:
+           kube: CachedKubeClient | None, promises: own_writes.Promises | None = None,
+           take: str = "") -> Continuation | None:
     """The run's last round trip: its deferred cache writes first (a run it wakes reads them), then what the outcome
     asks of the queue, then its own writes settled and the key released, atomically (:mod:`engine.own_writes`:
-    an event that arrives between the two would otherwise be lost). Then the publishes no script made itself."""
+    an event that arrives between the two would otherwise be lost). Then the publishes no script made itself.
+    Given ``take`` (a lease token), a succeeded run leases the first key it promised to wake, if that key is idle,
+    and returns it for the task to run next."""
     trip = RoundTrip(rt.redis)
     puts = [trip.call(put) for put in kube.journal.deferred_puts(rt.cache)] \
         if kube is not None and rt.cache is not None else []
     seen = writes.idents
-    woken: list[Reply[Added]] = []
+    woken: list[tuple[str, Reply[Added]]] = []
     match outcome:
         case Succeeded(requeue_at=requeue_at, wake=wake, hold=hold, hold_seconds=window):
-            woken = _wake(rt, trip, wake, seen, promises)
+            woken = _wake(rt, trip, wake, seen, promises, take)
             promised = promises.keys if promises is not None else set()
             _hold(rt, trip, tuple(k for k in hold if k not in promised), seen,
                   rt.settings.hold_seconds if window is None else window)
@@ -169,38 +193,78 @@ def finish(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, write
     for put in puts:
         if put.error is not None:  # the cache only costs speed
             log.debug("%s: cache write failed: %s", key, put.error)
-    rt.enqueuer.settle([reply.value for reply in woken])
+    rt.enqueuer.settle([reply.value for _, reply in woken])
     counts = settled.value
     labelled(own_writes.DEFERRED_EVENTS, "own-write").inc(counts.deferred - counts.foreign)
     labelled(own_writes.DEFERRED_EVENTS, "rerun").inc(counts.foreign)
     rt.enqueuer.publish_many([released.value])
+    return _continuation(woken, take)
 
 
 # --- the run ------------------------------------------------------------------------------------------------------
 
+def _read_own(rt: Runtime, trip: RoundTrip, kind: str, key: str,
+              kube: CachedKubeClient | None) -> Callable[[], dict | None] | None:
+    """A step of ``trip`` that reads the run's own object from the cache, the first thing every reconcile reads."""
+    if rt.cache is None or kube is None:
+        return None
+    _, namespace, name = parse(key)
+    return rt.cache.get_step(trip, rt.settings.api_version, KINDS[kind], namespace, name)
+
+
+def _prime(read: Callable[[], dict | None] | None, kube: CachedKubeClient | None) -> None:
+    obj = read() if read is not None else None
+    if obj is not None and kube is not None:
+        kube.prime(obj)
+
+
 def begin(rt: Runtime, kind: str, key: str, token: str, msg_id: str,
           kube: CachedKubeClient | None) -> Started | None:
-    """START, and in the same round trip the run's own object from the cache, the first thing every reconcile reads
-    (read after START, as the reconcile would read it)."""
+    """START, and in the same round trip the run's own object from the cache (read after START, as the reconcile
+    would read it)."""
     trip = RoundTrip(rt.redis)
     started = trip.call(rt.queue.start_call(key, token, msg_id))
-    read: Callable[[], dict | None] | None = None
-    if rt.cache is not None and kube is not None:
-        _, namespace, name = parse(key)
-        read = rt.cache.get_step(trip, rt.settings.api_version, KINDS[kind], namespace, name)
+    read = _read_own(rt, trip, kind, key, kube)
     trip.send()
-    if started.value is not None and read is not None and kube is not None:
-        obj = read()
-        if obj is not None:
-            kube.prime(obj)
+    if started.value is not None:
+        _prime(read, kube)
     return started.value
 
 
+def _continue(rt: Runtime, kind: str, key: str, kube: CachedKubeClient | None) -> None:
+    """A run the task goes on with holds its lease already (WAKE took it): only its object is read."""
+    labelled(metrics.WORKQUEUE_STARTS, "continued").inc()
+    trip = RoundTrip(rt.redis)
+    read = _read_own(rt, trip, kind, key, kube)
+    if read is None:
+        return
+    try:
+        trip.send()
+    except redis.RedisError as error:  # the cache only saves reads: the reconcile reads what it needs
+        log.debug("%s: cache read failed: %s", key, error)
+        return
+    _prime(read, kube)
+
+
+def _new_token(msg_id: str) -> str:
+    return f"{msg_id}/{uuid.uuid4().hex[:8]}"
+
+
+def _take(rt: Runtime, msg_id: str, continued: int, began: float) -> str:
+    """The lease token under which a run may lease the key it promised to wake and have this task run it next; ''
+    once the task has gone on as often, or as long, as it may, or the worker is stopping. Going on saves the key's
+    message and its consumer's work; a run the key's own message would have started is no different."""
+    if continued >= rt.settings.continued_runs or shutdown.stopping() \
+            or rt.clock.monotonic() - began > rt.settings.reconcile_soft_time_limit / 4:
+        return ""
+    return _new_token(msg_id)
+
+
 def execute(rt: Runtime, msg_id: str | None, kind: str, key: str) -> str:
-    """Run ``key`` once for the message ``msg_id`` with the process's runtime ``rt``: the task body of
-    ``poolboy.reconcile.<kind>``."""
+    """Run ``key`` once for the message ``msg_id`` with the process's runtime ``rt``, then the keys its runs lease to
+    go on with: the task body of ``poolboy.reconcile.<kind>``. The result is the first run's."""
     msg_id = msg_id or uuid.uuid4().hex
-    token = f"{msg_id}/{uuid.uuid4().hex[:8]}"
+    token = _new_token(msg_id)
     kube = rt.reader()
     try:
         started = begin(rt, kind, key, token, msg_id, kube)
@@ -218,10 +282,25 @@ def execute(rt: Runtime, msg_id: str | None, kind: str, key: str) -> str:
     if started.waited is not None:
         labelled(metrics.WORKQUEUE_WAIT, kind).observe(started.waited)
     began = rt.clock.monotonic()
+    result, after = run(rt, kind, key, token, kube, _take(rt, msg_id, 0, began))
+    continued = 0
+    while after is not None:
+        continued += 1
+        kube = rt.reader()
+        _continue(rt, after.kind, after.key, kube)
+        _, after = run(rt, after.kind, after.key, after.token, kube, _take(rt, msg_id, continued, began))
+    return result
+
+
+def run(rt: Runtime, kind: str, key: str, token: str, kube: CachedKubeClient | None,
+        take: str = "") -> tuple[str, Continuation | None]:
+    """One run of ``key``, whose lease ``token`` holds: the reconcile under the renewed lease, its log line, and its
+    end (:func:`finish`); the run's result and the key it leased to go on with, if any."""
+    began = rt.clock.monotonic()
     outcome: Outcome = Failed(0.0, "error")
     writes = own_writes.Collector()
     promises = own_writes.Promises(rt.own_writes, token)
-    with run_log.running(key) as run, event_recorder.foreground():
+    with run_log.running(key) as running, event_recorder.foreground():
         try:
             with LeaseKeeper(rt.renewer, key, token, rt.settings.reconcile_time_limit) as keeper, \
                     own_writes.collecting(writes):
@@ -236,19 +315,21 @@ def execute(rt: Runtime, msg_id: str | None, kind: str, key: str) -> str:
             labelled(metrics.RECONCILE_TIME, kind).observe(elapsed)
             labelled(metrics.RECONCILE_TOTAL, kind, outcome.result).inc()
             text, level = run_log.describe(outcome, rt.redis, key)
-            run_log.report(run, text, elapsed, level)
-            finish_or_report(rt, kind, key, token, outcome, writes, kube, promises)
-    return outcome.result
+            run_log.report(running, text, elapsed, level)
+            after = finish_or_report(rt, kind, key, token, outcome, writes, kube, promises, take)
+    return outcome.result, after
 
 
 def finish_or_report(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, writes: own_writes.Collector,
-                     kube: CachedKubeClient | None, promises: own_writes.Promises | None = None) -> None:
+                     kube: CachedKubeClient | None, promises: own_writes.Promises | None = None,
+                     take: str = "") -> Continuation | None:
     """:func:`finish`, with Redis refusing the record for memory reported in one line instead of failing the task:
     the run's lease then lapses and the work queue runs the key again (:mod:`engine.redis_oom`)."""
     try:
-        finish(rt, kind, key, token, outcome, writes, kube, promises)
+        return finish(rt, kind, key, token, outcome, writes, kube, promises, take)
     except redis.RedisError as error:
         if not redis_oom.is_oom(error):
             raise
         redis_oom.report(log, f"the outcome of {key}'s run is not recorded (its lease lapses and it runs again)",
                          error)
+        return None

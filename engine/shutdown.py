@@ -56,6 +56,7 @@ class _ChildState:
         self.running = False
         self.timer: threading.Timer | None = None
         self.grace = 20.0
+        self.terminating = False  # SIGTERM came
 
 
 _state = _ChildState()
@@ -109,6 +110,11 @@ def interruptible(soft_limit: float | None = None) -> Iterator[None]:
                 _state.timer = None
 
 
+def stopping() -> bool:
+    """The worker is stopping (a task then takes on no more runs of its own accord)."""
+    return _runs.stop_at is not None or _state.terminating
+
+
 def stop_in_process_runs(grace: float) -> None:
     """The worker (threads or gevent pool) is stopping: reconciles still running after ``grace`` seconds are handed
     back at their next stop point, and so is any that starts meanwhile."""
@@ -125,6 +131,7 @@ def _on_hand_back(signum: int, frame: object) -> None:
 
 
 def _on_term(signum: int, frame: object) -> None:
+    _state.terminating = True
     if not _state.running:
         if callable(_state.previous):  # idle: stop as a pool child always did
             _state.previous(signum, frame)

@@ -54,12 +54,12 @@ class Context:
     promiser: Promiser | None = None
 
     @classmethod
-    def without_cluster(cls, settings: Settings, why: str) -> Context:
+    def without_cluster(cls, settings: Settings, why: str, promiser: Promiser | None = None) -> Context:
         """A context whose every API request raises :class:`~poolboy.kube.no_cluster.NoClusterError` saying ``why``
         (its Events are dropped): a process without a cluster runs with it, and code that must ask nothing of the
-        API can be run with it."""
+        API can be run with it. The engine's promises (:meth:`will_wake`) hold all the same."""
         absent = NoCluster(why)
-        return cls(kube=absent, events=absent, mapper=absent, settings=settings)
+        return cls(kube=absent, events=absent, mapper=absent, settings=settings, promiser=promiser)
 
     @property
     def api_reader(self) -> Reader:

@@ -121,6 +121,10 @@ class Settings:
     #: Kubernetes Lease used to elect the active watcher
     watcher_lease_name: str = "poolboy-watcher"
     watcher_lease_seconds: float = 15.0
+    #: a run that promised to wake a key which is idle (a claim's new handle, a handle's claim) leases it and its task
+    #: runs it next, up to this many times per task (0: every run is a task of its own): that saves the key's message
+    #: and its consumer's work; such runs show in the run log and the metrics, and in Flower within the first's task
+    continued_runs: int = 2
     #: how long a key a run asks to run "soon" (a pool after a bind) may wait, so a burst costs one run of it
     hold_seconds: float = 0.5
     #: reconcilers read through the shared cache the watcher keeps in Redis (off: every read goes to the API)

@@ -38,7 +38,7 @@ from workqueue.roundtrip import send_all
 CLASSES: dict[str, int] = {"event": 0, "resync": 1}
 MESSAGE_PRIORITY: dict[int, int] = {0: 0, 1: 9}
 #: ADD outcomes, in script return-code order; scripts composing ADD may answer more (:mod:`engine.own_writes`)
-ADD_OUTCOMES = ("coalesced", "pending-while-running", "published", "own-write", "deferred", "held")
+ADD_OUTCOMES = ("coalesced", "pending-while-running", "published", "own-write", "deferred", "held", "continued")
 
 #: ``priority`` is the class (:data:`CLASSES`); ``release`` 1 when the delaying queue adds a key whose time came;
 #: ``queue_list`` and ``message`` the message to push when a run is owed (None and '' without an encoder)

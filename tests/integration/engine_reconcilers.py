@@ -1,7 +1,8 @@
 """Trivial, instrumented reconcilers for the engine's integration tests (``poolboy worker --reconcilers
 <this>:RECONCILERS``, ``engine_settings.RECONCILERS``).
 
-Each run appends ``{"e": "start"|"end", "t": epoch, "pid": pid}`` to the Redis list ``runs:<key>``; what a run does
+Each run appends ``{"e": "start"|"end", "t": epoch, "pid": pid, "task": Celery task id}`` to the Redis list
+``runs:<key>``; what a run does
 is read from the hash ``behave:<key>``:
 
 * ``sleep`` seconds (``sleep_first``: only on the first run; ``sleep_range``: "lo,hi" uniform random), at the run's
@@ -10,6 +11,7 @@ is read from the hash ``behave:<key>``:
 * ``raise``: ``permanent`` (with ``recheck_after``) or ``transient`` (with ``retry_after``); ``fail_times`` limits
   how many runs raise
 * ``enqueue``: comma-separated keys returned in ``Result.wake``
+* ``promise``: comma-separated keys the run promises to wake (``ctx.will_wake``), as a claim creating its handle does
 * ``event``: emit a Kubernetes Event with this reason about a ConfigMap named like the key (``ctx.events``)
 * ``kube``: read the object from the API server with ``ctx.kube`` and store its ``test/value`` annotation in
   ``observed:<key>`` (convergence tests); also done for every namespace starting with the worker's
@@ -29,6 +31,7 @@ from functools import cache
 from typing import Any
 
 import redis
+from celery import current_task
 
 from poolboy.context import Context
 from poolboy.keys import KINDS
@@ -46,7 +49,8 @@ def _redis() -> redis.Redis:
 
 
 def _record(key: str, event: str) -> int:
-    return _redis().rpush(f"runs:{key}", json.dumps({"e": event, "t": time.time(), "pid": os.getpid()}))
+    task = current_task.request.id if current_task else None
+    return _redis().rpush(f"runs:{key}", json.dumps({"e": event, "t": time.time(), "pid": os.getpid(), "task": task}))
 
 
 def _sleep_for(behave: dict[str, str], run_number: int) -> float:
@@ -97,6 +101,8 @@ def _make(kind: str):
             if requeue_in is not None and r.hdel(f"behave:{key}", "requeue_in_once"):
                 requeue_at = datetime.fromtimestamp(time.time() + float(requeue_in), UTC)
                 r.set(f"requested:{key}", requeue_at.timestamp())
+            for promised in (k for k in behave.get("promise", "").split(",") if k):
+                ctx.will_wake(promised)
             wake = tuple(k for k in behave.get("enqueue", "").split(",") if k)
             return Result(requeue_at=requeue_at, wake=wake)
         finally:

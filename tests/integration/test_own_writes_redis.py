@@ -23,6 +23,7 @@ from poolboy.kube import KubeClient
 from poolboy.observability import Write
 from poolboy.settings import Settings
 from stack.testing import free_port
+from tests.waiting import wait_for
 from watcher import mapping
 from watcher.delivery import EventDelivery, Intake
 from workers.messages import CeleryPublisher
@@ -235,6 +236,53 @@ def test_a_promise_lapses_with_the_lease_and_its_held_events_make_the_key_dirty(
     assert sweeps.dirty_keys(r, settings, [KEY]) == [KEY]
     r.delete(keyspace.held_events(KEY))
     assert sweeps.dirty_keys(r, settings, [KEY]) == [], "control: clean at its version, nothing held"
+
+
+# --- a run that goes on with the key it promised to wake --------------------------------------------------------
+
+
+def taking_wake(work_queue: OwnWritesQueue, key: str, seen: list[str], token: str, take: str) -> str:
+    """The WAKE of a key the run holding ``token`` promised to wake, leasing it under ``take`` if it is idle."""
+    call = work_queue.own.wake_call(key, seen, token, promised=True, take=take)
+    return send_all(work_queue.redis, [call])[0].outcome
+
+
+def test_a_promised_idle_key_is_leased_to_the_waking_run_and_no_message_is_owed(work_queue: OwnWritesQueue,
+                                                                                r: redis.Redis) -> None:
+    """A handle run that created its claim's resource goes on with the claim in the same task: the claim is leased
+    under the token the run chose, with a deadline the lease reaper watches, and nothing is marked for a message."""
+    work_queue.start(HANDLE, "h1")
+    work_queue.own.promise(KEY, "h1")
+    assert observe(work_queue, KEY, "res/1") == "held"
+    assert taking_wake(work_queue, KEY, ["res/1"], "h1", take="c1") == "continued"
+    assert r.get(keyspace.active(KEY)) == "c1"
+    assert 0 < r.pttl(keyspace.active(KEY)) <= work_queue.queue.lease_ms
+    assert r.zscore(keyspace.LEASES, KEY) is not None, "a lease the reaper finds should its holder die"
+    assert not r.exists(keyspace.pending(KEY)), "no run is owed: the taker runs it"
+    assert not r.exists(keyspace.promised(KEY), keyspace.held_events(KEY)), "the promise is kept"
+    assert observe(work_queue, KEY, "res/1") == "own-write", "the run goes on with what the waking run wrote"
+    assert observe(work_queue, KEY, "res/2") == "deferred", "someone else's change goes to the run taken"
+    done = work_queue.done(KEY, "c1")
+    assert done.foreign == 1 and done.rerun is not None, "and runs the key once more, as for any run"
+
+
+def test_a_key_owed_or_running_is_not_taken(work_queue: OwnWritesQueue, r: redis.Redis) -> None:
+    """Only an idle key is taken: a queued run keeps its message, a run going on gets the writes deferred."""
+    assert observe(work_queue, KEY, "u/1") == "published"
+    assert taking_wake(work_queue, KEY, ["res/3"], "h1", take="c1") == "coalesced"
+    assert r.get(keyspace.active(KEY)) is None
+    assert work_queue.start(KEY, "c2") is not None
+    assert taking_wake(work_queue, KEY, ["res/4"], "h1", take="c3") == "deferred"
+    assert r.get(keyspace.active(KEY)) == "c2", "the run going on keeps its lease"
+
+
+def test_the_reaper_runs_a_taken_key_whose_taker_died(r: redis.Redis) -> None:
+    """A task that leased a key to go on with and died before it ran it: the key runs again within a lease."""
+    work_queue = OwnWritesQueue(r, lease_seconds=0.3)
+    assert taking_wake(work_queue, KEY, [], "h1", take="c1") == "continued"
+    reaped = wait_for(work_queue.queue.reap, 5, message="the taken key's lease to lapse and be reaped")
+    assert [publish.key for publish in reaped] == [KEY]
+    assert work_queue.start(KEY, "c2") is not None
 
 
 def test_records_expire(work_queue: OwnWritesQueue, r: redis.Redis) -> None:
