@@ -94,8 +94,11 @@ def test_a_claim_binds_with_every_component_as_its_own_user_and_nothing_refused(
     # Flower, which may only listen, learnt of the worker and its reconciles from their events
     wait_for(lambda: any(flower_json(stack, "/api/workers?status=1").values()), timeout=20,
              message="Flower to see the worker online")
-    tasks = flower_json(stack, "/api/tasks?taskname=poolboy.reconcile.claim")
-    assert any(task["args"] == "claim/demo/acl" for task in tasks.values()), tasks
+    def claim_task_seen() -> bool:
+        tasks = flower_json(stack, "/api/tasks?taskname=poolboy.reconcile.claim")
+        return any(task["args"] == "claim/demo/acl" for task in tasks.values())
+
+    wait_for(claim_task_seen, timeout=20, interval=0.2, message="Flower to list the claim's reconcile")
     # its Broker page shows every queue's depth: lengths its user may read (and not change)
     assert set(queue_depths(flower_page(stack, "/broker"))) == set(QUEUES)
     # beat's sweeps ran meanwhile (from the cache) and the worker's periodic tasks: every user did its part
