@@ -109,31 +109,28 @@ def reconcile_once(rt: Runtime, kind: str, key: str, kube: CachedKubeClient | No
 # --- the run's end: the one switch from outcome to queue ----------------------------------------------------------
 
 def _wake(rt: Runtime, trip: RoundTrip, keys: tuple[str, ...], seen: list[str],
-          promises: own_writes.Promises | None, take: str = "") -> list[tuple[str, Reply[Added]]]:
+          promises: own_writes.Promises | None, take: str = "") -> tuple[list[Reply[Added]], str | None]:
     """WAKE each key, those the run promised to wake among them whatever the outcome (their events were held).
-    Given ``take`` (a lease token), the first promised key, if idle, is leased to go on with instead of queued."""
+    Given ``take`` (a lease token), the first promised key, if idle, is leased to go on with instead of queued: the
+    key asked to be taken is returned with the replies."""
     promised = promises.keys if promises is not None else set()
     token = promises.token if promises is not None else ""
     every = tuple(dict.fromkeys((*keys, *sorted(promised))))
     taken = next((key for key in every if key in promised), None) if take else None
-    return [(key, trip.call(rt.own_writes.wake_call(key, seen, token, key in promised, take if key == taken else "")))
-            for key in every]
+    woken = [trip.call(rt.own_writes.wake_call(key, seen, token, key in promised, take if key == taken else ""))
+             for key in every]
+    return woken, taken
 
 
 @dataclass(frozen=True)
 class Continuation:
-    """A key the finished run woke and leased under ``token``: the task runs it next (``WAKE``'s "continued")."""
+    """A key the finished run woke and leased under ``token`` (``WAKE``'s "continued"): the task runs it next, with
+    its object as the cache held it once leased (``read``)."""
 
     kind: str
     key: str
     token: str
-
-
-def _continuation(woken: list[tuple[str, Reply[Added]]], token: str) -> Continuation | None:
-    for key, reply in woken:
-        if reply.value.outcome == "continued":
-            return Continuation(parse(key)[0], key, token)
-    return None
+    read: Callable[[], dict | None] | None = None
 
 
 def _hold(rt: Runtime, trip: RoundTrip, keys: tuple[str, ...], seen: list[str], window: float) -> None:
@@ -163,10 +160,11 @@ def finish(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, write
     puts = [trip.call(put) for put in kube.journal.deferred_puts(rt.cache)] \
         if kube is not None and rt.cache is not None else []
     seen = writes.idents
-    woken: list[tuple[str, Reply[Added]]] = []
+    woken: list[Reply[Added]] = []
+    taken: str | None = None
     match outcome:
         case Succeeded(requeue_at=requeue_at, wake=wake, hold=hold, hold_seconds=window):
-            woken = _wake(rt, trip, wake, seen, promises, take)
+            woken, taken = _wake(rt, trip, wake, seen, promises, take)
             promised = promises.keys if promises is not None else set()
             _hold(rt, trip, tuple(k for k in hold if k not in promised), seen,
                   rt.settings.hold_seconds if window is None else window)
@@ -176,37 +174,40 @@ def finish(rt: Runtime, kind: str, key: str, token: str, outcome: Outcome, write
             trip.command("DEL", run_log.logged_key(key))
             _mark_clean(rt, trip, kind, key, token)
         case Failed(retry_in=retry_in):
-            woken = _wake(rt, trip, (), seen, promises)
+            woken, _ = _wake(rt, trip, (), seen, promises)
             trip.call(rt.delaying.add_after_call(key, rt.clock.now() + retry_in))
         case Refused(recheck_at=recheck_at, wake=wake):
-            woken = _wake(rt, trip, wake, seen, promises)
+            woken, _ = _wake(rt, trip, wake, seen, promises)
             trip.call(rt.delaying.add_after_call(key, recheck_at))
             rt.limiter.forget(key, trip)
             _mark_clean(rt, trip, kind, key, token)  # its re-check is due in the delaying queue, not at every sweep
         case HandedBack():
-            woken = _wake(rt, trip, (), seen, promises)
+            woken, _ = _wake(rt, trip, (), seen, promises)
             trip.call(rt.queue.add_call(key))  # marked owed while the lease is ours: DONE re-publishes it at once
     # the versions the run got count as its own: an event of one of them brings it nothing new
     acted_on = [*seen, *kube.journal.seen()] if kube is not None else seen
     settled, released = trip.atomic(rt.own_writes.settle_call(key, acted_on), rt.queue.done_call(key, token))
+    # the key to go on with is read as it is once leased (after this trip's WAKE), as START's round trip reads it
+    read_next = _read_own(rt, trip, parse(taken)[0], taken) if taken is not None else None
     trip.send()
     for put in puts:
         if put.error is not None:  # the cache only costs speed
             log.debug("%s: cache write failed: %s", key, put.error)
-    rt.enqueuer.settle([reply.value for _, reply in woken])
+    rt.enqueuer.settle([reply.value for reply in woken])
     counts = settled.value
     labelled(own_writes.DEFERRED_EVENTS, "own-write").inc(counts.deferred - counts.foreign)
     labelled(own_writes.DEFERRED_EVENTS, "rerun").inc(counts.foreign)
     rt.enqueuer.publish_many([released.value])
-    return _continuation(woken, take)
+    if taken is None or not any(reply.value.outcome == "continued" for reply in woken):
+        return None
+    return Continuation(parse(taken)[0], taken, take, read_next)
 
 
 # --- the run ------------------------------------------------------------------------------------------------------
 
-def _read_own(rt: Runtime, trip: RoundTrip, kind: str, key: str,
-              kube: CachedKubeClient | None) -> Callable[[], dict | None] | None:
+def _read_own(rt: Runtime, trip: RoundTrip, kind: str, key: str) -> Callable[[], dict | None] | None:
     """A step of ``trip`` that reads the run's own object from the cache, the first thing every reconcile reads."""
-    if rt.cache is None or kube is None:
+    if rt.cache is None:
         return None
     _, namespace, name = parse(key)
     return rt.cache.get_step(trip, rt.settings.api_version, KINDS[kind], namespace, name)
@@ -224,26 +225,12 @@ def begin(rt: Runtime, kind: str, key: str, token: str, msg_id: str,
     would read it)."""
     trip = RoundTrip(rt.redis)
     started = trip.call(rt.queue.start_call(key, token, msg_id))
-    read = _read_own(rt, trip, kind, key, kube)
+    read = _read_own(rt, trip, kind, key) if kube is not None else None
     trip.send()
     if started.value is not None:
         _prime(read, kube)
     return started.value
 
-
-def _continue(rt: Runtime, kind: str, key: str, kube: CachedKubeClient | None) -> None:
-    """A run the task goes on with holds its lease already (WAKE took it): only its object is read."""
-    labelled(metrics.WORKQUEUE_STARTS, "continued").inc()
-    trip = RoundTrip(rt.redis)
-    read = _read_own(rt, trip, kind, key, kube)
-    if read is None:
-        return
-    try:
-        trip.send()
-    except redis.RedisError as error:  # the cache only saves reads: the reconcile reads what it needs
-        log.debug("%s: cache read failed: %s", key, error)
-        return
-    _prime(read, kube)
 
 
 def _new_token(msg_id: str) -> str:
@@ -286,8 +273,9 @@ def execute(rt: Runtime, msg_id: str | None, kind: str, key: str) -> str:
     continued = 0
     while after is not None:
         continued += 1
+        labelled(metrics.WORKQUEUE_STARTS, "continued").inc()
         kube = rt.reader()
-        _continue(rt, after.kind, after.key, kube)
+        _prime(after.read, kube)
         _, after = run(rt, after.kind, after.key, after.token, kube, _take(rt, msg_id, continued, began))
     return result
 
