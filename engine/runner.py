@@ -11,7 +11,10 @@ reaches a worker's task (:mod:`workers.tasks`), which calls :func:`execute` with
    :mod:`engine.outcome`;
 3. :func:`finish` maps that outcome to the queue in the one switch there is, and in the run's last round trip puts
    the run's writes into the cache, wakes the keys it asked for, records its own writes, and releases the key,
-   which publishes one more run if the claim changed meanwhile.
+   which publishes one more run if the claim changed meanwhile;
+4. when the claim's run bound or created a handle nothing else runs or owes a run of, that round trip leases the
+   handle instead of queueing it, and :func:`execute` runs it next in the same task (a :class:`Continuation`, at
+   most ``continued_runs`` per task).
 
 Every run ends with one log line naming its object, outcome and duration (:mod:`engine.run_log`).
 """
