@@ -205,9 +205,9 @@ def test_standby_and_reuse_under_killed_workers_and_a_lost_redis(stack: LocalSta
     with controller.running():
         burst.create("resourceproviders", provider(MACHINES))
         burst.create("resourcepools", pool())
-        wait_for(lambda: at_rest(burst), timeout=30, interval=0.5,
-                 message=f"the pool filled, {RUNNING_COUNT} handle running and the rest on standby "
-                         f"(states: {[state_of(h) for h in waiting_handles(burst)]})")
+        settle(lambda: at_rest(burst), lambda: describe(pool_handles(burst)),
+               f"the pool filled, {RUNNING_COUNT} handle running and the rest on standby", "before any chaos",
+               f"\n{stack.logs()}")
         watchdog = ReleasingWatchdog(burst).start()
 
         done: list[str] = []
