@@ -178,7 +178,7 @@ def _status(ctx: Context, pool: dict[str, Any], handles: list[dict[str, Any]],
     if cleaning is not None:  # only a pool whose provider reuses handles shows it
         status["resourceHandleCount"]["cleaning"] = cleaning
     status["replicas"] = len(entries)  # the scale subresource's view: kubectl scale, autoscalers
-    status["selector"] = binding.unbound_selector(ctx, pool["metadata"]["name"])
+    status["selector"] = binding.scale_selector(ctx, pool["metadata"]["name"])
     measured = pool_members.measured_time_to_ready(handles, status.get("timeToReadySeconds"))
     if measured is not None:
         status["timeToReadySeconds"] = measured

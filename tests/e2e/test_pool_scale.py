@@ -43,7 +43,7 @@ def test_kubectl_scale_sets_min_available_and_the_pool_refills(stack: LocalStack
     scale = json.loads(kubectl(stack, "get", "resourcepool/pool-scale", "--subresource=scale", "-o", "json"))
     assert (scale["kind"], scale["spec"]["replicas"], scale["status"]["replicas"]) == ("Scale", 3, 3)
     selector = scale["status"]["selector"]
-    assert selector == f"{D}/resource-pool-name=pool-scale,!{D}/resource-claim-name"
+    assert selector == f"{D}/resource-pool-name=pool-scale,!{D}/resource-claim-name,!{D}/resource-handle-cleaning"
     assert {h["metadata"]["name"] for h in user.handles(selector)} == unbound(user, "pool-scale")
     assert "pool-scale" in kubectl(stack, "get", "resourcepool/pool-scale", "--subresource=scale")
 

@@ -188,7 +188,8 @@ def test_pool_status_carries_the_scale_replicas_and_selector_of_its_unbound_hand
     henv.reconcile("pool", "pool")
     status = henv.get("ResourcePool", "pool")["status"]
     assert status["replicas"] == status["resourceHandleCount"]["available"] == 2
-    assert status["selector"] == f"{henv.d}/resource-pool-name=pool,!{henv.d}/resource-claim-name"
+    assert status["selector"] == \
+        f"{henv.d}/resource-pool-name=pool,!{henv.d}/resource-claim-name,!{henv.d}/resource-handle-cleaning"
     selected = henv.kube.list(henv.api, "ResourceHandle", henv.op, label_selector=status["selector"])
     assert sorted(h["metadata"]["name"] for h in selected) == sorted(
         h["metadata"]["name"] for h in henv.pool_handles("pool"))

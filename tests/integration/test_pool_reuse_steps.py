@@ -53,7 +53,12 @@ def test_each_step_goes_on_from_what_the_handle_shows_and_the_pool_counts_it_as_
     henv.patch("ResourcePool", "pool", {"spec": {"minAvailable": 2}})
     henv.reconcile("pool", "pool")
     assert len(henv.pool_handles("pool")) == 2
-    assert henv.get("ResourcePool", "pool")["status"]["resourceHandleCount"]["cleaning"] == 1
+    status = henv.get("ResourcePool", "pool")["status"]
+    assert status["resourceHandleCount"]["cleaning"] == 1
+    # its scale counts and selects the unbound handle, not the one being cleaned (kubectl get -l, autoscalers)
+    selected = henv.kube.list(henv.api, "ResourceHandle", henv.op, label_selector=status["selector"])
+    unbound = [h["metadata"]["name"] for h in henv.pool_handles("pool") if h["metadata"]["name"] != name]
+    assert status["replicas"] == 1 and [h["metadata"]["name"] for h in selected] == unbound
 
     # cleaning: the state, the patch applied once, and waiting for the janitor
     henv.reconcile("handle", name)

@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from poolboy import keys
+from poolboy.domain import reuse
 from poolboy.domain.binding import candidates, queue_order, scope_policy
 from poolboy.domain.binding.scopes import first_provider, handle_scopes, scope_pool
 from poolboy.kinds import RESOURCE_CLAIM, RESOURCE_HANDLE
@@ -171,10 +172,16 @@ def list_unbound(ctx: Context, scope: str, *fallbacks: str, reader: Reader | Non
 
 
 def unbound_selector(ctx: Context, pool: str | None = None) -> str:
-    """The label selector of the handles no claim labelled (of ``pool`` when given: a pool's handles carry its label);
-    a pool's is also its scale ``status.selector``."""
+    """The label selector of the handles no claim labelled (of ``pool`` when given: a pool's handles carry its
+    label)."""
     selector = f"!{ctx.label('resource-claim-name')}"
     return f"{ctx.label('resource-pool-name')}={pool},{selector}" if pool else selector
+
+
+def scale_selector(ctx: Context, pool: str) -> str:
+    """A pool's scale ``status.selector``: its unbound handles but those being cleaned on their way back, exactly the
+    handles ``status.replicas`` counts."""
+    return f"{unbound_selector(ctx, pool)},!{ctx.label(reuse.CLEANING_LABEL)}"
 
 
 def provider_compatible(handle: Mapping[str, Any], provider_names: list[str],
